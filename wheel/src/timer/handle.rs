@@ -1,0 +1,127 @@
+//! The handles `schedule*` returns: [`Timeout`] for a one-shot task, [`Periodic`] for a
+//! recurring one.
+
+use super::shared::Shared;
+use crate::task::PeriodicState;
+use crate::wheel::Key;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::time::Instant;
+
+/// A one-shot task waiting in a [`Timer`](crate::Timer).
+///
+/// Dropping the handle does not cancel the task.
+pub struct Timeout {
+    shared: Arc<Shared>,
+    key: Key,
+    cancelled: AtomicBool,
+}
+
+impl Timeout {
+    pub(crate) fn new(shared: Arc<Shared>, key: Key) -> Self {
+        Timeout {
+            shared,
+            key,
+            cancelled: AtomicBool::new(false),
+        }
+    }
+
+    /// Cancels the task and drops it at once. Returns `true` only if this call took it out before
+    /// the worker did: a `false` means it has run, is running, was cancelled already, or was handed
+    /// back by [`Timer::stop`](crate::Timer::stop).
+    pub fn cancel(&self) -> bool {
+        let mut state = self.shared.state.lock();
+        let Some(task) = state.wheel.cancel(self.key) else {
+            return false;
+        };
+        state.metrics.cancelled += 1;
+        self.cancelled.store(true, Ordering::Release);
+        drop(state);
+        drop(task);
+        true
+    }
+
+    /// Whether [`Timeout::cancel`] succeeded.
+    pub fn is_cancelled(&self) -> bool {
+        self.cancelled.load(Ordering::Acquire)
+    }
+
+    /// Whether the worker has taken the task to run it (it may still be running).
+    pub fn is_expired(&self) -> bool {
+        if self.is_cancelled() {
+            return false;
+        }
+        let state = self.shared.state.lock();
+        !state.wheel.contains(self.key) && !state.drained.contains(&self.key)
+    }
+
+    /// Whether the task is still waiting for its deadline.
+    pub fn is_pending(&self) -> bool {
+        self.shared.state.lock().wheel.contains(self.key)
+    }
+
+    /// The tick boundary the task waits for, while it is pending.
+    pub fn deadline(&self) -> Option<Instant> {
+        let tick = self.shared.state.lock().wheel.deadline(self.key)?;
+        self.shared.ticks.instant_of(tick)
+    }
+}
+
+impl std::fmt::Debug for Timeout {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Timeout")
+            .field("key", &self.key)
+            .field("cancelled", &self.is_cancelled())
+            .finish_non_exhaustive()
+    }
+}
+
+/// A recurring task in a [`Timer`](crate::Timer). Dropping the handle does not cancel it.
+pub struct Periodic {
+    shared: Arc<Shared>,
+    state: Arc<PeriodicState>,
+}
+
+impl Periodic {
+    pub(crate) fn new(shared: Arc<Shared>, state: Arc<PeriodicState>) -> Self {
+        Periodic { shared, state }
+    }
+
+    /// Stops the task: it is taken out of the wheel and dropped at once, and if a run is in
+    /// progress, that run is its last. Returns `true` if this call stopped it, `false` if it was
+    /// already cancelled or gone (stopped timer, panicked run).
+    pub fn cancel(&self) -> bool {
+        let mut timer = self.shared.state.lock();
+        if self.state.cancelled.load(Ordering::Acquire)
+            || self.state.finished.load(Ordering::Acquire)
+        {
+            return false;
+        }
+        self.state.cancelled.store(true, Ordering::Release);
+        timer.metrics.cancelled += 1;
+        let key = Key::from_raw(self.state.key.load(Ordering::Acquire));
+        let task = timer.wheel.cancel(key);
+        drop(timer);
+        drop(task);
+        true
+    }
+
+    /// Whether [`Periodic::cancel`] succeeded.
+    pub fn is_cancelled(&self) -> bool {
+        self.state.cancelled.load(Ordering::Acquire)
+    }
+
+    /// How many runs have completed.
+    pub fn runs(&self) -> u64 {
+        self.state.runs.load(Ordering::Relaxed)
+    }
+}
+
+impl std::fmt::Debug for Periodic {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Periodic")
+            .field("runs", &self.runs())
+            .field("cancelled", &self.is_cancelled())
+            .finish_non_exhaustive()
+    }
+}

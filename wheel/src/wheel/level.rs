@@ -1,0 +1,93 @@
+//! One ring of buckets, with an occupancy bitmap that finds the next non-empty bucket without
+//! visiting the empty ones.
+//!
+//! Level 0 has one bucket per tick. Each outer level has 2^[`OUTER_BITS`] = 64 buckets, each covering a
+//! whole rotation of the level inside it: the bucket an entry sits in is its remaining round count.
+
+use super::arena::List;
+
+/// log2 of the bucket count of every level above level 0.
+pub(crate) const OUTER_BITS: u32 = 6;
+
+pub(crate) struct Level {
+    /// Bits of a tick below this level's bucket index.
+    shift: u32,
+    /// log2 of this level's bucket count.
+    bits: u32,
+    buckets: Box<[List]>,
+    occupied: Box<[u64]>,
+}
+
+/// Ticks with the low `bits` bits set, saturating at all ones.
+fn low_mask(bits: u32) -> u64 {
+    if bits >= 64 {
+        u64::MAX
+    } else {
+        (1u64 << bits) - 1
+    }
+}
+
+impl Level {
+    pub(crate) fn new(shift: u32, bits: u32) -> Self {
+        let slots = 1usize << bits;
+        Level {
+            shift,
+            bits,
+            buckets: vec![List::EMPTY; slots].into_boxed_slice(),
+            occupied: vec![0; slots.div_ceil(64)].into_boxed_slice(),
+        }
+    }
+
+    /// The bits of a tick that this level and the levels below it resolve.
+    pub(crate) fn span_bits(&self) -> u32 {
+        self.shift + self.bits
+    }
+
+    /// The bucket a deadline falls into on this level.
+    pub(crate) fn slot_of(&self, tick: u64) -> usize {
+        if self.shift >= 64 {
+            return 0;
+        }
+        ((tick >> self.shift) & low_mask(self.bits)) as usize
+    }
+
+    /// The first tick covered by `slot`, in the rotation that `now` is in.
+    pub(crate) fn slot_start(&self, now: u64, slot: usize) -> u64 {
+        let rotation = now & !low_mask(self.span_bits());
+        rotation | ((slot as u64) << self.shift)
+    }
+
+    pub(crate) fn bucket_mut(&mut self, slot: usize) -> &mut List {
+        &mut self.buckets[slot]
+    }
+
+    pub(crate) fn mark_occupied(&mut self, slot: usize) {
+        self.occupied[slot / 64] |= 1 << (slot % 64);
+    }
+
+    /// Clears the bucket's bit if the bucket is now empty.
+    pub(crate) fn sync_occupied(&mut self, slot: usize) {
+        if self.buckets[slot].is_empty() {
+            self.occupied[slot / 64] &= !(1 << (slot % 64));
+        }
+    }
+
+    /// Takes every entry of a bucket.
+    pub(crate) fn take(&mut self, slot: usize) -> List {
+        self.occupied[slot / 64] &= !(1 << (slot % 64));
+        std::mem::replace(&mut self.buckets[slot], List::EMPTY)
+    }
+
+    /// The first occupied bucket at or after `from`, without wrapping around.
+    pub(crate) fn next_occupied(&self, from: usize) -> Option<usize> {
+        let mut word = from / 64;
+        let mut bits = *self.occupied.get(word)? & (u64::MAX << (from % 64));
+        loop {
+            if bits != 0 {
+                return Some(word * 64 + bits.trailing_zeros() as usize);
+            }
+            word += 1;
+            bits = *self.occupied.get(word)?;
+        }
+    }
+}
