@@ -84,16 +84,16 @@ impl<F> Drop for PeriodicJob<F> {
     }
 }
 
-/// The first `due + k * period` (k >= 1) at or after `now`. Computed from the first deadline, so
-/// rounding never accumulates.
+/// The first `due + k * period` (k >= 1) after `now`, the end of the run: a late run stands for
+/// every deadline it passed. Computed from the deadline, so rounding never accumulates.
 pub(crate) fn next_fixed_rate(due: Instant, period: Duration, now: Instant) -> Option<Instant> {
     let next = due.checked_add(period)?;
-    if next >= now {
+    if next > now {
         return Some(next);
     }
     let behind = now.duration_since(due).as_nanos();
     let period_nanos = period.as_nanos().max(1);
-    let periods = behind.div_ceil(period_nanos);
+    let periods = behind / period_nanos + 1;
     let offset = periods.checked_mul(period_nanos)?;
     let secs = u64::try_from(offset / 1_000_000_000).ok()?;
     due.checked_add(Duration::new(secs, (offset % 1_000_000_000) as u32))
@@ -140,7 +140,7 @@ mod tests {
         let period = Duration::from_millis(10);
         let at = |ms| start + Duration::from_millis(ms);
         assert_eq!(next_fixed_rate(start, period, at(3)), Some(at(10)));
-        assert_eq!(next_fixed_rate(start, period, at(10)), Some(at(10)));
+        assert_eq!(next_fixed_rate(start, period, at(10)), Some(at(20)));
         assert_eq!(next_fixed_rate(start, period, at(11)), Some(at(20)));
         assert_eq!(next_fixed_rate(start, period, at(35)), Some(at(40)));
         assert_eq!(next_fixed_rate(start, Duration::MAX, at(0)), None);
