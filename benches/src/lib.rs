@@ -1,1 +1,8 @@
-//! Helpers shared by the benchmarks.
+//! Shared pieces of the benchmarks: the peers behind one trait, a heap-and-condvar baseline, and
+//! workload helpers.
+#![allow(missing_docs, clippy::unwrap_used)]
+
+pub mod baseline;
+pub mod peers;
+pub mod threads;
+pub mod workload;

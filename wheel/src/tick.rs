@@ -9,6 +9,11 @@ use std::time::{Duration, Instant};
 /// A tick that is never reached.
 pub(crate) const NEVER: u64 = u64::MAX;
 
+/// A duration in nanoseconds, saturating at `u64::MAX` (about 584 years), which means "never".
+fn nanos(duration: Duration) -> u64 {
+    u64::try_from(duration.as_nanos()).unwrap_or(u64::MAX)
+}
+
 #[derive(Clone, Copy, Debug)]
 pub(crate) struct Ticks {
     origin: Instant,
@@ -17,7 +22,7 @@ pub(crate) struct Ticks {
 
 impl Ticks {
     pub(crate) fn new(origin: Instant, tick: Duration) -> Self {
-        let tick_nanos = u64::try_from(tick.as_nanos()).unwrap_or(u64::MAX).max(1);
+        let tick_nanos = nanos(tick).max(1);
         Ticks { origin, tick_nanos }
     }
 
@@ -27,22 +32,29 @@ impl Ticks {
 
     /// The first tick whose boundary is at or after `deadline`.
     pub(crate) fn deadline_tick(&self, deadline: Instant) -> u64 {
-        let nanos = deadline.saturating_duration_since(self.origin).as_nanos();
-        let ticks = nanos.div_ceil(u128::from(self.tick_nanos));
-        u64::try_from(ticks).unwrap_or(NEVER)
+        let nanos = nanos(deadline.saturating_duration_since(self.origin));
+        self.ceil_ticks(nanos)
     }
 
     /// The deadline tick of `now + delay`, saturating.
     pub(crate) fn delay_tick(&self, now: Instant, delay: Duration) -> u64 {
-        now.checked_add(delay)
-            .map_or(NEVER, |deadline| self.deadline_tick(deadline))
+        let since_origin = nanos(now.saturating_duration_since(self.origin));
+        match since_origin.checked_add(nanos(delay)) {
+            Some(total) if total < u64::MAX => self.ceil_ticks(total),
+            _ => NEVER,
+        }
     }
 
     /// The last tick boundary at or before `now`.
     pub(crate) fn elapsed_tick(&self, now: Instant) -> u64 {
-        let nanos = now.saturating_duration_since(self.origin).as_nanos();
-        let ticks = nanos / u128::from(self.tick_nanos);
-        u64::try_from(ticks).unwrap_or(NEVER)
+        nanos(now.saturating_duration_since(self.origin)) / self.tick_nanos
+    }
+
+    fn ceil_ticks(&self, nanos: u64) -> u64 {
+        if nanos == u64::MAX {
+            return NEVER;
+        }
+        nanos.div_ceil(self.tick_nanos)
     }
 
     /// The instant of a tick boundary, or `None` for [`NEVER`] and past the range of `Instant`.

@@ -4,26 +4,32 @@
 use super::shared::Shared;
 use crate::task::PeriodicState;
 use crate::wheel::Key;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::Instant;
 
-/// A one-shot task waiting in a [`Timer`](crate::Timer).
+/// Set in a [`Timeout`]'s raw key once its `cancel` has succeeded.
+const CANCELLED: u64 = 1 << 63;
+
+/// A one-shot task waiting in a [`Timer`](crate::Timer). Two words: the timer and the task's key.
 ///
 /// Dropping the handle does not cancel the task.
 pub struct Timeout {
     shared: Arc<Shared>,
-    key: Key,
-    cancelled: AtomicBool,
+    /// The task's [`Key`], with [`CANCELLED`] set once cancelled.
+    key: AtomicU64,
 }
 
 impl Timeout {
     pub(crate) fn new(shared: Arc<Shared>, key: Key) -> Self {
         Timeout {
             shared,
-            key,
-            cancelled: AtomicBool::new(false),
+            key: AtomicU64::new(key.to_raw()),
         }
+    }
+
+    fn key(&self) -> Key {
+        Key::from_raw(self.key.load(Ordering::Acquire))
     }
 
     /// Cancels the task and drops it at once. Returns `true` only if this call took it out before
@@ -31,11 +37,11 @@ impl Timeout {
     /// back by [`Timer::stop`](crate::Timer::stop).
     pub fn cancel(&self) -> bool {
         let mut state = self.shared.state.lock();
-        let Some(task) = state.wheel.cancel(self.key) else {
+        let Some(task) = state.wheel.cancel(self.key()) else {
             return false;
         };
         state.metrics.cancelled += 1;
-        self.cancelled.store(true, Ordering::Release);
+        self.key.fetch_or(CANCELLED, Ordering::AcqRel);
         drop(state);
         drop(task);
         true
@@ -43,7 +49,7 @@ impl Timeout {
 
     /// Whether [`Timeout::cancel`] succeeded.
     pub fn is_cancelled(&self) -> bool {
-        self.cancelled.load(Ordering::Acquire)
+        self.key.load(Ordering::Acquire) & CANCELLED != 0
     }
 
     /// Whether the worker has taken the task to run it (it may still be running).
@@ -52,17 +58,17 @@ impl Timeout {
             return false;
         }
         let state = self.shared.state.lock();
-        !state.wheel.contains(self.key) && !state.drained.contains(&self.key)
+        !state.wheel.contains(self.key()) && !state.drained.contains(&self.key())
     }
 
     /// Whether the task is still waiting for its deadline.
     pub fn is_pending(&self) -> bool {
-        self.shared.state.lock().wheel.contains(self.key)
+        self.shared.state.lock().wheel.contains(self.key())
     }
 
     /// The tick boundary the task waits for, while it is pending.
     pub fn deadline(&self) -> Option<Instant> {
-        let tick = self.shared.state.lock().wheel.deadline(self.key)?;
+        let tick = self.shared.state.lock().wheel.deadline(self.key())?;
         self.shared.ticks.instant_of(tick)
     }
 }
@@ -70,7 +76,7 @@ impl Timeout {
 impl std::fmt::Debug for Timeout {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Timeout")
-            .field("key", &self.key)
+            .field("key", &self.key())
             .field("cancelled", &self.is_cancelled())
             .finish_non_exhaustive()
     }

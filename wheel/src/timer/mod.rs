@@ -188,7 +188,10 @@ impl Timer {
             cadence,
         };
         state.metrics.scheduled += 1;
-        shared.store(&mut state, tick, Box::new(job));
+        let key = shared.store(&mut state, tick, Box::new(job));
+        periodic
+            .key
+            .store(key.to_raw(), std::sync::atomic::Ordering::Release);
         drop(state);
         Ok(Periodic::new(Arc::clone(shared), periodic))
     }

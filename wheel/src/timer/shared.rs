@@ -93,9 +93,6 @@ impl Shared {
             Ok(key) => key,
             Err(_) => unreachable!("max_pending is capped below the wheel's capacity"),
         };
-        if let Some(job) = state.wheel.get(key) {
-            job.stored_as(key);
-        }
         if tick < state.wake_at {
             self.wake.notify_one();
         }

@@ -110,7 +110,10 @@ fn put_back(
             continue;
         }
         let tick = shared.ticks.deadline_tick(due);
-        shared.store(state, tick, job);
+        let key = shared.store(state, tick, job);
+        if let Some(job) = state.wheel.get(key) {
+            job.stored_as(key);
+        }
     }
 }
 

@@ -10,9 +10,12 @@ use slab::Slab;
 /// The end of a list.
 pub(crate) const NIL: u32 = u32::MAX;
 
+/// Generations count modulo 2^31, so that the top bit of a raw key is free for callers' flags.
+const GENERATION_MASK: u32 = u32::MAX >> 1;
+
 /// A handle to one entry of a [`Wheel`](super::Wheel): the slot index and the generation it was
 /// inserted under. A key whose entry has left the wheel refers to nothing, even after its slot is
-/// reused.
+/// reused (until the same slot has been reused 2^31 times).
 #[derive(Clone, Copy, PartialEq, Eq, Hash, Debug)]
 pub struct Key(u64);
 
@@ -29,14 +32,14 @@ impl Key {
         (self.0 >> 32) as u32
     }
 
-    /// The key as one integer, for callers that store keys in atomics.
+    /// The key as one integer, for callers that store keys in atomics. The top bit is always 0.
     pub fn to_raw(self) -> u64 {
         self.0
     }
 
-    /// Rebuilds a key from [`Key::to_raw`].
+    /// Rebuilds a key from [`Key::to_raw`]; the top bit is ignored.
     pub fn from_raw(raw: u64) -> Self {
-        Key(raw)
+        Key(raw & (u64::MAX >> 1))
     }
 }
 
@@ -123,7 +126,7 @@ impl<T> Arena<T> {
     /// Takes a node out of storage. It must already be unlinked from its list.
     pub(crate) fn remove(&mut self, index: u32) -> Node<T> {
         let slot = index as usize;
-        self.generations[slot] = self.generations[slot].wrapping_add(1);
+        self.generations[slot] = self.generations[slot].wrapping_add(1) & GENERATION_MASK;
         self.nodes.remove(slot)
     }
 

@@ -1,0 +1,283 @@
+//! Prints the timer figures that are not criterion timings: memory per pending timeout, expiry
+//! bursts, lateness, wakeups and worker CPU, for `wheel` and its peers in one run.
+//!
+//! Run: `cargo run --release -p benches --bin timer_figures [quick]`. Each figure is the median of
+//! three runs unless marked otherwise. `quick` shrinks every workload, for a smoke test.
+#![allow(clippy::print_stdout)]
+
+use benches::peers::{DelayQueue, Heap, Hierarchical, Peer, TimerCrate, Wheel};
+use benches::threads::{named_thread, ThreadSample};
+use benches::workload::{
+    burst_done, burst_reset, burst_task, burst_times, delays, expiry_burst, noop,
+};
+use parking_lot::Mutex;
+use stats_alloc::{Region, StatsAlloc, INSTRUMENTED_SYSTEM};
+use std::alloc::System;
+use std::sync::Arc;
+use std::thread;
+use std::time::{Duration, Instant};
+
+#[global_allocator]
+static GLOBAL: &StatsAlloc<System> = &INSTRUMENTED_SYSTEM;
+
+struct Scale {
+    pending: usize,
+    burst: usize,
+    one_deadline: usize,
+    lateness: usize,
+    idle: Duration,
+    far_cpu: Duration,
+}
+
+fn main() {
+    let quick = std::env::args().any(|arg| arg == "quick");
+    let scale = if quick {
+        Scale {
+            pending: 20_000,
+            burst: 20_000,
+            one_deadline: 20_000,
+            lateness: 500,
+            idle: Duration::from_millis(300),
+            far_cpu: Duration::from_millis(500),
+        }
+    } else {
+        Scale {
+            pending: 1_000_000,
+            burst: 1_000_000,
+            one_deadline: 200_000,
+            lateness: 10_000,
+            idle: Duration::from_secs(3),
+            far_cpu: Duration::from_secs(10),
+        }
+    };
+    println!("# timer figures ({})", if quick { "quick" } else { "full" });
+    println!();
+    memory(&scale);
+    bursts(&scale);
+    one_deadline(&scale);
+    lateness(&scale);
+    idle(&scale);
+}
+
+fn median(mut values: Vec<f64>) -> f64 {
+    values.sort_by(f64::total_cmp);
+    values[values.len() / 2]
+}
+
+/// Heap bytes requested per pending timeout, the caller's handle included.
+fn memory(scale: &Scale) {
+    println!(
+        "## memory per pending timeout ({} pending, delays 1-60 s)",
+        scale.pending
+    );
+    println!("bytes requested from the allocator, handle storage included; median of 3");
+    println!("| timer | bytes per pending timeout | handle size |");
+    println!("|---|---|---|");
+    memory_of::<Wheel>(scale);
+    memory_of::<Hierarchical>(scale);
+    memory_of::<DelayQueue>(scale);
+    memory_of::<TimerCrate>(scale);
+    memory_of::<Heap>(scale);
+    println!();
+}
+
+fn memory_of<P: Peer>(scale: &Scale) {
+    let delays = delays(scale.pending, 1);
+    let runs = (0..3)
+        .map(|_| {
+            let mut peer = P::start();
+            // Let a threaded peer's worker settle before and after.
+            thread::sleep(Duration::from_millis(50));
+            let region = Region::new(GLOBAL);
+            let mut handles = Vec::with_capacity(scale.pending);
+            for &delay in &delays {
+                handles.push(peer.schedule(delay, noop));
+            }
+            thread::sleep(Duration::from_millis(300));
+            let change = region.change();
+            let net = change.bytes_allocated as f64 - change.bytes_deallocated as f64
+                + change.bytes_reallocated as f64;
+            drop(handles);
+            drop(peer);
+            net / scale.pending as f64
+        })
+        .collect();
+    println!(
+        "| {} | {:.1} | {} |",
+        P::NAME,
+        median(runs),
+        std::mem::size_of::<P::Handle>()
+    );
+}
+
+/// Time per task when all fall due together: from the deadline to the last task's start.
+fn bursts(scale: &Scale) {
+    println!(
+        "## expiry burst ({} no-op tasks on one deadline)",
+        scale.burst
+    );
+    println!("time from the deadline to the start of the last task, per task; median of 3");
+    println!("| timer | ns per task |");
+    println!("|---|---|");
+    burst_of::<Wheel>(scale);
+    burst_of::<Hierarchical>(scale);
+    burst_of::<DelayQueue>(scale);
+    burst_of::<TimerCrate>(scale);
+    burst_of::<Heap>(scale);
+    println!();
+}
+
+fn burst_of<P: Peer>(scale: &Scale) {
+    let runs: Vec<f64> = (0..3)
+        .filter_map(|_| {
+            let mut peer = P::start();
+            let took = expiry_burst(&mut peer, scale.burst, Duration::from_millis(300))?;
+            Some(took.as_nanos() as f64 / scale.burst as f64)
+        })
+        .collect();
+    if runs.len() < 3 {
+        println!("| {} | did not finish within a minute |", P::NAME);
+    } else {
+        println!("| {} | {:.1} |", P::NAME, median(runs));
+    }
+}
+
+/// How long after one shared deadline the last of many no-op tasks has started (wheel only).
+fn one_deadline(scale: &Scale) {
+    println!(
+        "## {} no-op tasks on one deadline (wheel, 1 ms tick)",
+        scale.one_deadline
+    );
+    println!("time from the deadline to the start of the last task; median of 3");
+    let runs: Vec<f64> = (0..3)
+        .map(|_| {
+            let mut timer = Wheel::start();
+            let deadline = Instant::now() + Duration::from_millis(500);
+            let count = scale.one_deadline;
+            burst_reset(count);
+            let left = |now: Instant| deadline.saturating_duration_since(now);
+            let handles: Vec<_> = (0..count)
+                .map(|_| timer.schedule(left(Instant::now()), burst_task))
+                .collect();
+            drop(handles);
+            let done = || burst_done(count);
+            assert!(timer.wait_until(&done, burst_task, Duration::from_secs(30)));
+            let (_, last) = burst_times().expect("every task ran");
+            last.saturating_duration_since(deadline).as_secs_f64() * 1e3
+        })
+        .collect();
+    println!(
+        "last task started {:.2} ms after the deadline",
+        median(runs)
+    );
+    println!();
+}
+
+/// Lateness of timeouts with delays spread over 10-500 ms at a 1 ms tick.
+fn lateness(scale: &Scale) {
+    println!(
+        "## lateness ({} timeouts, delays 10-500 ms, 1 ms tick where the timer has one)",
+        scale.lateness
+    );
+    println!("run start minus requested deadline; one run each");
+    println!("| timer | early | p50 ms | p99 ms | max ms |");
+    println!("|---|---|---|---|---|");
+    lateness_of::<Wheel>(scale);
+    lateness_of::<Hierarchical>(scale);
+    lateness_of::<TimerCrate>(scale);
+    lateness_of::<Heap>(scale);
+    println!("(DelayQueue has no thread of its own; its lateness is the tokio runtime's.)");
+    println!();
+}
+
+fn lateness_of<P: Peer>(scale: &Scale) {
+    let mut peer = P::start();
+    let samples: Arc<Mutex<Vec<f64>>> = Arc::default();
+    let mut handles = Vec::with_capacity(scale.lateness);
+    let mut rng = 0x2545_F491_4F6C_DD1Du64;
+    for _ in 0..scale.lateness {
+        rng ^= rng << 13;
+        rng ^= rng >> 7;
+        rng ^= rng << 17;
+        let delay = Duration::from_micros(10_000 + rng % 490_000);
+        let deadline = Instant::now() + delay;
+        let samples = samples.clone();
+        handles.push(peer.schedule(delay, move || {
+            let now = Instant::now();
+            let late = if now >= deadline {
+                now.duration_since(deadline).as_secs_f64() * 1e3
+            } else {
+                -(deadline.duration_since(now).as_secs_f64() * 1e3)
+            };
+            samples.lock().push(late);
+        }));
+    }
+    let done = || samples.lock().len() >= scale.lateness;
+    peer.wait_until(&done, noop, Duration::from_secs(30));
+    let mut lates = samples.lock().clone();
+    lates.sort_by(f64::total_cmp);
+    if lates.is_empty() {
+        println!("| {} | no task ran | | | |", P::NAME);
+        return;
+    }
+    let early = lates.iter().filter(|&&late| late < 0.0).count();
+    let at = |q: f64| lates[((lates.len() - 1) as f64 * q) as usize];
+    println!(
+        "| {} | {} | {:.3} | {:.3} | {:.3} |",
+        P::NAME,
+        early,
+        at(0.5),
+        at(0.99),
+        lates[lates.len() - 1]
+    );
+    drop(handles);
+}
+
+/// Wakeups and CPU of each timer's thread while nothing is due.
+fn idle(scale: &Scale) {
+    println!("## idle worker");
+    println!(
+        "context switches per second of the timer thread with nothing scheduled ({:?}), and with",
+        scale.idle
+    );
+    println!(
+        "{} timeouts 10 minutes away: switches per second and CPU share of one core ({:?})",
+        scale.pending, scale.far_cpu
+    );
+    println!("| timer | thread | idle wakeups/s | far: wakeups/s | far: CPU % |");
+    println!("|---|---|---|---|---|");
+    idle_of::<Wheel>(scale, "wheel-timer");
+    idle_of::<Hierarchical>(scale, "timer-thread");
+    idle_of::<TimerCrate>(scale, "Timer thread");
+    idle_of::<Heap>(scale, "heap-timer");
+    println!();
+}
+
+fn idle_of<P: Peer>(scale: &Scale, thread_name: &str) {
+    let mut peer = P::start();
+    thread::sleep(Duration::from_millis(100));
+    let Some(tid) = named_thread(thread_name) else {
+        println!("| {} | {thread_name}: not found | | | |", P::NAME);
+        return;
+    };
+    let before = ThreadSample::take(tid);
+    thread::sleep(scale.idle);
+    let idle = ThreadSample::take(tid).since(&before, scale.idle);
+
+    let far = Duration::from_secs(600);
+    let handles: Vec<P::Handle> = (0..scale.pending)
+        .map(|_| peer.schedule(far, noop))
+        .collect();
+    thread::sleep(Duration::from_millis(500));
+    let before = ThreadSample::take(tid);
+    thread::sleep(scale.far_cpu);
+    let loaded = ThreadSample::take(tid).since(&before, scale.far_cpu);
+    println!(
+        "| {} | {thread_name} | {:.1} | {:.1} | {:.3} |",
+        P::NAME,
+        idle.switches_per_second,
+        loaded.switches_per_second,
+        loaded.cpu_percent
+    );
+    drop(handles);
+}

@@ -1,0 +1,32 @@
+# Helpers shared by the scripts in this folder. Source it; do not run it.
+
+# The repository root, whatever the caller's working directory.
+repo_root() {
+    cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd
+}
+
+say() {
+    printf '\n==> %s\n' "$*"
+}
+
+# Fails with a clear message when cargo is missing: the only thing these scripts cannot install.
+need_cargo() {
+    if ! command -v cargo >/dev/null 2>&1; then
+        echo "cargo not found: install the Rust toolchain (https://rustup.rs) and run again" >&2
+        exit 1
+    fi
+}
+
+# Installs Debian packages that are missing, with apt-get (as root, or through sudo).
+need_packages() {
+    local missing=()
+    for package in "$@"; do
+        dpkg -s "$package" >/dev/null 2>&1 || missing+=("$package")
+    done
+    [ ${#missing[@]} -eq 0 ] && return 0
+    say "installing ${missing[*]}"
+    local sudo=""
+    [ "$(id -u)" -ne 0 ] && sudo="sudo"
+    $sudo apt-get update -qq
+    DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq "${missing[@]}"
+}
