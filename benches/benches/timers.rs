@@ -35,6 +35,10 @@ fn loaded<P: Peer>() -> Loaded<P> {
     }
 }
 
+/// Operations run in chunks of this many, undone (untimed) between chunks, so that the number
+/// pending stays near [`PENDING`] however many iterations criterion asks for.
+const CHUNK: usize = 10_000;
+
 fn schedule<P: Peer>(group: &mut BenchmarkGroup<'_, WallTime>) {
     let mut timer = loaded::<P>();
     group.bench_function(P::NAME, |b| {
@@ -45,14 +49,19 @@ fn schedule<P: Peer>(group: &mut BenchmarkGroup<'_, WallTime>) {
                 handles,
                 ..
             } = &mut timer;
-            handles.reserve(iters as usize);
-            let start = Instant::now();
-            for i in 0..iters as usize {
-                handles.push(peer.schedule(delays[i % delays.len()], noop));
-            }
-            let elapsed = start.elapsed();
-            for handle in handles.drain(..) {
-                peer.cancel(handle);
+            let mut elapsed = Duration::ZERO;
+            let mut done = 0;
+            while done < iters as usize {
+                let chunk = CHUNK.min(iters as usize - done);
+                let start = Instant::now();
+                for i in done..done + chunk {
+                    handles.push(peer.schedule(delays[i % delays.len()], noop));
+                }
+                elapsed += start.elapsed();
+                for handle in handles.drain(..) {
+                    peer.cancel(handle);
+                }
+                done += chunk;
             }
             elapsed
         })
@@ -69,14 +78,21 @@ fn cancel<P: Peer>(group: &mut BenchmarkGroup<'_, WallTime>) {
                 handles,
                 ..
             } = &mut timer;
-            for i in 0..iters as usize {
-                handles.push(peer.schedule(delays[i % delays.len()], noop));
+            let mut elapsed = Duration::ZERO;
+            let mut done = 0;
+            while done < iters as usize {
+                let chunk = CHUNK.min(iters as usize - done);
+                for i in done..done + chunk {
+                    handles.push(peer.schedule(delays[i % delays.len()], noop));
+                }
+                let start = Instant::now();
+                for handle in handles.drain(..) {
+                    peer.cancel(handle);
+                }
+                elapsed += start.elapsed();
+                done += chunk;
             }
-            let start = Instant::now();
-            for handle in handles.drain(..) {
-                peer.cancel(handle);
-            }
-            start.elapsed()
+            elapsed
         })
     });
 }

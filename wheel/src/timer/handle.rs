@@ -41,7 +41,9 @@ impl Timeout {
             return false;
         };
         state.metrics.cancelled += 1;
-        self.key.fetch_or(CANCELLED, Ordering::AcqRel);
+        // Only `cancel` writes the key, under the timer's lock: a plain store will do.
+        let raw = self.key.load(Ordering::Relaxed);
+        self.key.store(raw | CANCELLED, Ordering::Release);
         drop(state);
         drop(task);
         true

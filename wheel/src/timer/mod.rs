@@ -44,10 +44,12 @@ pub const MIN_TICK: Duration = Duration::from_millis(1);
 /// ```
 #[derive(Clone)]
 pub struct Timer {
-    owner: Arc<Owner>,
+    shared: Arc<Shared>,
+    /// Shared by every clone of this handle (not by `Timeout`s); the last one to go stops the
+    /// worker.
+    _owner: Arc<Owner>,
 }
 
-/// Held by every `Timer` clone; the last one to go stops the worker.
 struct Owner {
     shared: Arc<Shared>,
 }
@@ -79,7 +81,7 @@ impl Timer {
     }
 
     fn shared(&self) -> &Arc<Shared> {
-        &self.owner.shared
+        &self.shared
     }
 
     /// Runs `task` once, on the worker thread, `delay` from now: never before, and usually within
@@ -340,7 +342,10 @@ impl TimerBuilder {
             .name(self.thread_name)
             .spawn(move || worker::run(worker_shared))?;
         Ok(Timer {
-            owner: Arc::new(Owner { shared }),
+            _owner: Arc::new(Owner {
+                shared: Arc::clone(&shared),
+            }),
+            shared,
         })
     }
 }

@@ -1,11 +1,11 @@
-//! Node storage for the wheel: a slab of entries addressed by generational keys, threaded into
-//! intrusive doubly linked lists (one list per bucket).
+//! Node storage for the wheel: one vector of slots addressed by generational keys, threaded into
+//! intrusive doubly linked lists (one list per bucket, and the free list).
 //!
-//! Indices are `u32` so that a node stays small; [`NIL`] marks the end of a list. A slot's generation
-//! is bumped every time its node is removed, so a [`Key`] kept after its entry expired or was
-//! cancelled never matches the slot's next occupant.
-
-use slab::Slab;
+//! A slot holds its value, deadline, list links and generation together, so reaching an entry
+//! touches one cache line. Indices are `u32` so that a slot stays small (40 bytes for a boxed
+//! closure); [`NIL`] marks the end of a list. A slot's generation is bumped every time its value is
+//! removed, so a [`Key`] kept after its entry expired or was cancelled never matches the slot's
+//! next occupant.
 
 /// The end of a list.
 pub(crate) const NIL: u32 = u32::MAX;
@@ -43,11 +43,14 @@ impl Key {
     }
 }
 
-pub(crate) struct Node<T> {
-    pub(crate) value: T,
-    pub(crate) deadline: u64,
+struct Slot<T> {
+    /// `None` while the slot is on the free list.
+    value: Option<T>,
+    deadline: u64,
     prev: u32,
+    /// The next node of the slot's bucket list, or of the free list while vacant.
     next: u32,
+    generation: u32,
 }
 
 /// A doubly linked list of nodes, by index.
@@ -73,92 +76,112 @@ impl List {
 }
 
 pub(crate) struct Arena<T> {
-    nodes: Slab<Node<T>>,
-    generations: Vec<u32>,
+    slots: Vec<Slot<T>>,
+    /// Head of the list of vacant slots, linked through `next`.
+    free: u32,
+    len: usize,
 }
 
 impl<T> Arena<T> {
     pub(crate) fn new() -> Self {
         Arena {
-            nodes: Slab::new(),
-            generations: Vec::new(),
+            slots: Vec::new(),
+            free: NIL,
+            len: 0,
         }
     }
 
     pub(crate) fn len(&self) -> usize {
-        self.nodes.len()
+        self.len
     }
 
     /// Stores a node that belongs to no list yet. Hands the value back when every index is taken.
     pub(crate) fn insert(&mut self, deadline: u64, value: T) -> Result<(Key, u32), T> {
-        let entry = self.nodes.vacant_entry();
-        let Ok(index) = u32::try_from(entry.key()) else {
-            return Err(value);
+        let index = if self.free != NIL {
+            let index = self.free;
+            let slot = &mut self.slots[index as usize];
+            self.free = slot.next;
+            slot.value = Some(value);
+            slot.deadline = deadline;
+            slot.prev = NIL;
+            slot.next = NIL;
+            index
+        } else {
+            let Ok(index) = u32::try_from(self.slots.len()) else {
+                return Err(value);
+            };
+            if index == NIL {
+                return Err(value);
+            }
+            self.slots.push(Slot {
+                value: Some(value),
+                deadline,
+                prev: NIL,
+                next: NIL,
+                generation: 0,
+            });
+            index
         };
-        if index == NIL {
-            return Err(value);
-        }
-        entry.insert(Node {
-            value,
-            deadline,
-            prev: NIL,
-            next: NIL,
-        });
-        let slot = index as usize;
-        if slot == self.generations.len() {
-            self.generations.push(0);
-        }
-        Ok((Key::new(index, self.generations[slot]), index))
+        self.len += 1;
+        let generation = self.slots[index as usize].generation;
+        Ok((Key::new(index, generation), index))
     }
 
     /// The index a key refers to, if its entry is still stored.
     pub(crate) fn resolve(&self, key: Key) -> Option<u32> {
-        let index = key.index();
-        let live = self.generations.get(index as usize) == Some(&key.generation())
-            && self.nodes.contains(index as usize);
-        live.then_some(index)
+        let slot = self.slots.get(key.index() as usize)?;
+        (slot.generation == key.generation() && slot.value.is_some()).then_some(key.index())
     }
 
-    pub(crate) fn node(&self, index: u32) -> &Node<T> {
-        &self.nodes[index as usize]
+    pub(crate) fn deadline(&self, index: u32) -> u64 {
+        self.slots[index as usize].deadline
     }
 
-    /// Takes a node out of storage. It must already be unlinked from its list.
-    pub(crate) fn remove(&mut self, index: u32) -> Node<T> {
-        let slot = index as usize;
-        self.generations[slot] = self.generations[slot].wrapping_add(1) & GENERATION_MASK;
-        self.nodes.remove(slot)
+    pub(crate) fn value(&self, index: u32) -> Option<&T> {
+        self.slots[index as usize].value.as_ref()
+    }
+
+    /// Takes a node's value out and frees its slot. The node must already be unlinked from its
+    /// bucket list. `None` if the slot was vacant.
+    pub(crate) fn remove(&mut self, index: u32) -> Option<(u64, T)> {
+        let slot = &mut self.slots[index as usize];
+        let value = slot.value.take()?;
+        slot.generation = slot.generation.wrapping_add(1) & GENERATION_MASK;
+        slot.next = self.free;
+        self.free = index;
+        self.len -= 1;
+        Some((slot.deadline, value))
     }
 
     pub(crate) fn push_back(&mut self, list: &mut List, index: u32) {
         let tail = list.tail;
         {
-            let node = &mut self.nodes[index as usize];
-            node.prev = tail;
-            node.next = NIL;
+            let slot = &mut self.slots[index as usize];
+            slot.prev = tail;
+            slot.next = NIL;
         }
         if tail == NIL {
             list.head = index;
         } else {
-            self.nodes[tail as usize].next = index;
+            self.slots[tail as usize].next = index;
         }
         list.tail = index;
     }
 
     pub(crate) fn unlink(&mut self, list: &mut List, index: u32) {
         let (prev, next) = {
-            let node = &self.nodes[index as usize];
-            (node.prev, node.next)
+            let slot = &self.slots[index as usize];
+            (slot.prev, slot.next)
         };
         if prev == NIL {
             list.head = next;
         } else {
-            self.nodes[prev as usize].next = next;
+            self.slots[prev as usize].next = next;
         }
         if next == NIL {
             list.tail = prev;
         } else {
-            self.nodes[next as usize].prev = prev;
+            self.slots[next as usize].prev = prev;
         }
     }
 
@@ -176,20 +199,22 @@ impl<T> Arena<T> {
         if dst.is_empty() {
             *dst = *src;
         } else {
-            self.nodes[dst.tail as usize].next = src.head;
-            self.nodes[src.head as usize].prev = dst.tail;
+            self.slots[dst.tail as usize].next = src.head;
+            self.slots[src.head as usize].prev = dst.tail;
             dst.tail = src.tail;
         }
         *src = List::EMPTY;
     }
 
-    /// Removes every node, list links and all, returning each with the key it had.
-    pub(crate) fn drain(&mut self) -> Vec<(Key, Node<T>)> {
-        let indices: Vec<usize> = self.nodes.iter().map(|(index, _)| index).collect();
-        let mut drained = Vec::with_capacity(indices.len());
-        for slot in indices {
-            let key = Key::new(slot as u32, self.generations[slot]);
-            drained.push((key, self.remove(slot as u32)));
+    /// Removes every stored value, returning each with the key it had and its deadline. The
+    /// caller resets every list that pointed into the arena.
+    pub(crate) fn drain(&mut self) -> Vec<(Key, u64, T)> {
+        let mut drained = Vec::with_capacity(self.len);
+        for index in 0..self.slots.len() as u32 {
+            let generation = self.slots[index as usize].generation;
+            if let Some((deadline, value)) = self.remove(index) {
+                drained.push((Key::new(index, generation), deadline, value));
+            }
         }
         drained
     }

@@ -61,6 +61,8 @@ pub struct WheelFull<T>(pub T);
 pub struct Wheel<T> {
     arena: Arena<T>,
     levels: Box<[Level]>,
+    /// log2 of the level-0 bucket count.
+    inner_bits: u32,
     /// The tick the buckets are laid out around: every deadline at or before it is on `expired`.
     cursor: u64,
     /// The furthest tick any `advance` was asked for; `cursor` catches up with it lazily.
@@ -93,6 +95,7 @@ impl<T> Wheel<T> {
         Ok(Wheel {
             arena: Arena::new(),
             levels: levels.into_boxed_slice(),
+            inner_bits: slots.trailing_zeros(),
             cursor: 0,
             now: 0,
             expired: List::EMPTY,
@@ -127,8 +130,7 @@ impl<T> Wheel<T> {
     /// Removes an entry before it expires. `None` if the key's entry has already left the wheel.
     pub fn cancel(&mut self, key: Key) -> Option<T> {
         let index = self.arena.resolve(key)?;
-        let deadline = self.arena.node(index).deadline;
-        match self.locate(deadline) {
+        match self.locate(self.arena.deadline(index)) {
             Place::Expired => self.arena.unlink(&mut self.expired, index),
             Place::Bucket { level, slot } => {
                 let level = &mut self.levels[level];
@@ -136,7 +138,7 @@ impl<T> Wheel<T> {
                 level.sync_occupied(slot);
             }
         }
-        Some(self.arena.remove(index).value)
+        self.arena.remove(index).map(|(_, value)| value)
     }
 
     /// Whether the key's entry is still stored.
@@ -146,14 +148,12 @@ impl<T> Wheel<T> {
 
     /// The value of a stored entry.
     pub fn get(&self, key: Key) -> Option<&T> {
-        let index = self.arena.resolve(key)?;
-        Some(&self.arena.node(index).value)
+        self.arena.value(self.arena.resolve(key)?)
     }
 
     /// The deadline of a stored entry (clamped to the tick it was inserted at).
     pub fn deadline(&self, key: Key) -> Option<u64> {
-        let index = self.arena.resolve(key)?;
-        Some(self.arena.node(index).deadline)
+        Some(self.arena.deadline(self.arena.resolve(key)?))
     }
 
     /// Moves time forward to `to` (never back) and yields every entry whose deadline is at or before
@@ -172,7 +172,7 @@ impl<T> Wheel<T> {
     /// it is the tick where that entry's bucket moves inward, which may come before the deadline.
     pub fn next_due(&self) -> Option<u64> {
         if let Some(head) = self.expired.head() {
-            return Some(self.arena.node(head).deadline);
+            return Some(self.arena.deadline(head));
         }
         self.next_bucket().map(|(_, _, start)| start)
     }
@@ -188,12 +188,7 @@ impl<T> Wheel<T> {
             }
         }
         self.expired = List::EMPTY;
-        let mut drained: Vec<(Key, u64, T)> = self
-            .arena
-            .drain()
-            .into_iter()
-            .map(|(key, node)| (key, node.deadline, node.value))
-            .collect();
+        let mut drained = self.arena.drain();
         drained.sort_by_key(|&(_, deadline, _)| deadline);
         drained
     }
@@ -204,11 +199,10 @@ impl<T> Wheel<T> {
             return Place::Expired;
         }
         let highest_differing_bit = 63 - (deadline ^ self.cursor).leading_zeros();
-        let level = self
-            .levels
-            .iter()
-            .position(|level| highest_differing_bit < level.span_bits())
-            .unwrap_or(self.levels.len() - 1);
+        let level = match highest_differing_bit.checked_sub(self.inner_bits) {
+            None => 0,
+            Some(above) => 1 + (above / OUTER_BITS) as usize,
+        };
         let slot = self.levels[level].slot_of(deadline);
         Place::Bucket { level, slot }
     }
@@ -247,8 +241,7 @@ impl<T> Wheel<T> {
             return;
         }
         while let Some(index) = self.arena.pop_front(&mut bucket) {
-            let deadline = self.arena.node(index).deadline;
-            self.link(index, deadline);
+            self.link(index, self.arena.deadline(index));
         }
     }
 
@@ -256,8 +249,10 @@ impl<T> Wheel<T> {
         let to = self.now;
         loop {
             if let Some(index) = self.arena.pop_front(&mut self.expired) {
-                let node = self.arena.remove(index);
-                return Some((node.deadline, node.value));
+                if let Some(expired) = self.arena.remove(index) {
+                    return Some(expired);
+                }
+                continue;
             }
             match self.next_bucket() {
                 Some((level, slot, start)) if start <= to => self.visit(level, slot, start),
