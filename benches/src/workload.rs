@@ -1,7 +1,8 @@
 //! Workloads shared by the criterion benchmarks and the figures binary.
 
 use crate::peers::Peer;
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::cell::Cell;
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
 /// Delays spread over 1 to 60 seconds, from a fixed-seed generator.
@@ -20,33 +21,49 @@ pub fn delays(count: usize, seed: u64) -> Vec<Duration> {
 /// A task that does nothing.
 pub fn noop() {}
 
-static BURST_COUNT: AtomicUsize = AtomicUsize::new(0);
+/// Which burst is running; a task's thread-local count restarts when it changes.
+static BURST_RUN: AtomicUsize = AtomicUsize::new(0);
 static BURST_TARGET: AtomicUsize = AtomicUsize::new(0);
+static BURST_DONE: AtomicBool = AtomicBool::new(false);
 static BURST_FIRST: parking_lot::Mutex<Option<Instant>> = parking_lot::Mutex::new(None);
 static BURST_LAST: parking_lot::Mutex<Option<Instant>> = parking_lot::Mutex::new(None);
 
-/// The task of an expiry burst: counts, and notes when the first and the last ran.
+thread_local! {
+    /// (burst run, tasks of it run on this thread). Every timer runs its tasks on one thread, so
+    /// counting needs no atomic read-modify-write: the task stays close to a no-op.
+    static BURST_SEEN: Cell<(usize, usize)> = const { Cell::new((0, 0)) };
+}
+
+/// The task of an expiry burst: counts, and notes when the first and the last started.
 pub fn burst_task() {
-    let before = BURST_COUNT.fetch_add(1, Ordering::Relaxed);
-    if before == 0 {
+    let run = BURST_RUN.load(Ordering::Relaxed);
+    let seen = BURST_SEEN.with(|seen| {
+        let (seen_run, count) = seen.get();
+        let count = if seen_run == run { count + 1 } else { 1 };
+        seen.set((run, count));
+        count
+    });
+    if seen == 1 {
         *BURST_FIRST.lock() = Some(Instant::now());
     }
-    if before + 1 == BURST_TARGET.load(Ordering::Relaxed) {
+    if seen == BURST_TARGET.load(Ordering::Relaxed) {
         *BURST_LAST.lock() = Some(Instant::now());
+        BURST_DONE.store(true, Ordering::Release);
     }
 }
 
 /// Readies the burst counters for `count` tasks.
 pub fn burst_reset(count: usize) {
-    BURST_COUNT.store(0, Ordering::SeqCst);
+    BURST_RUN.fetch_add(1, Ordering::SeqCst);
     BURST_TARGET.store(count, Ordering::SeqCst);
+    BURST_DONE.store(false, Ordering::SeqCst);
     *BURST_FIRST.lock() = None;
     *BURST_LAST.lock() = None;
 }
 
-/// Whether `count` burst tasks have run.
-pub fn burst_done(count: usize) -> bool {
-    BURST_COUNT.load(Ordering::Relaxed) >= count
+/// Whether the last of the burst's tasks has run.
+pub fn burst_done() -> bool {
+    BURST_DONE.load(Ordering::Acquire)
 }
 
 /// When the first and the last burst task started.
@@ -64,7 +81,7 @@ pub fn expiry_burst<P: Peer>(peer: &mut P, count: usize, delay: Duration) -> Opt
         let left = deadline.saturating_duration_since(Instant::now());
         handles.push(peer.schedule(left, burst_task));
     }
-    let done = || burst_done(count);
+    let done = burst_done;
     if !peer.wait_until(&done, burst_task, Duration::from_secs(60)) {
         return None;
     }

@@ -6,10 +6,20 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+/// What running a job came to.
+pub(crate) enum Ran {
+    /// It ran and is done.
+    Done,
+    /// It ran and wants to run again at the given instant.
+    Again(Box<dyn Job>, Instant),
+    /// It had been cancelled after the worker took it out of the wheel, and did not run.
+    Skipped,
+}
+
 /// A job the worker runs when its deadline passes.
 pub(crate) trait Job: Send + 'static {
-    /// Runs the task. A recurring job hands itself back with its next deadline.
-    fn run(self: Box<Self>, clock: &Clock) -> Option<(Box<dyn Job>, Instant)>;
+    /// Runs the task, unless a recurring task was cancelled in the meantime.
+    fn run(self: Box<Self>, clock: &Clock) -> Ran;
 
     /// Whether the job was cancelled after the worker took it out of the wheel.
     fn is_cancelled(&self) -> bool {
@@ -24,9 +34,9 @@ pub(crate) trait Job: Send + 'static {
 pub(crate) struct Once<F>(pub(crate) F);
 
 impl<F: FnOnce() + Send + 'static> Job for Once<F> {
-    fn run(self: Box<Self>, _clock: &Clock) -> Option<(Box<dyn Job>, Instant)> {
+    fn run(self: Box<Self>, _clock: &Clock) -> Ran {
         (self.0)();
-        None
+        Ran::Done
     }
 }
 
@@ -58,15 +68,23 @@ pub(crate) struct PeriodicJob<F> {
 }
 
 impl<F: FnMut() + Send + 'static> Job for PeriodicJob<F> {
-    fn run(mut self: Box<Self>, clock: &Clock) -> Option<(Box<dyn Job>, Instant)> {
+    fn run(mut self: Box<Self>, clock: &Clock) -> Ran {
+        if self.is_cancelled() {
+            return Ran::Skipped;
+        }
         (self.task)();
         self.state.runs.fetch_add(1, Ordering::Relaxed);
         let next = match self.cadence {
-            Cadence::FixedRate => next_fixed_rate(self.due, self.period, clock.now())?,
-            Cadence::FixedDelay => clock.now().checked_add(self.period)?,
+            Cadence::FixedRate => next_fixed_rate(self.due, self.period, clock.now()),
+            Cadence::FixedDelay => clock.now().checked_add(self.period),
         };
-        self.due = next;
-        Some((self, next))
+        match next {
+            Some(next) => {
+                self.due = next;
+                Ran::Again(self, next)
+            }
+            None => Ran::Done,
+        }
     }
 
     fn is_cancelled(&self) -> bool {

@@ -329,3 +329,11 @@ fn an_idle_worker_never_wakes() {
     timer.stop();
     assert!(timer.await_termination(Duration::from_secs(10)));
 }
+
+#[test]
+fn a_timeout_handle_is_two_words() {
+    assert_eq!(
+        std::mem::size_of::<wheel::Timeout>(),
+        2 * std::mem::size_of::<usize>()
+    );
+}

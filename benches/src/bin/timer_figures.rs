@@ -1,8 +1,9 @@
 //! Prints the timer figures that are not criterion timings: memory per pending timeout, expiry
 //! bursts, lateness, wakeups and worker CPU, for `wheel` and its peers in one run.
 //!
-//! Run: `cargo run --release -p benches --bin timer_figures [quick]`. Each figure is the median of
-//! three runs unless marked otherwise. `quick` shrinks every workload, for a smoke test.
+//! Run: `cargo run --release -p benches --bin timer_figures [quick] [SECTION...]`, sections being
+//! `memory`, `burst`, `deadline`, `lateness` and `idle` (all by default). Each figure is the median
+//! of three runs unless marked otherwise. `quick` shrinks every workload, for a smoke test.
 #![allow(clippy::print_stdout)]
 
 use benches::peers::{DelayQueue, Heap, Hierarchical, Peer, TimerCrate, Wheel};
@@ -30,7 +31,14 @@ struct Scale {
 }
 
 fn main() {
-    let quick = std::env::args().any(|arg| arg == "quick");
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    let quick = args.iter().any(|arg| arg == "quick");
+    let sections: Vec<&str> = args
+        .iter()
+        .map(String::as_str)
+        .filter(|arg| *arg != "quick")
+        .collect();
+    let wanted = |section: &str| sections.is_empty() || sections.contains(&section);
     let scale = if quick {
         Scale {
             pending: 20_000,
@@ -52,11 +60,18 @@ fn main() {
     };
     println!("# timer figures ({})", if quick { "quick" } else { "full" });
     println!();
-    memory(&scale);
-    bursts(&scale);
-    one_deadline(&scale);
-    lateness(&scale);
-    idle(&scale);
+    let all: [(&str, fn(&Scale)); 5] = [
+        ("memory", memory),
+        ("burst", bursts),
+        ("deadline", one_deadline),
+        ("lateness", lateness),
+        ("idle", idle),
+    ];
+    for (name, section) in all {
+        if wanted(name) {
+            section(&scale);
+        }
+    }
 }
 
 fn median(mut values: Vec<f64>) -> f64 {
@@ -95,8 +110,8 @@ fn memory_of<P: Peer>(scale: &Scale) {
             }
             thread::sleep(Duration::from_millis(300));
             let change = region.change();
-            let net = change.bytes_allocated as f64 - change.bytes_deallocated as f64
-                + change.bytes_reallocated as f64;
+            // stats_alloc already counts a reallocation's growth in bytes_allocated.
+            let net = change.bytes_allocated as f64 - change.bytes_deallocated as f64;
             drop(handles);
             drop(peer);
             net / scale.pending as f64
@@ -160,7 +175,7 @@ fn one_deadline(scale: &Scale) {
                 .map(|_| timer.schedule(left(Instant::now()), burst_task))
                 .collect();
             drop(handles);
-            let done = || burst_done(count);
+            let done = burst_done;
             assert!(timer.wait_until(&done, burst_task, Duration::from_secs(30)));
             let (_, last) = burst_times().expect("every task ran");
             last.saturating_duration_since(deadline).as_secs_f64() * 1e3

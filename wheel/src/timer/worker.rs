@@ -7,7 +7,7 @@
 
 use super::shared::{Shared, State};
 use crate::clock::Clock;
-use crate::task::Job;
+use crate::task::{Job, Ran};
 use crate::tick::NEVER;
 use parking_lot::MutexGuard;
 use std::panic::{self, AssertUnwindSafe};
@@ -120,14 +120,15 @@ fn put_back(
 fn run_batch(clock: &Clock, batch: &mut Batch, again: &mut Again) -> Outcome {
     let mut outcome = Outcome::default();
     for (_, job) in batch.drain(..) {
-        if job.is_cancelled() {
-            continue;
-        }
-        outcome.ran += 1;
         match panic::catch_unwind(AssertUnwindSafe(|| job.run(clock))) {
-            Ok(Some(next)) => again.push(next),
-            Ok(None) => {}
+            Ok(Ran::Done) => outcome.ran += 1,
+            Ok(Ran::Again(job, due)) => {
+                outcome.ran += 1;
+                again.push((job, due));
+            }
+            Ok(Ran::Skipped) => {}
             Err(payload) => {
+                outcome.ran += 1;
                 outcome.panicked += 1;
                 let message = payload
                     .downcast_ref::<&str>()

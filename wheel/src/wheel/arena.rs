@@ -219,3 +219,26 @@ impl<T> Arena<T> {
         drained
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_slot_for_a_boxed_closure_is_forty_bytes() {
+        assert_eq!(std::mem::size_of::<Slot<Box<dyn FnOnce() + Send>>>(), 40);
+    }
+
+    #[test]
+    fn freed_slots_are_reused_with_a_new_generation() {
+        let mut arena = Arena::new();
+        let (first, index) = arena.insert(1, "a").expect("room");
+        assert_eq!(arena.remove(index), Some((1, "a")));
+        assert_eq!(arena.resolve(first), None);
+        let (second, reused) = arena.insert(2, "b").expect("room");
+        assert_eq!(reused, index);
+        assert_ne!(first, second);
+        assert_eq!(arena.resolve(second), Some(index));
+        assert_eq!(arena.len(), 1);
+    }
+}
