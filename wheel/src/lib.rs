@@ -56,5 +56,5 @@ pub use clock::ManualClock;
 pub use error::{BuildError, ScheduleError};
 pub use metrics::Metrics;
 pub use task::UnrunTask;
-pub use timer::{Periodic, Timeout, Timer, TimerBuilder, MIN_TICK};
+pub use timer::{Periodic, Timeout, Timer, TimerBuilder, MAX_PENDING, MIN_TICK};
 pub use wheel::{Advance, InvalidSlots, Key, Wheel, WheelFull, MAX_LEN, MAX_SLOTS};

@@ -337,3 +337,12 @@ fn a_timeout_handle_is_two_words() {
         2 * std::mem::size_of::<usize>()
     );
 }
+
+#[test]
+fn handles_are_send_and_sync() {
+    fn send_sync<T: Send + Sync>() {}
+    send_sync::<Timer>();
+    send_sync::<wheel::Timeout>();
+    send_sync::<wheel::Periodic>();
+    send_sync::<ManualClock>();
+}

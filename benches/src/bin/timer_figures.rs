@@ -21,6 +21,9 @@ use std::time::{Duration, Instant};
 #[global_allocator]
 static GLOBAL: &StatsAlloc<System> = &INSTRUMENTED_SYSTEM;
 
+/// One part of the report.
+type Section = fn(&Scale);
+
 struct Scale {
     pending: usize,
     burst: usize,
@@ -60,7 +63,7 @@ fn main() {
     };
     println!("# timer figures ({})", if quick { "quick" } else { "full" });
     println!();
-    let all: [(&str, fn(&Scale)); 5] = [
+    let all: [(&str, Section); 5] = [
         ("memory", memory),
         ("burst", bursts),
         ("deadline", one_deadline),

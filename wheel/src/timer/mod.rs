@@ -11,7 +11,7 @@ use crate::error::{BuildError, ScheduleError};
 use crate::metrics::Metrics;
 use crate::task::{Cadence, Job, Once, PeriodicJob, PeriodicState, UnrunTask};
 use crate::tick::Ticks;
-use crate::wheel::{Wheel, MAX_LEN, MAX_SLOTS};
+use crate::wheel::{Key, Wheel, MAX_LEN, MAX_SLOTS};
 use shared::{Jobs, Shared};
 use std::sync::Arc;
 use std::thread;
@@ -19,6 +19,19 @@ use std::time::{Duration, Instant};
 
 /// The shortest tick a timer accepts.
 pub const MIN_TICK: Duration = Duration::from_millis(1);
+
+/// The largest `max_pending` (and the default): the wheel's capacity less room for the recurring
+/// tasks of one batch in flight, so that putting those back can never find the wheel full.
+pub const MAX_PENDING: usize = MAX_LEN - worker::BATCH;
+
+/// Stores a new task under the lock that checked `len < max_pending <= MAX_PENDING`, so the
+/// wheel has room: only a broken invariant could make this fail.
+fn store_checked(shared: &Shared, state: &mut shared::State, tick: u64, job: Box<dyn Job>) -> Key {
+    match shared.store(state, tick, job) {
+        Ok(key) => key,
+        Err(_) => unreachable!("room was checked under the same lock"),
+    }
+}
 
 /// A hashed wheel timer running tasks on its own thread.
 ///
@@ -118,7 +131,7 @@ impl Timer {
             return Err(ScheduleError::TooManyPending(task));
         }
         state.metrics.scheduled += 1;
-        let key = shared.store(&mut state, tick, Box::new(Once(task)));
+        let key = store_checked(shared, &mut state, tick, Box::new(Once(task)));
         drop(state);
         Ok(Timeout::new(Arc::clone(shared), key))
     }
@@ -190,7 +203,7 @@ impl Timer {
             cadence,
         };
         state.metrics.scheduled += 1;
-        let key = shared.store(&mut state, tick, Box::new(job));
+        let key = store_checked(shared, &mut state, tick, Box::new(job));
         periodic
             .key
             .store(key.to_raw(), std::sync::atomic::Ordering::Release);
@@ -292,8 +305,7 @@ impl TimerBuilder {
     }
 
     /// The most tasks that may wait at once; more are refused with
-    /// [`ScheduleError::TooManyPending`]. Default: no limit but the wheel's capacity
-    /// ([`MAX_LEN`]).
+    /// [`ScheduleError::TooManyPending`]. Default and upper bound: [`MAX_PENDING`].
     pub fn max_pending(mut self, max: usize) -> Self {
         self.max_pending = Some(max);
         self
@@ -323,8 +335,8 @@ impl TimerBuilder {
         }
         let max_pending = match self.max_pending {
             Some(0) => return Err(BuildError::ZeroMaxPending),
-            Some(max) => max.min(MAX_LEN),
-            None => MAX_LEN,
+            Some(max) => max.min(MAX_PENDING),
+            None => MAX_PENDING,
         };
         let slots = self.ticks_per_wheel.next_power_of_two();
         let wheel: Wheel<Box<dyn Job>> =

@@ -16,7 +16,7 @@ use crate::clock::{Clock, Follower};
 use crate::metrics::Metrics;
 use crate::task::Job;
 use crate::tick::{Ticks, NEVER};
-use crate::wheel::{Key, Wheel};
+use crate::wheel::{Key, Wheel, WheelFull};
 use parking_lot::{Condvar, Mutex};
 use std::collections::HashSet;
 use std::sync::OnceLock;
@@ -87,16 +87,20 @@ impl Shared {
         self.worker.get() == Some(&thread::current().id())
     }
 
-    /// Stores a job due at `tick`, and wakes the worker if it sleeps past it.
-    pub(crate) fn store(&self, state: &mut State, tick: u64, job: Box<dyn Job>) -> Key {
-        let key = match state.wheel.insert(tick, job) {
-            Ok(key) => key,
-            Err(_) => unreachable!("max_pending is capped below the wheel's capacity"),
-        };
+    /// Stores a job due at `tick`, and wakes the worker if it sleeps past it. Fails only when the
+    /// wheel holds [`MAX_LEN`](crate::MAX_LEN) entries, which `max_pending` (capped at
+    /// [`MAX_PENDING`](super::MAX_PENDING)) and the size of a batch in flight rule out.
+    pub(crate) fn store(
+        &self,
+        state: &mut State,
+        tick: u64,
+        job: Box<dyn Job>,
+    ) -> Result<Key, WheelFull<Box<dyn Job>>> {
+        let key = state.wheel.insert(tick, job)?;
         if tick < state.wake_at {
             self.wake.notify_one();
         }
-        key
+        Ok(key)
     }
 
     /// Marks the timer stopped and takes every pending task out. The caller drops or returns them

@@ -9,6 +9,7 @@ use super::shared::{Shared, State};
 use crate::clock::Clock;
 use crate::task::{Job, Ran};
 use crate::tick::NEVER;
+use crate::wheel::WheelFull;
 use parking_lot::MutexGuard;
 use std::panic::{self, AssertUnwindSafe};
 use std::sync::Arc;
@@ -16,7 +17,7 @@ use std::time::Instant;
 
 /// Most tasks taken out of the wheel under one lock hold, so that schedulers are never kept
 /// waiting behind a huge burst.
-const BATCH: usize = 1024;
+pub(crate) const BATCH: usize = 1024;
 
 type Batch = Vec<(u64, Box<dyn Job>)>;
 type Again = Vec<(Box<dyn Job>, Instant)>;
@@ -110,9 +111,16 @@ fn put_back(
             continue;
         }
         let tick = shared.ticks.deadline_tick(due);
-        let key = shared.store(state, tick, job);
-        if let Some(job) = state.wheel.get(key) {
-            job.stored_as(key);
+        match shared.store(state, tick, job) {
+            Ok(key) => {
+                if let Some(job) = state.wheel.get(key) {
+                    job.stored_as(key);
+                }
+            }
+            Err(WheelFull(job)) => {
+                log::warn!("a recurring task was dropped: the timer's wheel is full");
+                garbage.push(job);
+            }
         }
     }
 }
