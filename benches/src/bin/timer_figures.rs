@@ -2,7 +2,7 @@
 //! bursts, lateness, wakeups and worker CPU, for `wheel` and its peers in one run.
 //!
 //! Run: `cargo run --release -p benches --bin timer_figures [quick] [SECTION...]`, sections being
-//! `memory`, `burst`, `deadline`, `lateness` and `idle` (all by default). Each figure is the median
+//! `loop`, `memory`, `burst`, `deadline`, `lateness` and `idle` (all by default). Each figure is the median
 //! of three runs unless marked otherwise. `quick` shrinks every workload, for a smoke test.
 #![allow(clippy::print_stdout)]
 
@@ -63,7 +63,8 @@ fn main() {
     };
     println!("# timer figures ({})", if quick { "quick" } else { "full" });
     println!();
-    let all: [(&str, Section); 5] = [
+    let all: [(&str, Section); 6] = [
+        ("loop", tight_loop),
         ("memory", memory),
         ("burst", bursts),
         ("deadline", one_deadline),
@@ -80,6 +81,75 @@ fn main() {
 fn median(mut values: Vec<f64>) -> f64 {
     values.sort_by(f64::total_cmp);
     values[values.len() / 2]
+}
+
+/// `wheel`'s schedule, cancel and the pair in a tight loop with 1M pending: best of 40 rounds of
+/// 100,000 operations each, before the prefilled timeouts start falling due.
+fn tight_loop(scale: &Scale) {
+    let rounds = 40;
+    let per_round = (scale.pending / 10).max(1_000);
+    println!(
+        "## wheel in a tight loop ({} pending, best of {rounds} rounds of {per_round})",
+        scale.pending
+    );
+    let mut timer = Wheel::start();
+    let _pending: Vec<_> = delays(scale.pending, 7)
+        .into_iter()
+        .map(|delay| timer.schedule(delay, noop))
+        .collect();
+    let delays = delays(1 << 16, 11);
+    let mut handles = Vec::with_capacity(per_round);
+    let per_op = |start: Instant| start.elapsed().as_nanos() as f64 / per_round as f64;
+    let (mut schedule, mut cancel, mut pair) = (f64::MAX, f64::MAX, f64::MAX);
+    for _ in 0..rounds {
+        let start = Instant::now();
+        for i in 0..per_round {
+            handles.push(timer.schedule(delays[i % delays.len()], noop));
+        }
+        schedule = schedule.min(per_op(start));
+        let start = Instant::now();
+        for handle in handles.drain(..) {
+            timer.cancel(handle);
+        }
+        cancel = cancel.min(per_op(start));
+        let start = Instant::now();
+        for i in 0..per_round {
+            let handle = timer.schedule(delays[i % delays.len()], noop);
+            timer.cancel(handle);
+        }
+        pair = pair.min(per_op(start));
+    }
+    println!("schedule {schedule:.1} ns, cancel {cancel:.1} ns, schedule + cancel {pair:.1} ns");
+    floor_costs();
+    println!();
+}
+
+/// What every schedule pays before touching the wheel: reading the monotonic clock, an
+/// uncontended lock and unlock, and an `Arc` clone and drop. Best of 10 rounds of 10^7 each.
+fn floor_costs() {
+    let rounds = 10;
+    let count = 10_000_000u32;
+    let best = |mut op: Box<dyn FnMut()>| {
+        (0..rounds)
+            .map(|_| {
+                let start = Instant::now();
+                for _ in 0..count {
+                    op();
+                }
+                start.elapsed().as_nanos() as f64 / f64::from(count)
+            })
+            .fold(f64::MAX, f64::min)
+    };
+    let clock = best(Box::new(|| {
+        std::hint::black_box(Instant::now());
+    }));
+    let mutex = Mutex::new(0u64);
+    let lock = best(Box::new(move || *std::hint::black_box(&mutex).lock() += 1));
+    let shared = Arc::new(0u8);
+    let arc = best(Box::new(move || drop(std::hint::black_box(shared.clone()))));
+    println!(
+        "floor: Instant::now {clock:.1} ns, lock + unlock {lock:.1} ns, Arc clone + drop {arc:.1} ns"
+    );
 }
 
 /// Heap bytes requested per pending timeout, the caller's handle included.
