@@ -1,0 +1,198 @@
+//! The local queue: per lock name, one thread of this client contends in Redis at a time; the
+//! others wait here, in FIFO order, without sending anything to Redis. Past `max_waiters`, a
+//! caller is refused at once.
+
+use parking_lot::{Condvar, Mutex};
+use std::collections::{HashMap, VecDeque};
+use std::sync::Arc;
+use std::time::Instant;
+
+/// Why a turn was not given.
+#[derive(Debug, PartialEq, Eq)]
+pub(crate) enum Refused {
+    /// `max_waiters` threads wait already.
+    Full { waiting: usize },
+    /// The deadline passed while waiting (or had passed, and another thread has the turn).
+    TimedOut,
+}
+
+#[derive(Default)]
+struct Ticket {
+    ready: Mutex<bool>,
+    given: Condvar,
+}
+
+#[derive(Default)]
+struct Queue {
+    busy: bool,
+    waiting: VecDeque<Arc<Ticket>>,
+}
+
+pub(crate) struct LocalQueues {
+    queues: Mutex<HashMap<String, Queue>>,
+    max_waiters: usize,
+}
+
+impl LocalQueues {
+    pub(crate) fn new(max_waiters: usize) -> Self {
+        LocalQueues {
+            queues: Mutex::new(HashMap::new()),
+            max_waiters,
+        }
+    }
+
+    /// Waits for this thread's turn to contend for `name`, until `deadline` (`None`: no limit).
+    pub(crate) fn enter(&self, name: &str, deadline: Option<Instant>) -> Result<Turn<'_>, Refused> {
+        let ticket = {
+            let mut queues = self.queues.lock();
+            let queue = queues.entry(name.to_owned()).or_default();
+            if !queue.busy {
+                queue.busy = true;
+                return Ok(self.turn(name));
+            }
+            if deadline.is_some_and(|deadline| deadline <= Instant::now()) {
+                return Err(Refused::TimedOut);
+            }
+            if queue.waiting.len() >= self.max_waiters {
+                return Err(Refused::Full {
+                    waiting: queue.waiting.len(),
+                });
+            }
+            let ticket = Arc::new(Ticket::default());
+            queue.waiting.push_back(Arc::clone(&ticket));
+            ticket
+        };
+        let mut ready = ticket.ready.lock();
+        while !*ready {
+            match deadline {
+                Some(deadline) => {
+                    if ticket.given.wait_until(&mut ready, deadline).timed_out() && !*ready {
+                        break;
+                    }
+                }
+                None => ticket.given.wait(&mut ready),
+            }
+        }
+        if *ready {
+            return Ok(self.turn(name));
+        }
+        drop(ready);
+        // Timed out: leave the queue, unless the turn arrived meanwhile; then pass it on.
+        let mut queues = self.queues.lock();
+        let still_queued = queues.get_mut(name).is_some_and(|queue| {
+            let before = queue.waiting.len();
+            queue
+                .waiting
+                .retain(|waiting| !Arc::ptr_eq(waiting, &ticket));
+            queue.waiting.len() < before
+        });
+        drop(queues);
+        if !still_queued {
+            drop(self.turn(name));
+        }
+        Err(Refused::TimedOut)
+    }
+
+    fn turn(&self, name: &str) -> Turn<'_> {
+        Turn {
+            queues: self,
+            name: name.to_owned(),
+        }
+    }
+
+    fn pass_on(&self, name: &str) {
+        let mut queues = self.queues.lock();
+        let Some(queue) = queues.get_mut(name) else {
+            return;
+        };
+        match queue.waiting.pop_front() {
+            Some(next) => {
+                *next.ready.lock() = true;
+                next.given.notify_one();
+            }
+            None => {
+                queues.remove(name);
+            }
+        }
+    }
+
+    /// Threads waiting for `name` behind the current contender.
+    #[cfg(test)]
+    fn waiting(&self, name: &str) -> usize {
+        self.queues
+            .lock()
+            .get(name)
+            .map_or(0, |queue| queue.waiting.len())
+    }
+}
+
+/// The right to contend for one lock name in Redis; passed to the next waiter on drop.
+pub(crate) struct Turn<'a> {
+    queues: &'a LocalQueues,
+    name: String,
+}
+
+impl Drop for Turn<'_> {
+    fn drop(&mut self) {
+        self.queues.pass_on(&self.name);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::sync::mpsc;
+    use std::thread;
+    use std::time::Duration;
+
+    #[test]
+    fn turns_pass_in_fifo_order() {
+        let queues = Arc::new(LocalQueues::new(10));
+        let first = queues.enter("a", None).expect("free");
+        let (done, order) = mpsc::channel();
+        let mut threads = Vec::new();
+        for n in 0..3 {
+            let (shared, done) = (queues.clone(), done.clone());
+            threads.push(thread::spawn(move || {
+                let turn = shared.enter("a", None).expect("waits its turn");
+                done.send(n).expect("test alive");
+                drop(turn);
+            }));
+            while queues.waiting("a") < n + 1 {
+                thread::yield_now();
+            }
+        }
+        drop(first);
+        let got: Vec<usize> = (0..3)
+            .map(|_| order.recv_timeout(Duration::from_secs(10)).expect("ran"))
+            .collect();
+        assert_eq!(got, vec![0, 1, 2]);
+        for thread in threads {
+            thread.join().expect("no panic");
+        }
+        assert!(
+            queues.enter("a", Some(Instant::now())).is_ok(),
+            "free again"
+        );
+    }
+
+    #[test]
+    fn full_queue_refuses_at_once_and_timeouts_leave_the_queue() {
+        let queues = LocalQueues::new(0);
+        let _first = queues.enter("a", None).expect("free");
+        assert_eq!(
+            queues.enter("a", None).err(),
+            Some(Refused::Full { waiting: 0 })
+        );
+        let queues = LocalQueues::new(5);
+        let first = queues.enter("a", None).expect("free");
+        let soon = Instant::now() + Duration::from_millis(20);
+        assert_eq!(queues.enter("a", Some(soon)).err(), Some(Refused::TimedOut));
+        assert_eq!(queues.waiting("a"), 0);
+        drop(first);
+        assert!(
+            queues.enter("b", Some(Instant::now())).is_ok(),
+            "other names are separate"
+        );
+    }
+}

@@ -1,0 +1,100 @@
+//! The Lua scripts, and the only Rust code that knows their arguments and replies. Each script is
+//! loaded once per connection through [`redis::Script`]: EVALSHA, reloaded on NOSCRIPT.
+
+use crate::error::{Error, Result};
+use crate::keys::LockKeys;
+use redis::{Connection, Script};
+use std::sync::LazyLock;
+use std::time::Duration;
+
+static ACQUIRE: LazyLock<Script> = LazyLock::new(|| Script::new(include_str!("acquire.lua")));
+static RELEASE: LazyLock<Script> = LazyLock::new(|| Script::new(include_str!("release.lua")));
+static FORCE_RELEASE: LazyLock<Script> =
+    LazyLock::new(|| Script::new(include_str!("force_release.lua")));
+
+/// What an acquisition attempt came to.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Acquire {
+    /// Held now, `holds` deep, with this fencing token.
+    Acquired { holds: u64, token: u64 },
+    /// Held by another owner for about this long (`None`: no expiry set).
+    Held { ttl: Option<Duration> },
+}
+
+/// What a release came to.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Release {
+    /// Applied; this many holds are left (0: the lock was freed).
+    Applied { holds_left: u64 },
+    /// This very release had been applied before (the call is a retry).
+    AlreadyApplied,
+    /// The lock is not held by the owner.
+    NotOwner,
+}
+
+fn millis(duration: Duration) -> u64 {
+    u64::try_from(duration.as_millis())
+        .unwrap_or(u64::MAX)
+        .max(1)
+}
+
+pub(crate) fn acquire(
+    con: &mut Connection,
+    keys: &LockKeys,
+    owner: &str,
+    lease: Duration,
+) -> Result<Acquire> {
+    let reply: Vec<i64> = ACQUIRE
+        .key(&keys.lock)
+        .key(&keys.fence)
+        .arg(millis(lease))
+        .arg(owner)
+        .invoke(con)
+        .map_err(|error| Error::from_redis(error, &keys.lock))?;
+    match reply.as_slice() {
+        [1, holds, token] => Ok(Acquire::Acquired {
+            holds: u64::try_from(*holds).unwrap_or(0),
+            token: u64::try_from(*token).unwrap_or(0),
+        }),
+        [0, ttl] => Ok(Acquire::Held {
+            ttl: u64::try_from(*ttl).ok().map(Duration::from_millis),
+        }),
+        other => Err(Error::Protocol(format!("acquire replied {other:?}"))),
+    }
+}
+
+pub(crate) fn release(
+    con: &mut Connection,
+    keys: &LockKeys,
+    owner: &str,
+    release_id: &str,
+    lease: Duration,
+) -> Result<Release> {
+    let reply: i64 = RELEASE
+        .key(&keys.lock)
+        .key(&keys.releases)
+        .arg(owner)
+        .arg(release_id)
+        .arg(millis(lease))
+        .arg(&keys.channel)
+        .invoke(con)
+        .map_err(|error| Error::from_redis(error, &keys.lock))?;
+    match reply {
+        -2 => Ok(Release::AlreadyApplied),
+        -1 => Ok(Release::NotOwner),
+        left if left >= 0 => Ok(Release::Applied {
+            holds_left: left as u64,
+        }),
+        other => Err(Error::Protocol(format!("release replied {other}"))),
+    }
+}
+
+/// Deletes the lock whoever holds it. Returns whether there was one.
+pub(crate) fn force_release(con: &mut Connection, keys: &LockKeys) -> Result<bool> {
+    let deleted: i64 = FORCE_RELEASE
+        .key(&keys.lock)
+        .arg(&keys.channel)
+        .invoke(con)
+        .map_err(|error| Error::from_redis(error, &keys.lock))?;
+    Ok(deleted == 1)
+}

@@ -1,0 +1,18 @@
+//! Helpers shared by the integration tests.
+#![allow(dead_code)]
+
+pub mod redis_server;
+
+use lease::Client;
+use std::time::Duration;
+
+pub use redis_server::RedisServer;
+
+/// A client of `server` with short timeouts.
+pub fn client(server: &RedisServer) -> Client {
+    Client::builder(server.url())
+        .connect_timeout(Duration::from_secs(2))
+        .command_timeout(Duration::from_secs(2))
+        .build()
+        .expect("valid settings")
+}
