@@ -22,6 +22,9 @@ const POLL: Duration = Duration::from_millis(5);
 const MAX_BACKOFF: Duration = Duration::from_secs(1);
 /// How long an idle connection (nothing watched) is kept open for the next waiter.
 const KEEP_IDLE: Duration = Duration::from_secs(30);
+/// How long a channel stays subscribed after its last watcher left, so that a lock waited for
+/// again and again is not subscribed anew each time.
+const KEEP_CHANNEL: Duration = Duration::from_secs(1);
 
 /// A flag a waiter sleeps on.
 #[derive(Default)]
@@ -42,6 +45,8 @@ struct Channels {
     watchers: HashMap<String, Vec<Arc<Signal>>>,
     /// Channels the connection is subscribed to now.
     subscribed: HashSet<String>,
+    /// Subscribed channels nobody watches, since when.
+    idle_since: HashMap<String, Instant>,
 }
 
 struct Shared {
@@ -79,6 +84,7 @@ impl Subscriber {
     pub(crate) fn watch(&self, channel: &str, confirm_by: Instant) -> Watch {
         let signal = Arc::new(Signal::default());
         let mut channels = self.shared.channels.lock();
+        channels.idle_since.remove(channel);
         let watchers = channels.watchers.entry(channel.to_owned()).or_default();
         watchers.push(Arc::clone(&signal));
         if watchers.len() == 1 {
@@ -148,6 +154,9 @@ impl Drop for Watch {
             watchers.retain(|signal| !Arc::ptr_eq(signal, &self.signal));
             if watchers.is_empty() {
                 channels.watchers.remove(&self.channel);
+                channels
+                    .idle_since
+                    .insert(self.channel.clone(), Instant::now());
             }
         }
     }
@@ -188,6 +197,7 @@ fn run(shared: Weak<Shared>, pool: Arc<Pool>, nudged: Receiver<()>) {
 fn lost_connection(shared: &Shared) {
     let mut channels = shared.channels.lock();
     channels.subscribed.clear();
+    channels.idle_since.clear();
     channels
         .watchers
         .values()
@@ -226,7 +236,12 @@ fn serve(shared: &Shared, pool: &Pool, nudged: &Receiver<()>) -> redis::RedisRes
             let unwanted: Vec<String> = channels
                 .subscribed
                 .iter()
-                .filter(|channel| !channels.watchers.contains_key(*channel))
+                .filter(|channel| {
+                    channels
+                        .idle_since
+                        .get(*channel)
+                        .is_some_and(|since| since.elapsed() >= KEEP_CHANNEL)
+                })
                 .cloned()
                 .collect();
             (wanted, unwanted)
@@ -240,9 +255,11 @@ fn serve(shared: &Shared, pool: &Pool, nudged: &Receiver<()>) -> redis::RedisRes
         if !unwanted.is_empty() {
             pubsub.unsubscribe(&unwanted)?;
             let mut channels = shared.channels.lock();
-            unwanted.iter().for_each(|channel| {
+            for channel in &unwanted {
+                // Watched again meanwhile: subscribe it again on the next turn.
                 channels.subscribed.remove(channel);
-            });
+                channels.idle_since.remove(channel);
+            }
         }
         match pubsub.get_message() {
             Ok(message) => {

@@ -1,12 +1,10 @@
 //! Helpers shared by the integration tests.
 #![allow(dead_code)]
 
-pub mod redis_server;
-
 use lease::Client;
 use std::time::Duration;
 
-pub use redis_server::RedisServer;
+pub use testkit::RedisServer;
 
 /// A client of `server` with short timeouts.
 pub fn client(server: &RedisServer) -> Client {

@@ -8,6 +8,7 @@ use std::process::{Child, Command, Stdio};
 use std::thread;
 use std::time::{Duration, Instant};
 
+/// A `redis-server` child process, killed on drop.
 pub struct RedisServer {
     child: Option<Child>,
     port: u16,

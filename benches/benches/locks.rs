@@ -1,0 +1,37 @@
+//! Uncontended lock + unlock against one local redis-server, for `lease` and its peers in the same
+//! run. Contention, fairness and hand-off latency are printed by
+//! `cargo run --release -p benches --bin lock_figures`.
+//!
+//! Run: `cargo bench -p benches --bench locks`.
+#![allow(missing_docs)]
+
+use benches::lock_peers::{Lease, LockPeer, Raw, Redlock, Rslock};
+use criterion::measurement::WallTime;
+use criterion::{criterion_group, criterion_main, BenchmarkGroup, Criterion};
+use std::time::Duration;
+use testkit::RedisServer;
+
+fn pair<P: LockPeer>(group: &mut BenchmarkGroup<'_, WallTime>, url: &str) {
+    let mut peer = P::group(url, 1).pop().expect("one handle");
+    group.bench_function(P::NAME, |b| {
+        b.iter(|| peer.with_lock("bench:uncontended", &mut || {}))
+    });
+}
+
+fn uncontended(c: &mut Criterion) {
+    let server = RedisServer::start();
+    let url = server.url();
+    let mut group = c.benchmark_group("uncontended lock+unlock");
+    group
+        .sample_size(20)
+        .warm_up_time(Duration::from_millis(500))
+        .measurement_time(Duration::from_secs(3));
+    pair::<Raw>(&mut group, &url);
+    pair::<Lease>(&mut group, &url);
+    pair::<Rslock>(&mut group, &url);
+    pair::<Redlock>(&mut group, &url);
+    group.finish();
+}
+
+criterion_group!(locks, uncontended);
+criterion_main!(locks);

@@ -1,0 +1,232 @@
+//! Prints the lock figures that are not criterion timings: 8 threads contending for one key
+//! (critical sections per second, fairness, how often the lock passes to another thread) and
+//! hand-off latency (a release to the next waiter holding the lock), for `lease` and its peers in
+//! one run, against a redis-server the binary starts.
+//!
+//! Run: `cargo run --release -p benches --bin lock_figures [quick]`.
+#![allow(clippy::print_stdout)]
+
+use benches::lock_peers::{Lease, LockPeer, Raw, Redlock, Rslock};
+use parking_lot::Mutex;
+use std::io::{BufRead, BufReader, Write};
+use std::process::{Command, Stdio};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{mpsc, Arc, Barrier};
+use std::thread;
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+use testkit::RedisServer;
+
+const THREADS: usize = 8;
+
+struct Scale {
+    contention: Duration,
+    rounds: usize,
+    /// How long a holder keeps the lock before a hand-off, so the waiter is surely waiting.
+    hold: Duration,
+}
+
+fn main() {
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    if args.first().map(String::as_str) == Some("child-waiter") {
+        child_waiter(&args[1]);
+        return;
+    }
+    let quick = args.iter().any(|arg| arg == "quick");
+    let scale = if quick {
+        Scale {
+            contention: Duration::from_millis(500),
+            rounds: 20,
+            hold: Duration::from_millis(10),
+        }
+    } else {
+        Scale {
+            contention: Duration::from_secs(5),
+            rounds: 500,
+            hold: Duration::from_millis(10),
+        }
+    };
+    let server = RedisServer::start();
+    let url = server.url();
+    println!("# lock figures ({})", if quick { "quick" } else { "full" });
+    println!();
+    println!(
+        "## {THREADS} threads on one key, {:?} each, empty critical section",
+        scale.contention
+    );
+    println!("| lock | critical sections/s | per thread (min..max) | Jain fairness | passed to another thread |");
+    println!("|---|---|---|---|---|");
+    contention::<Lease>(&url, &scale);
+    contention::<Raw>(&url, &scale);
+    contention::<Rslock>(&url, &scale);
+    contention::<Redlock>(&url, &scale);
+    println!();
+    println!(
+        "## hand-off: release to the next waiter holding the lock ({} rounds, holder keeps it {:?})",
+        scale.rounds, scale.hold
+    );
+    println!("| lock | where | p50 ms | p99 ms | max ms |");
+    println!("|---|---|---|---|---|");
+    handoff_in_process::<Lease>(&url, &scale);
+    handoff_across_processes(&url, &scale);
+    handoff_in_process::<Raw>(&url, &scale);
+    handoff_in_process::<Rslock>(&url, &scale);
+    handoff_in_process::<Redlock>(&url, &scale);
+}
+
+fn contention<P: LockPeer>(url: &str, scale: &Scale) {
+    let name = format!("contended:{}", P::NAME);
+    let order: Arc<Mutex<Vec<u8>>> = Arc::default();
+    let stop = Arc::new(AtomicBool::new(false));
+    let start = Arc::new(Barrier::new(THREADS + 1));
+    let threads: Vec<_> = P::group(url, THREADS)
+        .into_iter()
+        .enumerate()
+        .map(|(id, mut peer)| {
+            let (order, stop, start, name) =
+                (order.clone(), stop.clone(), start.clone(), name.clone());
+            thread::spawn(move || {
+                start.wait();
+                while !stop.load(Ordering::Relaxed) {
+                    peer.with_lock(&name, &mut || order.lock().push(id as u8));
+                }
+            })
+        })
+        .collect();
+    start.wait();
+    let began = Instant::now();
+    thread::sleep(scale.contention);
+    stop.store(true, Ordering::Relaxed);
+    let counted = order.lock().len();
+    let elapsed = began.elapsed();
+    for thread in threads {
+        thread.join().expect("no panic");
+    }
+    let order = order.lock();
+    let order = &order[..counted];
+    let mut per_thread = [0u64; THREADS];
+    for &id in order {
+        per_thread[id as usize] += 1;
+    }
+    let sum: f64 = per_thread.iter().map(|&n| n as f64).sum();
+    let squares: f64 = per_thread.iter().map(|&n| (n as f64).powi(2)).sum();
+    let jain = if squares > 0.0 {
+        sum * sum / (THREADS as f64 * squares)
+    } else {
+        0.0
+    };
+    let passes = order.windows(2).filter(|pair| pair[0] != pair[1]).count();
+    let passed = passes as f64 / order.len().saturating_sub(1).max(1) as f64 * 100.0;
+    println!(
+        "| {} | {:.0} | {}..{} | {:.3} | {:.1}% |",
+        P::NAME,
+        counted as f64 / elapsed.as_secs_f64(),
+        per_thread.iter().min().unwrap_or(&0),
+        per_thread.iter().max().unwrap_or(&0),
+        jain,
+        passed
+    );
+}
+
+fn percentiles(mut samples: Vec<f64>) -> (f64, f64, f64) {
+    samples.sort_by(f64::total_cmp);
+    let at = |q: f64| samples[((samples.len() - 1) as f64 * q) as usize];
+    (at(0.5), at(0.99), samples[samples.len() - 1])
+}
+
+/// Holder and waiter are two threads of one process (for `lease`, sharing one client: the local
+/// queue's path).
+fn handoff_in_process<P: LockPeer>(url: &str, scale: &Scale) {
+    let name = format!("handoff:{}", P::NAME);
+    let mut peers = P::group(url, 2);
+    let (mut waiter, mut holder) = (peers.pop().expect("two"), peers.pop().expect("two"));
+    let (go, wait_now) = mpsc::channel::<()>();
+    let (acquired_tx, acquired) = mpsc::channel::<Instant>();
+    let waiter_name = name.clone();
+    let waiter_thread = thread::spawn(move || {
+        while wait_now.recv().is_ok() {
+            let mut at = Instant::now();
+            waiter.with_lock(&waiter_name, &mut || at = Instant::now());
+            acquired_tx.send(at).expect("main alive");
+        }
+    });
+    let mut samples = Vec::with_capacity(scale.rounds);
+    for _ in 0..scale.rounds {
+        let mut released = Instant::now();
+        holder.with_lock(&name, &mut || {
+            go.send(()).expect("waiter alive");
+            thread::sleep(scale.hold);
+            released = Instant::now();
+        });
+        let at = acquired
+            .recv_timeout(Duration::from_secs(30))
+            .expect("the waiter acquired");
+        samples.push(at.saturating_duration_since(released).as_secs_f64() * 1e3);
+    }
+    drop(go);
+    waiter_thread.join().expect("no panic");
+    let (p50, p99, max) = percentiles(samples);
+    println!(
+        "| {} | one process | {p50:.3} | {p99:.3} | {max:.3} |",
+        P::NAME
+    );
+}
+
+fn wall_micros() -> u128 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map(|since| since.as_micros())
+        .unwrap_or(0)
+}
+
+/// The waiter is another process with its own client, woken by pub/sub. Both sides stamp with the
+/// system clock, which both processes of one host share.
+fn handoff_across_processes(url: &str, scale: &Scale) {
+    let name = "handoff:processes";
+    let mut child = Command::new(std::env::current_exe().expect("this binary"))
+        .args(["child-waiter", url])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .spawn()
+        .expect("spawn the waiter process");
+    let mut to_child = child.stdin.take().expect("piped");
+    let mut from_child = BufReader::new(child.stdout.take().expect("piped")).lines();
+    let holder = lease::Client::open(url).expect("valid settings");
+    let lock = holder.lock(name).expect("valid name");
+    let mut samples = Vec::with_capacity(scale.rounds);
+    for _ in 0..scale.rounds {
+        let guard = lock.lock().expect("acquired");
+        writeln!(to_child, "go").expect("child alive");
+        to_child.flush().expect("child alive");
+        thread::sleep(scale.hold);
+        let released = wall_micros();
+        guard.unlock().expect("released");
+        let line = from_child
+            .next()
+            .expect("a line from the waiter")
+            .expect("readable");
+        let acquired: u128 = line.trim().parse().expect("a timestamp");
+        samples.push(acquired.saturating_sub(released) as f64 / 1e3);
+    }
+    drop(to_child);
+    let _ = child.wait();
+    let (p50, p99, max) = percentiles(samples);
+    println!("| lease | two processes | {p50:.3} | {p99:.3} | {max:.3} |");
+}
+
+/// The child side: on each "go", wait for the lock, stamp the acquisition, release, report.
+fn child_waiter(url: &str) {
+    let client = lease::Client::open(url).expect("valid settings");
+    let lock = client.lock("handoff:processes").expect("valid name");
+    let stdin = std::io::stdin();
+    let mut out = std::io::stdout();
+    for line in stdin.lock().lines() {
+        if line.is_err() {
+            break;
+        }
+        let guard = lock.lock().expect("acquired");
+        let acquired = wall_micros();
+        guard.unlock().expect("released");
+        writeln!(out, "{acquired}").expect("parent alive");
+        out.flush().expect("parent alive");
+    }
+}

@@ -1,0 +1,151 @@
+//! The distributed locks the benchmarks compare, behind one interface: this workspace's `lease`,
+//! the raw floor (SET NX PX, then a Lua check-and-delete, on one connection), `rslock` and
+//! `redlock`.
+
+use redis::Script;
+use std::time::Duration;
+
+/// The lease every peer takes its lock with.
+pub const LEASE: Duration = Duration::from_secs(30);
+
+/// A lock under test, used by one thread.
+pub trait LockPeer: Send + 'static {
+    /// The name printed in reports.
+    const NAME: &'static str;
+    /// `threads` handles on the server at `url`, sharing whatever the library shares.
+    fn group(url: &str, threads: usize) -> Vec<Self>
+    where
+        Self: Sized;
+    /// Takes `name` (waiting as the library waits), runs `critical`, releases.
+    fn with_lock(&mut self, name: &str, critical: &mut dyn FnMut());
+}
+
+/// `lease`: one client shared by every thread, as an application would use it.
+pub struct Lease(lease::Client);
+
+impl LockPeer for Lease {
+    const NAME: &'static str = "lease";
+    fn group(url: &str, threads: usize) -> Vec<Self> {
+        let client = lease::Client::builder(url)
+            .default_lease(LEASE)
+            .pool_size(threads.max(1))
+            .build()
+            .expect("valid settings");
+        (0..threads).map(|_| Lease(client.clone())).collect()
+    }
+    fn with_lock(&mut self, name: &str, critical: &mut dyn FnMut()) {
+        let guard = self
+            .0
+            .lock(name)
+            .expect("valid name")
+            .lock()
+            .expect("acquired");
+        critical();
+        guard.unlock().expect("released");
+    }
+}
+
+static CHECK_AND_DELETE: std::sync::LazyLock<Script> = std::sync::LazyLock::new(|| {
+    Script::new(
+        "if redis.call('get', KEYS[1]) == ARGV[1] then return redis.call('del', KEYS[1]) end \
+         return 0",
+    )
+});
+
+/// The floor: SET NX PX to take, a Lua check-and-delete to release, one connection per thread;
+/// contended, it spins on SET NX without pausing.
+pub struct Raw {
+    con: redis::Connection,
+    token: u64,
+}
+
+impl LockPeer for Raw {
+    const NAME: &'static str = "raw SET NX + Lua delete";
+    fn group(url: &str, threads: usize) -> Vec<Self> {
+        (0..threads)
+            .map(|n| Raw {
+                con: redis::Client::open(url)
+                    .and_then(|client| client.get_connection())
+                    .expect("connect"),
+                token: (n as u64) << 40,
+            })
+            .collect()
+    }
+    fn with_lock(&mut self, name: &str, critical: &mut dyn FnMut()) {
+        self.token += 1;
+        loop {
+            let set: Option<String> = redis::cmd("SET")
+                .arg(name)
+                .arg(self.token)
+                .arg("NX")
+                .arg("PX")
+                .arg(LEASE.as_millis() as u64)
+                .query(&mut self.con)
+                .expect("SET");
+            if set.is_some() {
+                break;
+            }
+        }
+        critical();
+        let _: i64 = CHECK_AND_DELETE
+            .key(name)
+            .arg(self.token)
+            .invoke(&mut self.con)
+            .expect("delete");
+    }
+}
+
+/// `rslock` (async, driven by a current-thread tokio runtime per thread), single instance, its
+/// default retry policy.
+pub struct Rslock {
+    runtime: tokio::runtime::Runtime,
+    manager: rslock::LockManager,
+}
+
+impl LockPeer for Rslock {
+    const NAME: &'static str = "rslock";
+    fn group(url: &str, threads: usize) -> Vec<Self> {
+        (0..threads)
+            .map(|_| Rslock {
+                runtime: tokio::runtime::Builder::new_current_thread()
+                    .enable_all()
+                    .build()
+                    .expect("runtime"),
+                manager: rslock::LockManager::new(vec![url.to_owned()]),
+            })
+            .collect()
+    }
+    fn with_lock(&mut self, name: &str, critical: &mut dyn FnMut()) {
+        let manager = &self.manager;
+        let lock = self.runtime.block_on(async {
+            loop {
+                if let Ok(lock) = manager.lock(name.as_bytes(), LEASE).await {
+                    return lock;
+                }
+            }
+        });
+        critical();
+        self.runtime.block_on(manager.unlock(&lock));
+    }
+}
+
+/// `redlock` (blocking), single instance, its default retry policy.
+pub struct Redlock(redlock::RedLock);
+
+impl LockPeer for Redlock {
+    const NAME: &'static str = "redlock";
+    fn group(url: &str, threads: usize) -> Vec<Self> {
+        (0..threads)
+            .map(|_| Redlock(redlock::RedLock::new(vec![url.to_owned()])))
+            .collect()
+    }
+    fn with_lock(&mut self, name: &str, critical: &mut dyn FnMut()) {
+        let lock = loop {
+            if let Ok(Some(lock)) = self.0.lock(name.as_bytes(), LEASE.as_millis() as usize) {
+                break lock;
+            }
+        };
+        critical();
+        self.0.unlock(&lock);
+    }
+}

@@ -1,0 +1,7 @@
+//! Test support shared by the workspace's tests and benchmarks. No mocks: a [`RedisServer`] is a
+//! real `redis-server` process on a free loopback port.
+#![allow(missing_docs, clippy::unwrap_used)]
+
+mod redis_server;
+
+pub use redis_server::RedisServer;
