@@ -1,11 +1,140 @@
 //! The local queue: per lock name, one thread of this client contends in Redis at a time; the
 //! others wait here, in FIFO order, without sending anything to Redis. Past `max_waiters`, a
 //! caller is refused at once.
+//!
+//! While the contender sleeps it leaves an [`Offer`]: a thread of this client that releases the
+//! lock may *claim* it and have the release script grant the lock straight to the contender's
+//! owner, saving the contender a round trip. The offer's states:
+//!
+//! ```text
+//! Closed --open()--> Open --claim()--> Claimed --granted()--> Granted(token)
+//!    ^                 |                  |------declined()--> Open
+//!    +----close()------+                  +------unknown()---> Unknown (the contender checks Redis)
+//! ```
+//!
+//! Only the contender opens and closes it, and it closes it before every attempt of its own, so a
+//! grant never races the contender's own acquisition. At most [`MAX_GRANTS_IN_A_ROW`] grants
+//! follow one another; then a release frees the lock for everyone.
 
 use parking_lot::{Condvar, Mutex};
 use std::collections::{HashMap, VecDeque};
 use std::sync::Arc;
-use std::time::Instant;
+use std::time::{Duration, Instant};
+
+/// Consecutive grants within one client before a release frees the lock for other clients.
+const MAX_GRANTS_IN_A_ROW: u32 = 32;
+
+/// Where a contender's offer stands.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum OfferState {
+    /// The contender is trying by itself: not grantable.
+    Closed,
+    /// The contender sleeps: a releaser may claim it.
+    Open,
+    /// A releaser is running the release script with a grant for it.
+    Claimed,
+    /// The lock was granted to the contender's owner with this fencing token.
+    Granted(u64),
+    /// A release with a grant for it failed or was retried: Redis knows whether it holds.
+    Unknown,
+}
+
+/// A sleeping contender's readiness to be granted the lock.
+pub(crate) struct Offer {
+    pub(crate) owner: String,
+    pub(crate) lease: Duration,
+    state: Mutex<OfferState>,
+    resolved: Condvar,
+}
+
+impl Offer {
+    fn set(&self, state: OfferState) {
+        *self.state.lock() = state;
+        self.resolved.notify_all();
+    }
+
+    /// Makes the offer grantable (the contender is going to sleep).
+    pub(crate) fn open(&self) {
+        let mut state = self.state.lock();
+        if *state == OfferState::Closed {
+            *state = OfferState::Open;
+        }
+    }
+
+    /// Withdraws the offer before the contender acts by itself, and tells what became of it. A
+    /// claim in progress is waited for, at most `limit`; if it does not resolve, the answer is
+    /// [`OfferState::Unknown`].
+    pub(crate) fn close(&self, limit: Duration) -> OfferState {
+        let deadline = Instant::now() + limit;
+        let mut state = self.state.lock();
+        while *state == OfferState::Claimed {
+            if self.resolved.wait_until(&mut state, deadline).timed_out() {
+                return OfferState::Unknown;
+            }
+        }
+        let seen = *state;
+        if seen == OfferState::Open {
+            *state = OfferState::Closed;
+        }
+        seen
+    }
+
+    /// Back to closed after the contender dealt with a grant or an unknown outcome.
+    pub(crate) fn reset(&self) {
+        self.set(OfferState::Closed);
+    }
+}
+
+/// What a releasing thread of this client does at the last hold.
+pub(crate) enum Claiming<'a> {
+    /// Grant the lock to this client's sleeping contender.
+    Grant(Claim<'a>),
+    /// Free the lock, and wake this client's waiters at once.
+    Free,
+    /// Free the lock, and let this client's waiters learn of it from Redis like everyone else's.
+    FreeForOthers,
+}
+
+/// A releaser's hold on an open offer; resolve it with `granted`, `declined` or `unknown`.
+/// Dropped unresolved, it counts as unknown.
+pub(crate) struct Claim<'a> {
+    queues: &'a LocalQueues,
+    name: String,
+    offer: Arc<Offer>,
+    resolved: bool,
+}
+
+impl Claim<'_> {
+    pub(crate) fn offer(&self) -> &Offer {
+        &self.offer
+    }
+
+    pub(crate) fn granted(mut self, token: u64) {
+        self.resolved = true;
+        if let Some(queue) = self.queues.queues.lock().get_mut(&self.name) {
+            queue.granted_in_a_row += 1;
+        }
+        self.offer.set(OfferState::Granted(token));
+    }
+
+    pub(crate) fn declined(mut self) {
+        self.resolved = true;
+        self.offer.set(OfferState::Open);
+    }
+
+    pub(crate) fn unknown(mut self) {
+        self.resolved = true;
+        self.offer.set(OfferState::Unknown);
+    }
+}
+
+impl Drop for Claim<'_> {
+    fn drop(&mut self) {
+        if !self.resolved {
+            self.offer.set(OfferState::Unknown);
+        }
+    }
+}
 
 /// Why a turn was not given.
 #[derive(Debug, PartialEq, Eq)]
@@ -26,6 +155,9 @@ struct Ticket {
 struct Queue {
     busy: bool,
     waiting: VecDeque<Arc<Ticket>>,
+    /// The contender's offer, while it has one.
+    offer: Option<Arc<Offer>>,
+    granted_in_a_row: u32,
 }
 
 pub(crate) struct LocalQueues {
@@ -100,11 +232,41 @@ impl LocalQueues {
         }
     }
 
+    /// What a release of `name` should do about this client's waiters: grant the lock to the
+    /// sleeping contender, or free it (after a run of grants, without waking this client's
+    /// waiters first, so that other clients get an equal chance).
+    pub(crate) fn claim(&self, name: &str) -> Claiming<'_> {
+        let mut queues = self.queues.lock();
+        let Some(queue) = queues.get_mut(name) else {
+            return Claiming::Free;
+        };
+        let Some(offer) = queue.offer.clone() else {
+            return Claiming::Free;
+        };
+        if queue.granted_in_a_row >= MAX_GRANTS_IN_A_ROW {
+            queue.granted_in_a_row = 0;
+            return Claiming::FreeForOthers;
+        }
+        let mut state = offer.state.lock();
+        if *state != OfferState::Open {
+            return Claiming::Free;
+        }
+        *state = OfferState::Claimed;
+        drop(state);
+        Claiming::Grant(Claim {
+            queues: self,
+            name: name.to_owned(),
+            offer,
+            resolved: false,
+        })
+    }
+
     fn pass_on(&self, name: &str) {
         let mut queues = self.queues.lock();
         let Some(queue) = queues.get_mut(name) else {
             return;
         };
+        queue.offer = None;
         match queue.waiting.pop_front() {
             Some(next) => {
                 *next.ready.lock() = true;
@@ -130,6 +292,22 @@ impl LocalQueues {
 pub(crate) struct Turn<'a> {
     queues: &'a LocalQueues,
     name: String,
+}
+
+impl Turn<'_> {
+    /// Leaves an offer (closed) for releasers of this client.
+    pub(crate) fn offer(&self, owner: String, lease: Duration) -> Arc<Offer> {
+        let offer = Arc::new(Offer {
+            owner,
+            lease,
+            state: Mutex::new(OfferState::Closed),
+            resolved: Condvar::new(),
+        });
+        if let Some(queue) = self.queues.queues.lock().get_mut(&self.name) {
+            queue.offer = Some(Arc::clone(&offer));
+        }
+        offer
+    }
 }
 
 impl Drop for Turn<'_> {

@@ -4,10 +4,10 @@ use crate::client::Client;
 use crate::error::{Error, Result};
 use crate::guard::LeaseGuard;
 use crate::keys::LockKeys;
-use crate::local_queue::Refused;
+use crate::local_queue::{Claiming, Offer, OfferState, Refused};
 use crate::pool::with_connection;
 use crate::pubsub::Watch;
-use crate::scripts::{self, Acquire, Release};
+use crate::scripts::{self, Acquire, Grant, Release};
 use redis::Commands;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -207,22 +207,32 @@ impl Lock {
             }
             Err(Refused::TimedOut) => return self.gave_up(wait, started),
         };
-        let mut watch: Option<Watch> = None;
+        let mut waiting: Option<(Watch, Arc<Offer>)> = None;
+        let holding = |token, holds| {
+            log::debug!(
+                "lock {:?} acquired by {owner} (token {token})",
+                self.keys.name
+            );
+            Ok(Some(LeaseGuard::new(
+                self.clone(),
+                owner.clone(),
+                token,
+                holds,
+                lease,
+            )))
+        };
         loop {
+            // A releaser of this client may have granted the lock while this thread slept.
+            if let Some((_, offer)) = &waiting {
+                if let Some(token) = self.settle_offer(offer, &owner)? {
+                    drop(turn);
+                    return holding(token, 1);
+                }
+            }
             match self.attempt(&owner, lease)? {
                 Acquire::Acquired { holds, token } => {
                     drop(turn);
-                    log::debug!(
-                        "lock {:?} acquired by {owner} (token {token})",
-                        self.keys.name
-                    );
-                    return Ok(Some(LeaseGuard::new(
-                        self.clone(),
-                        owner,
-                        token,
-                        holds,
-                        lease,
-                    )));
+                    return holding(token, holds);
                 }
                 Acquire::Held { ttl } => {
                     let deadline = match wait {
@@ -233,22 +243,54 @@ impl Lock {
                     if deadline.is_some_and(|deadline| now >= deadline) {
                         return self.gave_up(wait, started);
                     }
-                    let Some(watch) = &watch else {
+                    let Some((watch, offer)) = &waiting else {
                         // Subscribe, then look again: a release between the attempt and the
                         // subscription would otherwise go unseen until the next re-check.
                         let confirm_by = now + inner.command_timeout;
                         let confirm_by = deadline.map_or(confirm_by, |d| d.min(confirm_by));
-                        watch = Some(inner.subscriber.watch(&self.keys.channel, confirm_by));
+                        let watch = inner.subscriber.watch(&self.keys.channel, confirm_by);
+                        waiting = Some((watch, turn.offer(owner.clone(), lease)));
                         continue;
                     };
                     let recheck = ttl
                         .unwrap_or(MAX_RECHECK)
                         .clamp(Duration::from_millis(1), MAX_RECHECK);
                     let until = deadline.map_or(now + recheck, |d| d.min(now + recheck));
+                    offer.open();
                     watch.wait(until);
                 }
             }
         }
+    }
+
+    /// Closes the contender's offer before it acts by itself, and returns the fencing token if a
+    /// releaser of this client granted it the lock meanwhile.
+    fn settle_offer(&self, offer: &Offer, owner: &str) -> Result<Option<u64>> {
+        let limit = self.client.inner.command_timeout * 4;
+        match offer.close(limit) {
+            OfferState::Granted(token) => {
+                offer.reset();
+                Ok(Some(token))
+            }
+            OfferState::Unknown => {
+                offer.reset();
+                self.granted_in_redis(owner)
+            }
+            OfferState::Closed | OfferState::Open | OfferState::Claimed => Ok(None),
+        }
+    }
+
+    /// Whether a grant whose reply was lost went through: a waiting owner held nothing, so it
+    /// holds the lock now only if it was granted. Returns the token if so.
+    fn granted_in_redis(&self, owner: &str) -> Result<Option<u64>> {
+        let (holds, token): (Option<u64>, Option<u64>) = self.query(|con, keys| {
+            redis::pipe()
+                .atomic()
+                .hget(&keys.lock, owner)
+                .get(&keys.fence)
+                .query(con)
+        })?;
+        Ok(holds.filter(|&holds| holds > 0).and(token))
     }
 
     fn gave_up(&self, wait: Wait, started: Instant) -> Result<Option<LeaseGuard>> {
@@ -261,36 +303,58 @@ impl Lock {
         }
     }
 
-    /// Releases one hold of `owner`. A release whose reply was lost is retried once with the same
-    /// release id, which the script applies at most once.
+    /// Releases one hold of `owner`. At the last hold, the lock goes straight to a thread of this
+    /// client that sleeps waiting for it, if there is one. A release whose reply was lost is
+    /// retried once with the same release id, which the script applies at most once.
     pub(crate) fn release(&self, owner: &str, lease: Duration) -> Result<()> {
         let inner = &self.client.inner;
         let release_id = inner.next_release_id();
+        let (claim, wake_locally) = match inner.queues.claim(&self.keys.name) {
+            Claiming::Grant(claim) => (Some(claim), true),
+            Claiming::Free => (None, true),
+            Claiming::FreeForOthers => (None, false),
+        };
+        let grant = claim.as_ref().map(|claim| Grant {
+            owner: &claim.offer().owner,
+            lease: claim.offer().lease,
+        });
         let mut retried = false;
-        loop {
+        let outcome = loop {
             let outcome = with_connection(&inner.pool, |con| {
-                scripts::release(con, &self.keys, owner, &release_id, lease)
+                scripts::release(con, &self.keys, owner, &release_id, lease, grant.as_ref())
             });
             match outcome {
-                Ok(Release::Applied { holds_left }) => {
-                    if holds_left == 0 {
-                        inner.subscriber.notify_local(&self.keys.channel);
-                    }
-                    log::debug!("lock {:?} released by {owner}", self.keys.name);
-                    return Ok(());
-                }
-                Ok(Release::AlreadyApplied) => return Ok(()),
-                Ok(Release::NotOwner) => {
-                    return Err(Error::NotOwner {
-                        name: self.keys.name.clone(),
-                        owner: owner.to_owned(),
-                    })
-                }
                 Err(Error::Unavailable(error)) if !retried => {
                     log::debug!("release of {:?} failed ({error}); retrying", self.keys.name);
                     retried = true;
                 }
-                Err(error) => return Err(error),
+                other => break other,
+            }
+        };
+        let freed = matches!(
+            outcome,
+            Ok(Release::Applied { holds_left: 0 } | Release::Granted { .. })
+        );
+        if let Some(claim) = claim {
+            match (&outcome, retried) {
+                (Ok(Release::Granted { token }), _) => claim.granted(*token),
+                (Ok(Release::Applied { .. } | Release::NotOwner), false) => claim.declined(),
+                // A retry, or no answer: whether the grant went through is for Redis to say.
+                _ => claim.unknown(),
+            }
+        }
+        if wake_locally && (freed || retried) {
+            // Wake this client's waiter at once: granted, free to try, or to check.
+            inner.subscriber.notify_local(&self.keys.channel);
+        }
+        match outcome? {
+            Release::NotOwner => Err(Error::NotOwner {
+                name: self.keys.name.clone(),
+                owner: owner.to_owned(),
+            }),
+            Release::Applied { .. } | Release::Granted { .. } | Release::AlreadyApplied => {
+                log::debug!("lock {:?} released by {owner}", self.keys.name);
+                Ok(())
             }
         }
     }

@@ -498,26 +498,147 @@ fn a_retried_release_never_decrements_twice() {
     let inner = owned.lock().expect("re-entered");
     let release = redis::Script::new(include_str!("../src/scripts/release.lua"));
     let mut con = server.connection();
-    let mut run = |id: &str| -> i64 {
+    let mut run = |id: &str| -> Vec<i64> {
         release
             .key("{retry}")
             .key("{retry}:releases")
+            .key("{retry}:fence")
             .arg("worker-1")
             .arg(id)
             .arg(30_000)
             .arg("{retry}:freed")
+            .arg("")
+            .arg(1)
             .invoke(&mut con)
             .expect("script ran")
     };
-    assert_eq!(run("release-7"), 1, "first delivery applied: one hold left");
-    assert_eq!(run("release-7"), -2, "the retry is recognised");
+    assert_eq!(
+        run("release-7"),
+        vec![1],
+        "first delivery applied: one hold left"
+    );
+    assert_eq!(run("release-7"), vec![-2], "the retry is recognised");
     assert_eq!(
         owned.hold_count().expect("query"),
         1,
         "not decremented twice"
     );
-    assert_eq!(run("release-8"), 0, "a new release frees the lock");
+    assert_eq!(run("release-8"), vec![0], "a new release frees the lock");
     assert!(!lock.is_locked().expect("query"));
     std::mem::forget(inner);
     std::mem::forget(outer);
+}
+
+/// Eight threads sharing one client: hand-offs go through grants from the releasing thread.
+#[test]
+fn eight_threads_of_one_client_never_overlap_and_lose_no_update() {
+    let server = RedisServer::start();
+    let client = client(&server);
+    let cycles = 300;
+    let threads: Vec<_> = (0..8)
+        .map(|_| {
+            let (lock, url) = (client.lock("shared").expect("valid name"), server.url());
+            thread::spawn(move || {
+                let mut con = redis::Client::open(url)
+                    .and_then(|c| c.get_connection())
+                    .expect("connect");
+                let mut overlaps = 0;
+                for _ in 0..cycles {
+                    let guard = lock.lock().expect("acquired");
+                    let inside: i64 = con.incr("inside", 1).expect("INCR");
+                    overlaps += usize::from(inside != 1);
+                    let value: i64 = con.get("counter").unwrap_or(0);
+                    let () = con.set("counter", value + 1).expect("SET");
+                    let _: i64 = con.decr("inside", 1).expect("DECR");
+                    drop(guard);
+                }
+                overlaps
+            })
+        })
+        .collect();
+    let overlaps: usize = threads
+        .into_iter()
+        .map(|t| t.join().expect("no panic"))
+        .sum();
+    let counter: i64 = server.connection().get("counter").expect("GET");
+    assert_eq!(overlaps, 0);
+    assert_eq!(counter, 8 * cycles);
+}
+
+/// Between two threads of one client, the release grants the lock to the sleeping waiter in the
+/// same script call: about one script per hand-off, not two.
+#[test]
+fn a_local_hand_off_takes_one_script_call() {
+    let server = RedisServer::start();
+    let client = client(&server);
+    let lock = client.lock("granted").expect("valid name");
+    let rounds = 50;
+    let before = server.command_calls("evalsha");
+    let (go, wait_now) = mpsc::channel::<()>();
+    let (done_tx, done) = mpsc::channel::<u64>();
+    let waiter_lock = lock.clone();
+    let waiter = thread::spawn(move || {
+        while wait_now.recv().is_ok() {
+            let guard = waiter_lock.lock().expect("acquired");
+            let token = guard.fencing_token();
+            guard.unlock().expect("released");
+            done_tx.send(token).expect("test alive");
+        }
+    });
+    let mut last_token = 0;
+    for _ in 0..rounds {
+        let guard = lock.lock().expect("acquired");
+        go.send(()).expect("waiter alive");
+        thread::sleep(Duration::from_millis(20)); // the waiter is asleep, its offer open
+        let token = guard.fencing_token();
+        drop(guard);
+        let granted = done
+            .recv_timeout(Duration::from_secs(5))
+            .expect("handed over");
+        assert_eq!(granted, token + 1, "the grant took the next token");
+        assert!(granted > last_token);
+        last_token = granted;
+    }
+    drop(go);
+    waiter.join().expect("no panic");
+    let scripts = server.command_calls("evalsha") - before;
+    // Per round: the holder's acquire, the waiter's failed attempt and its retry after
+    // subscribing (both before it sleeps), the holder's release with the grant, the waiter's
+    // release: 5. Without the grant the waiter would also acquire after waking: 6.
+    assert!(
+        scripts <= 5 * rounds as u64 + 5,
+        "{scripts} scripts for {rounds} hand-offs"
+    );
+}
+
+/// A waiter of another client still gets the lock while two threads of one client pass it back
+/// and forth: grants stop after a run and the lock is freed for everyone.
+#[test]
+fn grants_within_one_client_do_not_starve_another() {
+    let server = RedisServer::start();
+    let busy = client(&server);
+    let stop = Arc::new(AtomicBool::new(false));
+    let hogs: Vec<_> = (0..2)
+        .map(|_| {
+            let (lock, stop) = (busy.lock("hogged").expect("valid name"), stop.clone());
+            thread::spawn(move || {
+                while !stop.load(Ordering::SeqCst) {
+                    let guard = lock.lock().expect("acquired");
+                    thread::sleep(Duration::from_millis(1));
+                    drop(guard);
+                }
+            })
+        })
+        .collect();
+    thread::sleep(Duration::from_millis(100));
+    let other = client(&server).lock("hogged").expect("valid name");
+    let got = other
+        .try_lock_for(Duration::from_secs(10))
+        .expect("answered");
+    stop.store(true, Ordering::SeqCst);
+    assert!(got.is_some(), "the other client never got the lock");
+    drop(got);
+    for hog in hogs {
+        hog.join().expect("no panic");
+    }
 }

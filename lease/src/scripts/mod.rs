@@ -24,8 +24,10 @@ pub(crate) enum Acquire {
 /// What a release came to.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum Release {
-    /// Applied; this many holds are left (0: the lock was freed).
+    /// Applied; this many holds are left (0: the lock was freed and announced).
     Applied { holds_left: u64 },
+    /// Applied to the last hold, and the lock granted to the waiting owner with this token.
+    Granted { token: u64 },
     /// This very release had been applied before (the call is a retry).
     AlreadyApplied,
     /// The lock is not held by the owner.
@@ -63,29 +65,42 @@ pub(crate) fn acquire(
     }
 }
 
+/// A waiting owner that a release may grant the lock to.
+pub(crate) struct Grant<'a> {
+    pub(crate) owner: &'a str,
+    pub(crate) lease: Duration,
+}
+
 pub(crate) fn release(
     con: &mut Connection,
     keys: &LockKeys,
     owner: &str,
     release_id: &str,
     lease: Duration,
+    grant: Option<&Grant<'_>>,
 ) -> Result<Release> {
-    let reply: i64 = RELEASE
+    let reply: Vec<i64> = RELEASE
         .key(&keys.lock)
         .key(&keys.releases)
+        .key(&keys.fence)
         .arg(owner)
         .arg(release_id)
         .arg(millis(lease))
         .arg(&keys.channel)
+        .arg(grant.map_or("", |grant| grant.owner))
+        .arg(grant.map_or(1, |grant| millis(grant.lease)))
         .invoke(con)
         .map_err(|error| Error::from_redis(error, &keys.lock))?;
-    match reply {
-        -2 => Ok(Release::AlreadyApplied),
-        -1 => Ok(Release::NotOwner),
-        left if left >= 0 => Ok(Release::Applied {
-            holds_left: left as u64,
+    match reply.as_slice() {
+        [-2] => Ok(Release::AlreadyApplied),
+        [-1] => Ok(Release::NotOwner),
+        [0, token] => Ok(Release::Granted {
+            token: u64::try_from(*token).unwrap_or(0),
         }),
-        other => Err(Error::Protocol(format!("release replied {other}"))),
+        [left] if *left >= 0 => Ok(Release::Applied {
+            holds_left: *left as u64,
+        }),
+        other => Err(Error::Protocol(format!("release replied {other:?}"))),
     }
 }
 
