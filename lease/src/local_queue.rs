@@ -23,6 +23,9 @@ use std::time::{Duration, Instant};
 
 /// Consecutive grants within one client before a release frees the lock for other clients.
 const MAX_GRANTS_IN_A_ROW: u32 = 32;
+/// After such a release, how long this client's contender holds back, so that waiters of other
+/// clients (who hear of the release later, by pub/sub) may take the lock first.
+const YIELD: Duration = Duration::from_millis(1);
 
 /// Where a contender's offer stands.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -158,6 +161,11 @@ struct Queue {
     /// The contender's offer, while it has one.
     offer: Option<Arc<Offer>>,
     granted_in_a_row: u32,
+    /// A thread of this client took the lock and has not freed it yet (as far as this client
+    /// knows: the lease may have lapsed since).
+    held_here: bool,
+    /// This client's contender does not try before then (see [`YIELD`]).
+    yield_until: Option<Instant>,
 }
 
 pub(crate) struct LocalQueues {
@@ -232,6 +240,33 @@ impl LocalQueues {
         }
     }
 
+    /// Records whether a thread of this client holds `name` now.
+    pub(crate) fn set_held_here(&self, name: &str, held: bool) {
+        let mut queues = self.queues.lock();
+        if held {
+            queues.entry(name.to_owned()).or_default().held_here = true;
+        } else if let Some(queue) = queues.get_mut(name) {
+            queue.held_here = false;
+            if !queue.busy && queue.waiting.is_empty() {
+                queues.remove(name);
+            }
+        }
+    }
+
+    /// Until when this client's contender should let other clients try first, if it should.
+    pub(crate) fn yield_until(&self, name: &str) -> Option<Instant> {
+        let until = self.queues.lock().get(name)?.yield_until?;
+        (until > Instant::now()).then_some(until)
+    }
+
+    /// Whether a thread of this client holds `name`, as far as this client knows.
+    pub(crate) fn held_here(&self, name: &str) -> bool {
+        self.queues
+            .lock()
+            .get(name)
+            .is_some_and(|queue| queue.held_here)
+    }
+
     /// What a release of `name` should do about this client's waiters: grant the lock to the
     /// sleeping contender, or free it (after a run of grants, without waking this client's
     /// waiters first, so that other clients get an equal chance).
@@ -245,6 +280,7 @@ impl LocalQueues {
         };
         if queue.granted_in_a_row >= MAX_GRANTS_IN_A_ROW {
             queue.granted_in_a_row = 0;
+            queue.yield_until = Some(Instant::now() + YIELD);
             return Claiming::FreeForOthers;
         }
         let mut state = offer.state.lock();
@@ -273,7 +309,12 @@ impl LocalQueues {
                 next.given.notify_one();
             }
             None => {
-                queues.remove(name);
+                queue.busy = false;
+                // Kept while a thread of this client holds the lock: the run of grants and
+                // what this client knows of the lock live here.
+                if !queue.held_here {
+                    queues.remove(name);
+                }
             }
         }
     }
