@@ -13,8 +13,8 @@
 //! ```
 //!
 //! Only the contender opens and closes it, and it closes it before every attempt of its own, so a
-//! grant never races the contender's own acquisition. At most [`MAX_GRANTS_IN_A_ROW`] grants
-//! follow one another; then a release frees the lock for everyone.
+//! grant never races the contender's own acquisition. While other clients watch the lock, at most
+//! [`MAX_GRANTS_IN_A_ROW`] grants follow one another; then a release frees the lock for everyone.
 
 use parking_lot::{Condvar, Mutex};
 use std::collections::{HashMap, VecDeque};
@@ -112,10 +112,16 @@ impl Claim<'_> {
         &self.offer
     }
 
-    pub(crate) fn granted(mut self, token: u64) {
+    /// The grant went through. `others_waiting`: connections besides this client's watch the
+    /// lock; only then do grants count toward the run after which the lock is freed for them.
+    pub(crate) fn granted(mut self, token: u64, others_waiting: bool) {
         self.resolved = true;
         if let Some(queue) = self.queues.queues.lock().get_mut(&self.name) {
-            queue.granted_in_a_row += 1;
+            queue.granted_in_a_row = if others_waiting {
+                queue.granted_in_a_row + 1
+            } else {
+                0
+            };
         }
         self.offer.set(OfferState::Granted(token));
     }
@@ -162,7 +168,8 @@ struct Queue {
     offer: Option<Arc<Offer>>,
     granted_in_a_row: u32,
     /// A thread of this client took the lock and has not freed it yet (as far as this client
-    /// knows: the lease may have lapsed since).
+    /// knows: the lease may have lapsed since). The entry lives while this is so, so that the
+    /// run of grants is counted across turns.
     held_here: bool,
     /// This client's contender does not try before then (see [`YIELD`]).
     yield_until: Option<Instant>,
@@ -257,14 +264,6 @@ impl LocalQueues {
     pub(crate) fn yield_until(&self, name: &str) -> Option<Instant> {
         let until = self.queues.lock().get(name)?.yield_until?;
         (until > Instant::now()).then_some(until)
-    }
-
-    /// Whether a thread of this client holds `name`, as far as this client knows.
-    pub(crate) fn held_here(&self, name: &str) -> bool {
-        self.queues
-            .lock()
-            .get(name)
-            .is_some_and(|queue| queue.held_here)
     }
 
     /// What a release of `name` should do about this client's waiters: grant the lock to the

@@ -207,7 +207,6 @@ impl Lock {
             Err(Refused::TimedOut) => return self.gave_up(wait, started),
         };
         let mut waiting: Option<(Watch, Arc<Offer>)> = None;
-        let mut first_pass = true;
         let holding = |token, holds| {
             inner.queues.set_held_here(&self.keys.name, true);
             log::debug!(
@@ -230,27 +229,6 @@ impl Lock {
                     return holding(token, 1);
                 }
             }
-            if let (true, Wait::Until(deadline)) = (first_pass, wait) {
-                first_pass = false;
-                if inner.queues.held_here(&self.keys.name) {
-                    // Another thread of this client holds it: it will grant the lock to this
-                    // thread or wake it, so sleep at once rather than ask Redis. Only on this
-                    // first pass: if that knowledge is stale, the re-check corrects it.
-                    let now = Instant::now();
-                    let confirm_by = now + inner.command_timeout;
-                    let confirm_by = deadline.map_or(confirm_by, |d| d.min(confirm_by));
-                    let watch = inner.subscriber.watch(&self.keys.channel, confirm_by);
-                    let offer = turn.offer(owner.clone(), lease);
-                    offer.open();
-                    if inner.queues.held_here(&self.keys.name) {
-                        let until = now + MAX_RECHECK;
-                        watch.wait(deadline.map_or(until, |d| d.min(until)));
-                    }
-                    waiting = Some((watch, offer));
-                    continue;
-                }
-            }
-            first_pass = false;
             if let Some(until) = inner.queues.yield_until(&self.keys.name) {
                 std::thread::sleep(until.saturating_duration_since(Instant::now()));
             }
@@ -367,7 +345,9 @@ impl Lock {
         inner.queues.set_held_here(&self.keys.name, still_held_here);
         if let Some(claim) = claim {
             match (&outcome, retried) {
-                (Ok(Release::Granted { token }), _) => claim.granted(*token),
+                (Ok(Release::Granted { token, subscribers }), _) => {
+                    claim.granted(*token, *subscribers > 1)
+                }
                 (Ok(Release::Applied { .. } | Release::NotOwner), false) => claim.declined(),
                 // A retry, or no answer: whether the grant went through is for Redis to say.
                 _ => claim.unknown(),

@@ -26,8 +26,9 @@ pub(crate) enum Acquire {
 pub(crate) enum Release {
     /// Applied; this many holds are left (0: the lock was freed and announced).
     Applied { holds_left: u64 },
-    /// Applied to the last hold, and the lock granted to the waiting owner with this token.
-    Granted { token: u64 },
+    /// Applied to the last hold, and the lock granted to the waiting owner with this token;
+    /// `subscribers` connections were watching the lock's channel.
+    Granted { token: u64, subscribers: u64 },
     /// This very release had been applied before (the call is a retry).
     AlreadyApplied,
     /// The lock is not held by the owner.
@@ -94,8 +95,9 @@ pub(crate) fn release(
     match reply.as_slice() {
         [-2] => Ok(Release::AlreadyApplied),
         [-1] => Ok(Release::NotOwner),
-        [0, token] => Ok(Release::Granted {
+        [0, token, subscribers] => Ok(Release::Granted {
             token: u64::try_from(*token).unwrap_or(0),
+            subscribers: u64::try_from(*subscribers).unwrap_or(0),
         }),
         [left] if *left >= 0 => Ok(Release::Applied {
             holds_left: *left as u64,

@@ -12,7 +12,10 @@
 -- ARGV[6]  the lease of that grant, in milliseconds
 -- Reply    {n}         n >= 1 holds left
 --          {0}         the lock was freed and announced
---          {0, token}  the lock was granted to ARGV[5] with this fencing token
+--          {0, token, subscribers}
+--                      the lock was granted to ARGV[5] with this fencing token; subscribers
+--                      is how many connections watch the lock's channel (waiters of every
+--                      client, the granting client's own included)
 --          {-1}        the lock is not held by this owner
 --          {-2}        this release was applied already
 if redis.call('hget', KEYS[2], ARGV[1]) == ARGV[2] then
@@ -32,7 +35,8 @@ redis.call('del', KEYS[1])
 if ARGV[5] ~= '' then
   redis.call('hset', KEYS[1], ARGV[5], 1)
   redis.call('pexpire', KEYS[1], ARGV[6])
-  return {0, redis.call('incr', KEYS[3])}
+  local subscribers = redis.call('pubsub', 'numsub', ARGV[4])[2]
+  return {0, redis.call('incr', KEYS[3]), subscribers}
 end
 redis.call('publish', ARGV[4], 'freed')
 return {0}
