@@ -587,9 +587,17 @@ fn a_local_hand_off_takes_one_script_call() {
     });
     let mut last_token = 0;
     for _ in 0..rounds {
+        let round_start = server.command_calls("evalsha");
         let guard = lock.lock().expect("acquired");
         go.send(()).expect("waiter alive");
-        thread::sleep(Duration::from_millis(20)); // the waiter is asleep, its offer open
+        // Once Redis has run the waiter's two failed attempts, it is going to sleep with its
+        // offer open; give it a moment to get there.
+        let deadline = Instant::now() + Duration::from_secs(5);
+        while server.command_calls("evalsha") < round_start + 3 {
+            assert!(Instant::now() < deadline, "the waiter never tried");
+            thread::sleep(Duration::from_millis(1));
+        }
+        thread::sleep(Duration::from_millis(10));
         let token = guard.fencing_token();
         drop(guard);
         let granted = done
@@ -604,9 +612,10 @@ fn a_local_hand_off_takes_one_script_call() {
     let scripts = server.command_calls("evalsha") - before;
     // Per round: the holder's acquire, the waiter's failed attempt and its retry after
     // subscribing (both before it sleeps), the holder's release with the grant, the waiter's
-    // release: 5. Without the grant the waiter would also acquire after waking: 6.
+    // release: 5. Without the grant the waiter would also acquire after waking: 6 (300 in all).
+    // A tenth of the rounds may miss the grant on a loaded machine (the waiter not yet asleep).
     assert!(
-        scripts <= 5 * rounds as u64 + 5,
+        scripts <= 5 * rounds as u64 + rounds as u64 / 10,
         "{scripts} scripts for {rounds} hand-offs"
     );
 }
