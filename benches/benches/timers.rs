@@ -39,6 +39,20 @@ fn loaded<P: Peer>() -> Loaded<P> {
 /// pending stays near [`PENDING`] however many iterations criterion asks for.
 const CHUNK: usize = 10_000;
 
+/// Runs `iters` operations in chunks of [`CHUNK`]: `chunk` does the operations numbered by its
+/// range and returns the part of its time that counts.
+fn in_chunks(iters: u64, mut chunk: impl FnMut(std::ops::Range<usize>) -> Duration) -> Duration {
+    let iters = iters as usize;
+    let mut elapsed = Duration::ZERO;
+    let mut done = 0;
+    while done < iters {
+        let size = CHUNK.min(iters - done);
+        elapsed += chunk(done..done + size);
+        done += size;
+    }
+    elapsed
+}
+
 fn schedule<P: Peer>(group: &mut BenchmarkGroup<'_, WallTime>) {
     let mut timer = loaded::<P>();
     group.bench_function(P::NAME, |b| {
@@ -49,21 +63,15 @@ fn schedule<P: Peer>(group: &mut BenchmarkGroup<'_, WallTime>) {
                 handles,
                 ..
             } = &mut timer;
-            let mut elapsed = Duration::ZERO;
-            let mut done = 0;
-            while done < iters as usize {
-                let chunk = CHUNK.min(iters as usize - done);
+            in_chunks(iters, |range| {
                 let start = Instant::now();
-                for i in done..done + chunk {
+                for i in range {
                     handles.push(peer.schedule(delays[i % delays.len()], noop));
                 }
-                elapsed += start.elapsed();
-                for handle in handles.drain(..) {
-                    peer.cancel(handle);
-                }
-                done += chunk;
-            }
-            elapsed
+                let elapsed = start.elapsed();
+                handles.drain(..).for_each(|handle| peer.cancel(handle));
+                elapsed
+            })
         })
     });
 }
@@ -78,21 +86,14 @@ fn cancel<P: Peer>(group: &mut BenchmarkGroup<'_, WallTime>) {
                 handles,
                 ..
             } = &mut timer;
-            let mut elapsed = Duration::ZERO;
-            let mut done = 0;
-            while done < iters as usize {
-                let chunk = CHUNK.min(iters as usize - done);
-                for i in done..done + chunk {
+            in_chunks(iters, |range| {
+                for i in range {
                     handles.push(peer.schedule(delays[i % delays.len()], noop));
                 }
                 let start = Instant::now();
-                for handle in handles.drain(..) {
-                    peer.cancel(handle);
-                }
-                elapsed += start.elapsed();
-                done += chunk;
-            }
-            elapsed
+                handles.drain(..).for_each(|handle| peer.cancel(handle));
+                start.elapsed()
+            })
         })
     });
 }

@@ -4,7 +4,7 @@
 
 mod support;
 
-use lease::{Client, Error, LeaseGuard};
+use lease::{Client, Error, LeaseGuard, Lock};
 use redis::Commands;
 use std::process::Command;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -13,11 +13,9 @@ use std::thread;
 use std::time::{Duration, Instant};
 use support::{client, RedisServer};
 
-/// Read-modify-write of a plain Redis counter under the lock, `cycles` times; also checks, with a
-/// second counter, that no two holders are ever inside at once (across processes too).
-fn increment_under_lock(url: &str, lock_name: &str, cycles: usize) -> usize {
-    let client = Client::builder(url).build().expect("valid settings");
-    let lock = client.lock(lock_name).expect("valid name");
+/// Read-modify-write of a plain Redis counter under `lock`, `cycles` times; also counts, with a
+/// second counter, the times two holders were inside at once (across processes too).
+fn increment_with(lock: &Lock, url: &str, cycles: usize) -> usize {
     let mut con = redis::Client::open(url)
         .and_then(|c| c.get_connection())
         .expect("connect");
@@ -25,9 +23,7 @@ fn increment_under_lock(url: &str, lock_name: &str, cycles: usize) -> usize {
     for _ in 0..cycles {
         let guard = lock.lock().expect("acquired");
         let inside: i64 = con.incr("inside", 1).expect("INCR");
-        if inside != 1 {
-            overlaps += 1;
-        }
+        overlaps += usize::from(inside != 1);
         let value: i64 = con.get("counter").unwrap_or(0);
         let () = con.set("counter", value + 1).expect("SET");
         let _: i64 = con.decr("inside", 1).expect("DECR");
@@ -36,21 +32,39 @@ fn increment_under_lock(url: &str, lock_name: &str, cycles: usize) -> usize {
     overlaps
 }
 
+/// Runs [`increment_with`] on `threads` threads, each with the lock `lock_for` gives it; returns
+/// the overlaps seen.
+fn increment_from_threads(
+    threads: usize,
+    cycles: usize,
+    url: &str,
+    lock_for: impl Fn() -> Lock,
+) -> usize {
+    let running: Vec<_> = (0..threads)
+        .map(|_| {
+            let (lock, url) = (lock_for(), url.to_owned());
+            thread::spawn(move || increment_with(&lock, &url, cycles))
+        })
+        .collect();
+    running
+        .into_iter()
+        .map(|t| t.join().expect("no panic"))
+        .sum()
+}
+
+/// The counter lock through a client of its own.
+fn own_client_lock(url: &str) -> Lock {
+    Client::open(url)
+        .and_then(|client| client.lock("counter"))
+        .expect("valid settings")
+}
+
 #[test]
 fn eight_threads_never_overlap_and_lose_no_update() {
     let server = RedisServer::start();
     let url = server.url();
     let cycles = 400;
-    let threads: Vec<_> = (0..8)
-        .map(|_| {
-            let url = url.clone();
-            thread::spawn(move || increment_under_lock(&url, "counter", cycles))
-        })
-        .collect();
-    let overlaps: usize = threads
-        .into_iter()
-        .map(|t| t.join().expect("no panic"))
-        .sum();
+    let overlaps = increment_from_threads(8, cycles, &url, || own_client_lock(&url));
     let counter: i64 = server.connection().get("counter").expect("GET");
     assert_eq!(overlaps, 0);
     assert_eq!(counter, 8 * cycles as i64);
@@ -66,16 +80,7 @@ fn child_process_entry() {
         return;
     };
     let cycles: usize = cycles.parse().expect("a number");
-    let threads: Vec<_> = (0..4)
-        .map(|_| {
-            let url = url.clone();
-            thread::spawn(move || increment_under_lock(&url, "counter", cycles))
-        })
-        .collect();
-    let overlaps: usize = threads
-        .into_iter()
-        .map(|t| t.join().expect("no panic"))
-        .sum();
+    let overlaps = increment_from_threads(4, cycles, &url, || own_client_lock(&url));
     assert_eq!(overlaps, 0, "overlaps seen in the child");
 }
 
@@ -533,36 +538,15 @@ fn a_retried_release_never_decrements_twice() {
 #[test]
 fn eight_threads_of_one_client_never_overlap_and_lose_no_update() {
     let server = RedisServer::start();
-    let client = client(&server);
+    let url = server.url();
+    let shared = client(&server);
     let cycles = 300;
-    let threads: Vec<_> = (0..8)
-        .map(|_| {
-            let (lock, url) = (client.lock("shared").expect("valid name"), server.url());
-            thread::spawn(move || {
-                let mut con = redis::Client::open(url)
-                    .and_then(|c| c.get_connection())
-                    .expect("connect");
-                let mut overlaps = 0;
-                for _ in 0..cycles {
-                    let guard = lock.lock().expect("acquired");
-                    let inside: i64 = con.incr("inside", 1).expect("INCR");
-                    overlaps += usize::from(inside != 1);
-                    let value: i64 = con.get("counter").unwrap_or(0);
-                    let () = con.set("counter", value + 1).expect("SET");
-                    let _: i64 = con.decr("inside", 1).expect("DECR");
-                    drop(guard);
-                }
-                overlaps
-            })
-        })
-        .collect();
-    let overlaps: usize = threads
-        .into_iter()
-        .map(|t| t.join().expect("no panic"))
-        .sum();
+    let overlaps = increment_from_threads(8, cycles, &url, || {
+        shared.lock("counter").expect("valid name")
+    });
     let counter: i64 = server.connection().get("counter").expect("GET");
     assert_eq!(overlaps, 0);
-    assert_eq!(counter, 8 * cycles);
+    assert_eq!(counter, 8 * cycles as i64);
 }
 
 /// Between two threads of one client, the release grants the lock to the sleeping waiter in the

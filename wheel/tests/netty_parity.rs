@@ -1,23 +1,14 @@
 //! One test per behaviour of Netty's `HashedWheelTimerTest`, named after it, on the manual clock
 //! wherever timing matters.
 
+mod support;
+
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::mpsc;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
+use support::{manual_timer, TICK};
 use wheel::{ManualClock, ScheduleError, Timer};
-
-const TICK: Duration = Duration::from_millis(10);
-
-fn manual_timer() -> (ManualClock, Timer) {
-    let clock = ManualClock::new();
-    let timer = Timer::builder()
-        .tick(TICK)
-        .clock(clock.clone())
-        .build()
-        .expect("valid settings");
-    (clock, timer)
-}
 
 fn counter() -> (Arc<AtomicUsize>, impl Fn() -> Box<dyn FnOnce() + Send>) {
     let count = Arc::new(AtomicUsize::new(0));

@@ -1,24 +1,15 @@
 //! The timer's own behaviours beyond Netty's: panic isolation, recurring tasks, cancellation that
 //! frees at once, bad settings, and an idle worker that never wakes.
 
+mod support;
+
 use parking_lot::Mutex;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{mpsc, Arc};
 use std::thread;
 use std::time::{Duration, Instant};
+use support::{manual_timer, TICK};
 use wheel::{BuildError, ManualClock, ScheduleError, Timer, MAX_SLOTS};
-
-const TICK: Duration = Duration::from_millis(10);
-
-fn manual_timer() -> (ManualClock, Timer) {
-    let clock = ManualClock::new();
-    let timer = Timer::builder()
-        .tick(TICK)
-        .clock(clock.clone())
-        .build()
-        .expect("valid settings");
-    (clock, timer)
-}
 
 #[test]
 fn a_panicking_task_is_counted_and_the_worker_lives_on() {

@@ -2,3 +2,20 @@
 #![allow(dead_code)]
 
 pub mod model;
+
+use std::time::Duration;
+use wheel::{ManualClock, Timer};
+
+/// The tick of the timers the tests build.
+pub const TICK: Duration = Duration::from_millis(10);
+
+/// A timer with a 10 ms tick on a fresh manual clock.
+pub fn manual_timer() -> (ManualClock, Timer) {
+    let clock = ManualClock::new();
+    let timer = Timer::builder()
+        .tick(TICK)
+        .clock(clock.clone())
+        .build()
+        .expect("valid settings");
+    (clock, timer)
+}
