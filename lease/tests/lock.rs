@@ -635,3 +635,54 @@ fn grants_within_one_client_do_not_starve_another() {
         hog.join().expect("no panic");
     }
 }
+
+/// Fifty threads of one client waiting on fifty different locks share one pub/sub connection,
+/// and all get their lock when it is freed.
+#[test]
+fn many_waiters_on_many_locks_share_one_pub_sub_connection() {
+    let server = RedisServer::start();
+    let holder = client(&server);
+    let names: Vec<String> = (0..50).map(|n| format!("many-{n}")).collect();
+    let held: Vec<LeaseGuard> = names
+        .iter()
+        .map(|name| {
+            holder
+                .lock(name)
+                .expect("valid name")
+                .lock()
+                .expect("acquired")
+        })
+        .collect();
+    let waiting = client(&server);
+    let waiters: Vec<_> = names
+        .iter()
+        .map(|name| {
+            let lock = waiting.lock(name).expect("valid name");
+            thread::spawn(move || {
+                lock.try_lock_for(Duration::from_secs(10))
+                    .map(|g| g.is_some())
+            })
+        })
+        .collect();
+    thread::sleep(Duration::from_millis(500));
+    let pubsub: String = redis::cmd("CLIENT")
+        .arg("LIST")
+        .arg("TYPE")
+        .arg("pubsub")
+        .query(&mut server.connection())
+        .expect("CLIENT LIST");
+    let connections = pubsub.lines().filter(|line| !line.is_empty()).count();
+    assert_eq!(
+        connections, 1,
+        "one subscriber connection for all 50 waiters:\n{pubsub}"
+    );
+    let subscribed = pubsub
+        .lines()
+        .find_map(|line| line.split(' ').find_map(|field| field.strip_prefix("sub=")))
+        .and_then(|count| count.parse::<usize>().ok());
+    assert_eq!(subscribed, Some(50), "every lock's channel on it");
+    drop(held);
+    for waiter in waiters {
+        assert!(waiter.join().expect("no panic").expect("answered"));
+    }
+}
