@@ -68,6 +68,7 @@ fn main() {
     println!("|---|---|---|---|---|");
     handoff_in_process::<Lease>(&url, &scale);
     handoff_across_processes(&url, &scale);
+    handoff_python_redis_lock(&url, &scale);
     handoff_in_process::<Raw>(&url, &scale);
     handoff_in_process::<Rslock>(&url, &scale);
     handoff_in_process::<Redlock>(&url, &scale);
@@ -211,6 +212,33 @@ fn handoff_across_processes(url: &str, scale: &Scale) {
     let _ = child.wait();
     let (p50, p99, max) = percentiles(samples);
     println!("| lease | two processes | {p50:.3} | {p99:.3} | {max:.3} |");
+}
+
+/// python-redis-lock (BLPOP waiting), by `benches/python/handoff.py`, when Python has it.
+fn handoff_python_redis_lock(url: &str, scale: &Scale) {
+    let script = concat!(env!("CARGO_MANIFEST_DIR"), "/python/handoff.py");
+    let output = Command::new("python3")
+        .args([script, url, &scale.rounds.to_string()])
+        .stderr(Stdio::null())
+        .output();
+    let lines = match output {
+        Ok(output) if output.status.success() => {
+            String::from_utf8_lossy(&output.stdout).into_owned()
+        }
+        _ => {
+            println!(
+                "| python-redis-lock | not run: `pip install python-redis-lock redis` | | | |"
+            );
+            return;
+        }
+    };
+    for line in lines.lines() {
+        let fields: Vec<&str> = line.split_whitespace().collect();
+        if let [place, p50, p99, max] = fields.as_slice() {
+            let place = place.replace('-', " ");
+            println!("| python-redis-lock | {place} | {p50} | {p99} | {max} |");
+        }
+    }
 }
 
 /// The child side: on each "go", wait for the lock, stamp the acquisition, release, report.
