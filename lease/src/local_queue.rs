@@ -9,7 +9,8 @@
 //! ```text
 //! Closed --open()--> Open --claim()--> Claimed --granted()--> Granted(token)
 //!    ^                 |                  |------declined()--> Open
-//!    +----close()------+                  +------unknown()---> Unknown (the contender checks Redis)
+//!    |                 |                  +------unknown()---> Unknown (the contender checks Redis)
+//!    +----close()------+-- from any state, by the contender, which learns what it was
 //! ```
 //!
 //! Only the contender opens and closes it, and it closes it before every attempt of its own, so a
@@ -64,27 +65,22 @@ impl Offer {
         }
     }
 
-    /// Withdraws the offer before the contender acts by itself, and tells what became of it. A
-    /// claim in progress is waited for, at most `limit`; if it does not resolve, the answer is
-    /// [`OfferState::Unknown`].
+    /// Withdraws the offer before the contender acts by itself, and tells what became of it; the
+    /// offer is closed afterwards whatever it was. A claim in progress is waited for, at most
+    /// `limit`; if it does not resolve, the answer is [`OfferState::Unknown`].
     pub(crate) fn close(&self, limit: Duration) -> OfferState {
         let deadline = Instant::now() + limit;
         let mut state = self.state.lock();
-        while *state == OfferState::Claimed {
+        let mut seen = *state;
+        while seen == OfferState::Claimed {
             if self.resolved.wait_until(&mut state, deadline).timed_out() {
-                return OfferState::Unknown;
+                seen = OfferState::Unknown;
+                break;
             }
+            seen = *state;
         }
-        let seen = *state;
-        if seen == OfferState::Open {
-            *state = OfferState::Closed;
-        }
+        *state = OfferState::Closed;
         seen
-    }
-
-    /// Back to closed after the contender dealt with a grant or an unknown outcome.
-    pub(crate) fn reset(&self) {
-        self.set(OfferState::Closed);
     }
 }
 

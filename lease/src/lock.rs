@@ -271,14 +271,8 @@ impl Lock {
     fn settle_offer(&self, offer: &Offer, owner: &str) -> Result<Option<u64>> {
         let limit = self.client.inner.command_timeout * 4;
         match offer.close(limit) {
-            OfferState::Granted(token) => {
-                offer.reset();
-                Ok(Some(token))
-            }
-            OfferState::Unknown => {
-                offer.reset();
-                self.granted_in_redis(owner)
-            }
+            OfferState::Granted(token) => Ok(Some(token)),
+            OfferState::Unknown => self.granted_in_redis(owner),
             OfferState::Closed | OfferState::Open | OfferState::Claimed => Ok(None),
         }
     }
