@@ -24,6 +24,18 @@ pub const MIN_TICK: Duration = Duration::from_millis(1);
 /// tasks of one batch in flight, so that putting those back can never find the wheel full.
 pub const MAX_PENDING: usize = MAX_LEN - worker::BATCH;
 
+/// Why a new task cannot be stored now, as the error that hands it back; counts a rejection.
+fn refusal<F>(shared: &Shared, state: &mut shared::State) -> Option<fn(F) -> ScheduleError<F>> {
+    if state.stopped {
+        return Some(ScheduleError::Stopped);
+    }
+    if state.wheel.len() >= shared.max_pending {
+        state.metrics.rejected += 1;
+        return Some(ScheduleError::TooManyPending);
+    }
+    None
+}
+
 /// Stores a new task under the lock that checked `len < max_pending <= MAX_PENDING`, so the
 /// wheel has room: only a broken invariant could make this fail.
 fn store_checked(shared: &Shared, state: &mut shared::State, tick: u64, job: Box<dyn Job>) -> Key {
@@ -123,12 +135,8 @@ impl Timer {
     {
         let shared = self.shared();
         let mut state = shared.state.lock();
-        if state.stopped {
-            return Err(ScheduleError::Stopped(task));
-        }
-        if state.wheel.len() >= shared.max_pending {
-            state.metrics.rejected += 1;
-            return Err(ScheduleError::TooManyPending(task));
+        if let Some(refuse) = refusal(shared, &mut state) {
+            return Err(refuse(task));
         }
         state.metrics.scheduled += 1;
         let key = store_checked(shared, &mut state, tick, Box::new(Once(task)));
@@ -185,12 +193,8 @@ impl Timer {
         let now = shared.clock.now();
         let tick = shared.ticks.delay_tick(now, first);
         let mut state = shared.state.lock();
-        if state.stopped {
-            return Err(ScheduleError::Stopped(task));
-        }
-        if state.wheel.len() >= shared.max_pending {
-            state.metrics.rejected += 1;
-            return Err(ScheduleError::TooManyPending(task));
+        if let Some(refuse) = refusal(shared, &mut state) {
+            return Err(refuse(task));
         }
         // A first delay past the range of `Instant` has the tick NEVER, so `due` is never used.
         let due = now.checked_add(first).unwrap_or(now);
