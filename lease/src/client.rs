@@ -8,12 +8,17 @@ use crate::lock::Lock;
 use crate::owner;
 use crate::pool::Pool;
 use crate::pubsub::Subscriber;
+use crate::watchdog::{self, Watchdog, WatchdogMetrics};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
+use wheel::Timer;
 
 /// A handle to one Redis server for taking locks. Cheap to clone; clones share connections, the
-/// pub/sub thread and the local queues.
+/// pub/sub thread, the watchdog and the local queues.
+///
+/// A client runs three threads whatever the number of locks: a timer, a renewal thread (both of
+/// the watchdog) and a pub/sub subscriber.
 ///
 /// ```no_run
 /// use std::time::Duration;
@@ -38,6 +43,7 @@ pub(crate) struct Inner {
     pub(crate) pool: Arc<Pool>,
     pub(crate) subscriber: Subscriber,
     pub(crate) queues: LocalQueues,
+    pub(crate) watchdog: Watchdog,
     /// This client's random id: the first half of every owner id it makes.
     pub(crate) id: String,
     pub(crate) default_lease: Duration,
@@ -75,6 +81,8 @@ impl Client {
             prefix: String::new(),
             pool_size: 8,
             max_local_waiters: 1024,
+            renewal_batch: watchdog::DEFAULT_BATCH,
+            timer: None,
         }
     }
 
@@ -93,6 +101,11 @@ impl Client {
     pub fn default_lease(&self) -> Duration {
         self.inner.default_lease
     }
+
+    /// A snapshot of the watchdog's counters: holds watched, renewal calls, losses.
+    pub fn watchdog_metrics(&self) -> WatchdogMetrics {
+        self.inner.watchdog.metrics()
+    }
 }
 
 impl std::fmt::Debug for Client {
@@ -105,7 +118,7 @@ impl std::fmt::Debug for Client {
 }
 
 /// Settings for a [`Client`], from [`Client::builder`].
-#[derive(Debug, Clone)]
+#[derive(Clone)]
 pub struct ClientBuilder {
     url: String,
     default_lease: Duration,
@@ -114,6 +127,19 @@ pub struct ClientBuilder {
     prefix: String,
     pool_size: usize,
     max_local_waiters: usize,
+    renewal_batch: usize,
+    timer: Option<Timer>,
+}
+
+impl std::fmt::Debug for ClientBuilder {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ClientBuilder")
+            .field("url", &self.url)
+            .field("default_lease", &self.default_lease)
+            .field("prefix", &self.prefix)
+            .field("renewal_batch", &self.renewal_batch)
+            .finish_non_exhaustive()
+    }
 }
 
 impl ClientBuilder {
@@ -154,7 +180,23 @@ impl ClientBuilder {
         self
     }
 
-    /// Checks the settings and starts the pub/sub thread. Connects to nothing yet: an unreachable
+    /// How many leases one renewal call renews at most; default 100. The watchdog renews leases
+    /// taken with the default lease every lease/3, and sends the leases due together in calls of
+    /// at most this many.
+    pub fn renewal_batch(mut self, batch: usize) -> Self {
+        self.renewal_batch = batch;
+        self
+    }
+
+    /// The timer the watchdog schedules renewals and deadlines on, instead of one of its own: to
+    /// share one timer thread between clients, or to drive the watchdog with a
+    /// [`wheel::ManualClock`] in tests. Its tick bounds how late a holder is told of a loss.
+    pub fn timer(mut self, timer: Timer) -> Self {
+        self.timer = Some(timer);
+        self
+    }
+
+    /// Checks the settings and starts the client's threads. Connects to nothing yet: an unreachable
     /// server shows on the first lock operation, within the connect timeout.
     pub fn build(self) -> Result<Client> {
         let positive = [
@@ -166,6 +208,11 @@ impl ClientBuilder {
             return Err(Error::InvalidArgument(format!(
                 "the {what} must be above zero"
             )));
+        }
+        if self.renewal_batch == 0 {
+            return Err(Error::InvalidArgument(
+                "the renewal batch must be at least 1".into(),
+            ));
         }
         if self.prefix.contains(['{', '}']) {
             return Err(Error::InvalidArgument(
@@ -182,13 +229,32 @@ impl ClientBuilder {
             self.command_timeout,
         ));
         let id = owner::random_id()?;
-        let subscriber = Subscriber::start(Arc::clone(&pool), format!("lease-pubsub-{}", &id[..8]))
+        let short_id = &id[..8];
+        let timer = match self.timer {
+            Some(timer) => timer,
+            None => Timer::builder()
+                .thread_name(format!("lease-timer-{short_id}"))
+                .build()
+                .map_err(|error| match error {
+                    wheel::BuildError::Spawn(error) => Error::Spawn(error),
+                    other => Error::InvalidArgument(format!("watchdog timer: {other}")),
+                })?,
+        };
+        let watchdog = Watchdog::start(
+            timer,
+            Arc::clone(&pool),
+            self.renewal_batch,
+            self.command_timeout,
+            format!("lease-renew-{short_id}"),
+        )?;
+        let subscriber = Subscriber::start(Arc::clone(&pool), format!("lease-pubsub-{short_id}"))
             .map_err(Error::Spawn)?;
         Ok(Client {
             inner: Arc::new(Inner {
                 pool,
                 subscriber,
                 queues: LocalQueues::new(self.max_local_waiters),
+                watchdog,
                 id,
                 default_lease: self.default_lease,
                 command_timeout: self.command_timeout,

@@ -48,6 +48,15 @@ pub enum Error {
     /// A thread the client needs could not be started.
     #[error("could not start a thread: {0}")]
     Spawn(#[source] std::io::Error),
+    /// The lock was acquired but its watchdog could not take it on (its timer was stopped or is
+    /// full), so the hold was given back.
+    #[error("the watchdog could not watch lock {name:?}: {reason}")]
+    Watchdog {
+        /// The lock's name.
+        name: String,
+        /// Why.
+        reason: crate::LostReason,
+    },
     /// Redis answered something this crate does not expect (a bug, or a foreign script).
     #[error("unexpected reply from redis: {0}")]
     Protocol(String),

@@ -2,13 +2,35 @@
 
 use crate::error::{Error, Result};
 use crate::lock::Lock;
-use std::time::Duration;
+use crate::lost::{Lost, Status};
+use crate::watchdog::{EntryRef, Watched};
+use crossbeam_channel::Receiver;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
 
 /// One hold of a lock, released when dropped (or by [`LeaseGuard::unlock`], which reports the
 /// outcome). It may be sent to and released from another thread: it releases as the owner that
 /// acquired it.
+///
+/// The guard also tells its holder when the hold can no longer be trusted: the lease ran out, a
+/// renewal was refused, or no renewal was confirmed before the local deadline. Check
+/// [`LeaseGuard::is_lost`] between steps, or wait on [`LeaseGuard::lost_signal`] beside the work:
+///
+/// ```no_run
+/// use crossbeam_channel::{select, Receiver};
+/// # fn work_done() -> Receiver<()> { crossbeam_channel::never() }
+/// # let client = lease::Client::open("redis://127.0.0.1:6379")?;
+/// let guard = client.lock("reports/nightly")?.lock()?;
+/// select! {
+///     recv(work_done()) -> _ => guard.unlock()?,
+///     recv(guard.lost_signal()) -> lost => {
+///         // Stop writing: another owner may hold the lock by now.
+///         eprintln!("lost: {:?}", lost.map(|lost| lost.reason));
+///     }
+/// }
+/// # Ok::<(), lease::Error>(())
+/// ```
 #[must_use = "the lock is released as soon as the guard is dropped"]
-#[derive(Debug)]
 pub struct LeaseGuard {
     lock: Lock,
     owner: String,
@@ -16,10 +38,19 @@ pub struct LeaseGuard {
     holds: u64,
     lease: Duration,
     released: bool,
+    entry: EntryRef,
+    status: Arc<Status>,
 }
 
 impl LeaseGuard {
-    pub(crate) fn new(lock: Lock, owner: String, token: u64, holds: u64, lease: Duration) -> Self {
+    pub(crate) fn new(
+        lock: Lock,
+        owner: String,
+        token: u64,
+        holds: u64,
+        lease: Duration,
+        watched: Watched,
+    ) -> Self {
         LeaseGuard {
             lock,
             owner,
@@ -27,6 +58,8 @@ impl LeaseGuard {
             holds,
             lease,
             released: false,
+            entry: watched.entry,
+            status: watched.status,
         }
     }
 
@@ -57,11 +90,42 @@ impl LeaseGuard {
         &self.lock
     }
 
+    /// Whether the hold can no longer be trusted: lost for a reason the watchdog found, or past
+    /// [`LeaseGuard::valid_until`]. Once lost, a hold never becomes valid again.
+    pub fn is_lost(&self) -> bool {
+        self.lock.client().inner.watchdog.is_lost(&self.status)
+    }
+
+    /// How the hold was lost, once the watchdog has found it lost.
+    pub fn lost(&self) -> Option<Lost> {
+        self.status.lost()
+    }
+
+    /// Until when the hold is known valid: the send time of the acquisition or of the last
+    /// confirmed renewal, plus the lease, less a drift allowance (1% of the lease plus 2 ms).
+    /// Read on the watchdog's clock (`Instant::now()` unless the client was given a timer on a
+    /// manual clock).
+    pub fn valid_until(&self) -> Instant {
+        self.status.valid_until()
+    }
+
+    /// A receiver that gets one [`Lost`] when the hold is lost (at once if it is already), for
+    /// `recv` or `select!`. The watchdog sends it no later than one timer tick after the local
+    /// deadline, even if Redis hangs. Each call makes a new receiver; all of them are told.
+    pub fn lost_signal(&self) -> Receiver<Lost> {
+        self.status.subscribe()
+    }
+
+    fn stop_watching(&self) {
+        self.lock.client().inner.watchdog.unwatch(self.entry);
+    }
+
     /// Releases this hold and reports the outcome: [`Error::NotOwner`] if the lease had expired or
     /// been taken away, [`Error::Unavailable`] if Redis could not be reached (the hold then lapses
     /// with its lease).
     pub fn unlock(mut self) -> Result<()> {
         self.released = true;
+        self.stop_watching();
         self.lock.release(&self.owner, self.lease)
     }
 }
@@ -71,6 +135,7 @@ impl Drop for LeaseGuard {
         if self.released {
             return;
         }
+        self.stop_watching();
         match self.lock.release(&self.owner, self.lease) {
             Ok(()) => {}
             Err(Error::NotOwner { name, owner }) => {
@@ -81,5 +146,17 @@ impl Drop for LeaseGuard {
                 self.lock.name()
             ),
         }
+    }
+}
+
+impl std::fmt::Debug for LeaseGuard {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("LeaseGuard")
+            .field("lock", &self.lock.name())
+            .field("owner", &self.owner)
+            .field("token", &self.token)
+            .field("lease", &self.lease)
+            .field("lost", &self.status.lost().map(|lost| lost.reason))
+            .finish_non_exhaustive()
     }
 }

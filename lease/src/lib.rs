@@ -34,12 +34,18 @@ mod guard;
 mod keys;
 mod local_queue;
 mod lock;
+mod lost;
 mod owner;
 mod pool;
 mod pubsub;
 mod scripts;
+mod watchdog;
 
 pub use client::{Client, ClientBuilder};
 pub use error::{Error, Result};
 pub use guard::LeaseGuard;
 pub use lock::Lock;
+pub use lost::{Lost, LostReason};
+pub use watchdog::WatchdogMetrics;
+/// The timer crate the watchdog runs on, for [`ClientBuilder::timer`].
+pub use wheel;

@@ -7,7 +7,7 @@
 //! owner, saving the contender a round trip. The offer's states:
 //!
 //! ```text
-//! Closed --open()--> Open --claim()--> Claimed --granted()--> Granted(token)
+//! Closed --open()--> Open --claim()--> Claimed --granted()--> Granted { token, sent_at }
 //!    ^                 |                  |------declined()--> Open
 //!    |                 |                  +------unknown()---> Unknown (the contender checks Redis)
 //!    +----close()------+-- from any state, by the contender, which learns what it was
@@ -37,8 +37,9 @@ pub(crate) enum OfferState {
     Open,
     /// A releaser is running the release script with a grant for it.
     Claimed,
-    /// The lock was granted to the contender's owner with this fencing token.
-    Granted(u64),
+    /// The lock was granted to the contender's owner with this fencing token, by a release sent
+    /// at `sent_at` (on the watchdog's clock): the grant's lease runs from no earlier than that.
+    Granted { token: u64, sent_at: Instant },
     /// A release with a grant for it failed or was retried: Redis knows whether it holds.
     Unknown,
 }
@@ -48,6 +49,8 @@ pub(crate) struct Offer {
     pub(crate) owner: String,
     pub(crate) lease: Duration,
     state: Mutex<OfferState>,
+    /// When the offer last went from closed to open: no grant can have been sent before.
+    opened_at: Mutex<Option<Instant>>,
     resolved: Condvar,
 }
 
@@ -57,12 +60,19 @@ impl Offer {
         self.resolved.notify_all();
     }
 
-    /// Makes the offer grantable (the contender is going to sleep).
-    pub(crate) fn open(&self) {
+    /// Makes the offer grantable (the contender is going to sleep); `now` is read on the
+    /// watchdog's clock.
+    pub(crate) fn open(&self, now: Instant) {
         let mut state = self.state.lock();
         if *state == OfferState::Closed {
             *state = OfferState::Open;
+            *self.opened_at.lock() = Some(now);
         }
+    }
+
+    /// When the offer was last opened: a lower bound for when any grant to it was sent.
+    pub(crate) fn opened_at(&self) -> Option<Instant> {
+        *self.opened_at.lock()
     }
 
     /// Withdraws the offer before the contender acts by itself, and tells what became of it; the
@@ -110,7 +120,7 @@ impl Claim<'_> {
 
     /// The grant went through. `others_waiting`: connections besides this client's watch the
     /// lock; only then do grants count toward the run after which the lock is freed for them.
-    pub(crate) fn granted(mut self, token: u64, others_waiting: bool) {
+    pub(crate) fn granted(mut self, token: u64, sent_at: Instant, others_waiting: bool) {
         self.resolved = true;
         if let Some(queue) = self.queues.queues.lock().get_mut(&self.name) {
             queue.granted_in_a_row = if others_waiting {
@@ -119,7 +129,7 @@ impl Claim<'_> {
                 0
             };
         }
-        self.offer.set(OfferState::Granted(token));
+        self.offer.set(OfferState::Granted { token, sent_at });
     }
 
     pub(crate) fn declined(mut self) {
@@ -337,6 +347,7 @@ impl Turn<'_> {
             owner,
             lease,
             state: Mutex::new(OfferState::Closed),
+            opened_at: Mutex::new(None),
             resolved: Condvar::new(),
         });
         if let Some(queue) = self.queues.queues.lock().get_mut(&self.name) {

@@ -8,6 +8,7 @@ use crate::local_queue::{Claiming, Offer, OfferState, Refused};
 use crate::pool::with_connection;
 use crate::pubsub::Watch;
 use crate::scripts::{self, Acquire, Grant, Release};
+use crate::watchdog::Hold;
 use redis::Commands;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -25,11 +26,26 @@ enum OwnerPolicy {
 
 /// A named lock. Cheap to clone. Reentrant per owner: by default each thread is its own owner;
 /// [`Lock::owned_by`] makes every caller act as one fixed owner instead.
+///
+/// Taken without a lease ([`Lock::lock`], [`Lock::try_lock`], ...), a lock gets the client's
+/// default lease and the watchdog renews it every lease/3 for as long as it is held. Taken with
+/// an explicit lease (the `_with_lease` methods), it is never renewed. Either way the guard tells
+/// its holder when the hold can no longer be trusted: see [`LeaseGuard::is_lost`].
 #[derive(Clone)]
 pub struct Lock {
     client: Client,
     keys: Arc<LockKeys>,
     owner: OwnerPolicy,
+    max_hold: Option<Duration>,
+}
+
+/// Which lease an acquisition asks for.
+#[derive(Clone, Copy)]
+enum LeaseKind {
+    /// The client's default lease, renewed by the watchdog.
+    Renewed,
+    /// This lease, never renewed.
+    Fixed(Duration),
 }
 
 /// How long an acquisition may wait.
@@ -47,7 +63,25 @@ impl Lock {
             client,
             keys: Arc::new(keys),
             owner: OwnerPolicy::Thread,
+            max_hold: None,
         }
+    }
+
+    /// The same lock, renewed for at most `max_hold` in total per hold: then renewal stops, the
+    /// lease runs out (within one lease) and the holder is told, with [`LostReason::MaxHold`].
+    /// A bound on a job that hangs while holding.
+    ///
+    /// [`LostReason::MaxHold`]: crate::LostReason::MaxHold
+    pub fn max_hold(&self, max_hold: Duration) -> Result<Lock> {
+        if max_hold.is_zero() {
+            return Err(Error::InvalidArgument(
+                "max_hold must be above zero".into(),
+            ));
+        }
+        Ok(Lock {
+            max_hold: Some(max_hold),
+            ..self.clone()
+        })
     }
 
     /// The same lock, held on behalf of `owner` whichever thread calls: a lease that is not tied
@@ -65,6 +99,10 @@ impl Lock {
         })
     }
 
+    pub(crate) fn client(&self) -> &Client {
+        &self.client
+    }
+
     /// The lock's name.
     pub fn name(&self) -> &str {
         &self.keys.name
@@ -78,55 +116,64 @@ impl Lock {
         }
     }
 
-    /// Takes the lock with the client's default lease, waiting as long as it takes.
+    /// Takes the lock with the client's default lease, renewed while held, waiting as long as it
+    /// takes.
     pub fn lock(&self) -> Result<LeaseGuard> {
-        self.lock_with_lease(self.client.inner.default_lease)
+        self.acquire_waiting(LeaseKind::Renewed)
     }
 
-    /// Takes the lock with the given lease, waiting as long as it takes.
+    /// Takes the lock with the given lease, never renewed, waiting as long as it takes.
     pub fn lock_with_lease(&self, lease: Duration) -> Result<LeaseGuard> {
+        self.acquire_waiting(LeaseKind::Fixed(lease))
+    }
+
+    fn acquire_waiting(&self, lease: LeaseKind) -> Result<LeaseGuard> {
         self.acquire(lease, Wait::Until(None))?
             .ok_or_else(|| Error::Protocol("a waiting acquisition returned nothing".into()))
     }
 
-    /// One attempt with the default lease: `Ok(None)` if another owner holds it (or another thread
-    /// of this client is already contending for it).
+    /// One attempt with the default lease (renewed while held): `Ok(None)` if another owner
+    /// holds it (or another thread of this client is already contending for it).
     pub fn try_lock(&self) -> Result<Option<LeaseGuard>> {
-        self.acquire(self.client.inner.default_lease, Wait::No)
+        self.acquire(LeaseKind::Renewed, Wait::No)
     }
 
-    /// [`Lock::try_lock`] with the given lease.
+    /// [`Lock::try_lock`] with the given lease, never renewed.
     pub fn try_lock_with_lease(&self, lease: Duration) -> Result<Option<LeaseGuard>> {
-        self.acquire(lease, Wait::No)
+        self.acquire(LeaseKind::Fixed(lease), Wait::No)
     }
 
-    /// Waits up to `wait` for the lock (default lease); `Ok(None)` if it stayed held.
+    /// Waits up to `wait` for the lock (default lease, renewed while held); `Ok(None)` if it
+    /// stayed held.
     pub fn try_lock_for(&self, wait: Duration) -> Result<Option<LeaseGuard>> {
-        self.try_lock_until(Instant::now().checked_add(wait).unwrap_or_else(far_future))
+        self.try_until(after(wait), LeaseKind::Renewed)
     }
 
-    /// Waits until `deadline` for the lock (default lease); `Ok(None)` if it stayed held. A
-    /// deadline already past makes one attempt.
+    /// Waits until `deadline` for the lock (default lease, renewed while held); `Ok(None)` if it
+    /// stayed held. A deadline already past makes one attempt.
     pub fn try_lock_until(&self, deadline: Instant) -> Result<Option<LeaseGuard>> {
-        self.try_lock_until_with_lease(deadline, self.client.inner.default_lease)
+        self.try_until(deadline, LeaseKind::Renewed)
     }
 
-    /// [`Lock::try_lock_for`] with the given lease.
+    /// [`Lock::try_lock_for`] with the given lease, never renewed.
     pub fn try_lock_for_with_lease(
         &self,
         wait: Duration,
         lease: Duration,
     ) -> Result<Option<LeaseGuard>> {
-        let deadline = Instant::now().checked_add(wait).unwrap_or_else(far_future);
-        self.try_lock_until_with_lease(deadline, lease)
+        self.try_until(after(wait), LeaseKind::Fixed(lease))
     }
 
-    /// [`Lock::try_lock_until`] with the given lease.
+    /// [`Lock::try_lock_until`] with the given lease, never renewed.
     pub fn try_lock_until_with_lease(
         &self,
         deadline: Instant,
         lease: Duration,
     ) -> Result<Option<LeaseGuard>> {
+        self.try_until(deadline, LeaseKind::Fixed(lease))
+    }
+
+    fn try_until(&self, deadline: Instant, lease: LeaseKind) -> Result<Option<LeaseGuard>> {
         match self.acquire(lease, Wait::Until(Some(deadline))) {
             Err(Error::Timeout { .. }) => Ok(None),
             other => other,
@@ -185,11 +232,15 @@ impl Lock {
         })
     }
 
-    fn acquire(&self, lease: Duration, wait: Wait) -> Result<Option<LeaseGuard>> {
-        if lease.is_zero() {
-            return Err(Error::InvalidArgument("a lease must be above zero".into()));
-        }
+    fn acquire(&self, kind: LeaseKind, wait: Wait) -> Result<Option<LeaseGuard>> {
         let inner = &self.client.inner;
+        let lease = match kind {
+            LeaseKind::Renewed => inner.default_lease,
+            LeaseKind::Fixed(lease) if lease.is_zero() => {
+                return Err(Error::InvalidArgument("a lease must be above zero".into()))
+            }
+            LeaseKind::Fixed(lease) => lease,
+        };
         let started = Instant::now();
         let owner = self.owner();
         let queue_deadline = match wait {
@@ -207,35 +258,31 @@ impl Lock {
             Err(Refused::TimedOut) => return self.gave_up(wait, started),
         };
         let mut waiting: Option<(Watch, Arc<Offer>)> = None;
-        let holding = |token, holds| {
+        let holding = |token, holds, sent_at| {
             inner.queues.set_held_here(&self.keys.name, true);
             log::debug!(
                 "lock {:?} acquired by {owner} (token {token})",
                 self.keys.name
             );
-            Ok(Some(LeaseGuard::new(
-                self.clone(),
-                owner.clone(),
-                token,
-                holds,
-                lease,
-            )))
+            self.guard(&owner, token, holds, lease, kind, sent_at)
+                .map(Some)
         };
         loop {
             // A releaser of this client may have granted the lock while this thread slept.
             if let Some((_, offer)) = &waiting {
-                if let Some(token) = self.settle_offer(offer, &owner)? {
+                if let Some((token, sent_at)) = self.settle_offer(offer, &owner)? {
                     drop(turn);
-                    return holding(token, 1);
+                    return holding(token, 1, sent_at);
                 }
             }
             if let Some(until) = inner.queues.yield_until(&self.keys.name) {
                 std::thread::sleep(until.saturating_duration_since(Instant::now()));
             }
+            let sent_at = inner.watchdog.now();
             match self.attempt(&owner, lease)? {
                 Acquire::Acquired { holds, token } => {
                     drop(turn);
-                    return holding(token, holds);
+                    return holding(token, holds, sent_at);
                 }
                 Acquire::Held { ttl } => {
                     let deadline = match wait {
@@ -259,20 +306,66 @@ impl Lock {
                         .unwrap_or(MAX_RECHECK)
                         .clamp(Duration::from_millis(1), MAX_RECHECK);
                     let until = deadline.map_or(now + recheck, |d| d.min(now + recheck));
-                    offer.open();
+                    offer.open(inner.watchdog.now());
                     watch.wait(until);
                 }
             }
         }
     }
 
-    /// Closes the contender's offer before it acts by itself, and returns the fencing token if a
-    /// releaser of this client granted it the lock meanwhile.
-    fn settle_offer(&self, offer: &Offer, owner: &str) -> Result<Option<u64>> {
+    /// The guard of a hold just acquired, watched by the watchdog from `sent_at`. If the
+    /// watchdog cannot take it on, the hold is given back.
+    fn guard(
+        &self,
+        owner: &str,
+        token: u64,
+        holds: u64,
+        lease: Duration,
+        kind: LeaseKind,
+        sent_at: Instant,
+    ) -> Result<LeaseGuard> {
+        let watched = self.client.inner.watchdog.watch(Hold {
+            keys: Arc::clone(&self.keys),
+            owner: Arc::from(owner),
+            lease,
+            renew: matches!(kind, LeaseKind::Renewed),
+            max_hold: self.max_hold,
+            sent_at,
+        });
+        match watched {
+            Ok(watched) => Ok(LeaseGuard::new(
+                self.clone(),
+                owner.to_owned(),
+                token,
+                holds,
+                lease,
+                watched,
+            )),
+            Err(error) => {
+                if let Err(release) = self.release(owner, lease) {
+                    log::warn!(
+                        "giving back lock {:?} that could not be watched failed: {release}",
+                        self.keys.name
+                    );
+                }
+                Err(error)
+            }
+        }
+    }
+
+    /// Closes the contender's offer before it acts by itself, and returns the fencing token and
+    /// the grant's send time (a lower bound of it) if a releaser of this client granted it the
+    /// lock meanwhile.
+    fn settle_offer(&self, offer: &Offer, owner: &str) -> Result<Option<(u64, Instant)>> {
         let limit = self.client.inner.command_timeout * 4;
         match offer.close(limit) {
-            OfferState::Granted(token) => Ok(Some(token)),
-            OfferState::Unknown => self.granted_in_redis(owner),
+            OfferState::Granted { token, sent_at } => Ok(Some((token, sent_at))),
+            OfferState::Unknown => {
+                let sent_at = offer
+                    .opened_at()
+                    .unwrap_or_else(|| self.client.inner.watchdog.now());
+                Ok(self.granted_in_redis(owner)?.map(|token| (token, sent_at)))
+            }
             OfferState::Closed | OfferState::Open | OfferState::Claimed => Ok(None),
         }
     }
@@ -316,6 +409,7 @@ impl Lock {
             lease: claim.offer().lease,
         });
         let mut retried = false;
+        let sent_at = inner.watchdog.now();
         let outcome = loop {
             let outcome = with_connection(&inner.pool, |con| {
                 scripts::release(con, &self.keys, owner, &release_id, lease, grant.as_ref())
@@ -340,7 +434,7 @@ impl Lock {
         if let Some(claim) = claim {
             match (&outcome, retried) {
                 (Ok(Release::Granted { token, subscribers }), _) => {
-                    claim.granted(*token, *subscribers > 1)
+                    claim.granted(*token, sent_at, *subscribers > 1)
                 }
                 (Ok(Release::Applied { .. } | Release::NotOwner), false) => claim.declined(),
                 // A retry, or no answer: whether the grant went through is for Redis to say.
@@ -364,8 +458,11 @@ impl Lock {
     }
 }
 
-fn far_future() -> Instant {
-    Instant::now() + Duration::from_secs(100 * 365 * 24 * 3600)
+/// The instant `wait` from now, or a century away if that cannot be represented.
+fn after(wait: Duration) -> Instant {
+    let now = Instant::now();
+    now.checked_add(wait)
+        .unwrap_or_else(|| now + Duration::from_secs(100 * 365 * 24 * 3600))
 }
 
 impl std::fmt::Debug for Lock {

@@ -32,7 +32,7 @@ impl Pool {
     }
 
     /// A connection with read and write timeouts set to the command timeout.
-    fn connect(&self) -> Result<Connection> {
+    pub(crate) fn connect(&self) -> Result<Connection> {
         let con = self
             .client
             .get_connection_with_timeout(self.connect_timeout)

@@ -9,6 +9,7 @@ use std::time::Duration;
 
 static ACQUIRE: LazyLock<Script> = LazyLock::new(|| Script::new(include_str!("acquire.lua")));
 static RELEASE: LazyLock<Script> = LazyLock::new(|| Script::new(include_str!("release.lua")));
+static RENEW: LazyLock<Script> = LazyLock::new(|| Script::new(include_str!("renew.lua")));
 static FORCE_RELEASE: LazyLock<Script> =
     LazyLock::new(|| Script::new(include_str!("force_release.lua")));
 
@@ -104,6 +105,33 @@ pub(crate) fn release(
         }),
         other => Err(Error::Protocol(format!("release replied {other:?}"))),
     }
+}
+
+/// One lease for [`renew`] to extend.
+pub(crate) struct Renewal<'a> {
+    pub(crate) lock_key: &'a str,
+    pub(crate) owner: &'a str,
+    pub(crate) lease: Duration,
+}
+
+/// Extends every lease whose owner still holds it, in one call. Returns one flag per lease, in
+/// order: whether it was extended.
+pub(crate) fn renew(con: &mut Connection, leases: &[Renewal<'_>]) -> Result<Vec<bool>> {
+    let mut invocation = RENEW.prepare_invoke();
+    for lease in leases {
+        invocation
+            .key(lease.lock_key)
+            .arg(lease.owner)
+            .arg(millis(lease.lease));
+    }
+    let reply: Vec<i64> = invocation.invoke(con).map_err(Error::Unavailable)?;
+    if reply.len() != leases.len() || reply.iter().any(|flag| !matches!(flag, 0 | 1)) {
+        return Err(Error::Protocol(format!(
+            "renewal of {} leases replied {reply:?}",
+            leases.len()
+        )));
+    }
+    Ok(reply.into_iter().map(|flag| flag == 1).collect())
 }
 
 /// Deletes the lock whoever holds it. Returns whether there was one.

@@ -260,6 +260,12 @@ impl Timer {
     pub fn tick(&self) -> Duration {
         self.shared().ticks.tick()
     }
+
+    /// The time on this timer's clock: `Instant::now()`, or the reading of its
+    /// [`ManualClock`]. Deadlines given to [`Timer::schedule_at`] are read against it.
+    pub fn now(&self) -> Instant {
+        self.shared().clock.now()
+    }
 }
 
 impl std::fmt::Debug for Timer {

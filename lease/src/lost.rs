@@ -1,0 +1,155 @@
+//! What a holder is told about its lease: until when it is known valid, and whether (and why) it
+//! was lost. The watchdog writes a [`Status`]; every guard of the hold reads it.
+
+use crossbeam_channel::{Receiver, Sender};
+use parking_lot::Mutex;
+use std::time::Instant;
+
+/// Why a hold can no longer be trusted.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum LostReason {
+    /// The lock was taken with an explicit lease, which is never renewed, and that lease ran out.
+    Expired,
+    /// No renewal was confirmed before the local deadline: Redis was slow, paused or unreachable.
+    /// The lease may still exist in Redis for a moment, but nothing vouches for it any more.
+    Unconfirmed,
+    /// Redis answered that the lease is gone or held by another owner: it expired, was deleted,
+    /// force-unlocked or taken over.
+    Taken,
+    /// The lock's `max_hold` was reached: renewal stopped and the lease ran out.
+    MaxHold,
+    /// The watchdog's timer was stopped, so the lease can be neither renewed nor watched.
+    TimerStopped,
+}
+
+impl std::fmt::Display for LostReason {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            LostReason::Expired => "its lease ran out (it is not renewed)",
+            LostReason::Unconfirmed => "no renewal was confirmed before its deadline",
+            LostReason::Taken => "redis says it is gone or held by another owner",
+            LostReason::MaxHold => "it was held for its max_hold",
+            LostReason::TimerStopped => "the watchdog's timer was stopped",
+        })
+    }
+}
+
+/// The news that a hold was lost, as sent to each receiver from
+/// [`LeaseGuard::lost_signal`](crate::LeaseGuard::lost_signal).
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct Lost {
+    /// The lock's name.
+    pub name: String,
+    /// The owner id that held it.
+    pub owner: String,
+    /// Why it is lost.
+    pub reason: LostReason,
+    /// The local deadline the hold had when it was lost: until then it was known valid.
+    pub valid_until: Instant,
+}
+
+/// One hold's standing, shared by the watchdog and the hold's guards.
+pub(crate) struct Status {
+    state: Mutex<State>,
+}
+
+struct State {
+    valid_until: Instant,
+    lost: Option<Lost>,
+    listeners: Vec<Sender<Lost>>,
+}
+
+impl Status {
+    pub(crate) fn new(valid_until: Instant) -> Self {
+        Status {
+            state: Mutex::new(State {
+                valid_until,
+                lost: None,
+                listeners: Vec::new(),
+            }),
+        }
+    }
+
+    pub(crate) fn valid_until(&self) -> Instant {
+        self.state.lock().valid_until
+    }
+
+    /// Moves the deadline later, unless the hold is lost already.
+    pub(crate) fn extend(&self, valid_until: Instant) {
+        let mut state = self.state.lock();
+        if state.lost.is_none() && valid_until > state.valid_until {
+            state.valid_until = valid_until;
+        }
+    }
+
+    pub(crate) fn lost(&self) -> Option<Lost> {
+        self.state.lock().lost.clone()
+    }
+
+    /// Records the loss and tells every listener, once; later calls change nothing.
+    pub(crate) fn mark_lost(&self, lost: Lost) {
+        let mut state = self.state.lock();
+        if state.lost.is_some() {
+            return;
+        }
+        for listener in state.listeners.drain(..) {
+            // A bounded(1) channel that only ever gets this one message: never full, and a
+            // receiver that is gone is nobody's loss.
+            let _ = listener.try_send(lost.clone());
+        }
+        state.lost = Some(lost);
+    }
+
+    /// A receiver that gets one [`Lost`] when the hold is lost (at once if it is already).
+    pub(crate) fn subscribe(&self) -> Receiver<Lost> {
+        let (tell, told) = crossbeam_channel::bounded(1);
+        let mut state = self.state.lock();
+        match &state.lost {
+            Some(lost) => {
+                let _ = tell.try_send(lost.clone());
+            }
+            None => state.listeners.push(tell),
+        }
+        told
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::time::Duration;
+
+    fn lost(reason: LostReason, valid_until: Instant) -> Lost {
+        Lost {
+            name: "a".into(),
+            owner: "me".into(),
+            reason,
+            valid_until,
+        }
+    }
+
+    #[test]
+    fn every_receiver_hears_of_a_loss_once_and_late_ones_at_once() {
+        let start = Instant::now();
+        let status = Status::new(start);
+        let early = [status.subscribe(), status.subscribe()];
+        status.extend(start + Duration::from_secs(1));
+        assert_eq!(status.valid_until(), start + Duration::from_secs(1));
+        status.mark_lost(lost(LostReason::Taken, start + Duration::from_secs(1)));
+        status.mark_lost(lost(LostReason::Unconfirmed, start));
+        for receiver in &early {
+            assert_eq!(receiver.try_recv().map(|l| l.reason), Ok(LostReason::Taken));
+            assert!(receiver.try_recv().is_err(), "told once");
+        }
+        let late = status.subscribe();
+        assert_eq!(late.try_recv().map(|l| l.reason), Ok(LostReason::Taken));
+        status.extend(start + Duration::from_secs(5));
+        assert_eq!(
+            status.valid_until(),
+            start + Duration::from_secs(1),
+            "a lost hold is never extended"
+        );
+    }
+}

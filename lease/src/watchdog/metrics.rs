@@ -1,0 +1,21 @@
+//! [`WatchdogMetrics`]: counters of a client's watchdog.
+
+/// A snapshot of a client's watchdog counters, from
+/// [`Client::watchdog_metrics`](crate::Client::watchdog_metrics). Counts run from the client's
+/// start.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct WatchdogMetrics {
+    /// Holds watched now: every live guard's hold, renewed or not (a reentrant hold counts once).
+    pub watched: usize,
+    /// Renewal round trips: script calls sent, each renewing up to the batch size of leases.
+    pub renewal_calls: u64,
+    /// Leases sent for renewal, over all calls.
+    pub renewals_sent: u64,
+    /// Leases whose renewal Redis confirmed.
+    pub renewed: u64,
+    /// Renewal calls that failed (connection lost, timed out); their leases were retried.
+    pub failed_calls: u64,
+    /// Holds found lost, for any reason.
+    pub lost: u64,
+}

@@ -1,0 +1,400 @@
+//! The watchdog: it renews the leases of locks taken with the default lease, and tells a holder
+//! when its hold can no longer be trusted, for every hold.
+//!
+//! The wheel timer only *triggers*. A renewal trigger puts the hold in the renewal queue; the
+//! renewal thread sends whatever is queued, up to the batch size, in one script call on its own
+//! connection, so a slow or hung Redis never delays a timer. Each hold also has a deadline
+//! timeout at its local deadline, `sent + lease - drift`, where `sent` is when the acquisition or
+//! the last *confirmed* renewal was sent: when it fires and no renewal has moved the deadline,
+//! the hold is lost, even if the renewal call is still waiting for Redis.
+//!
+//! Renewal triggers fall on a grid of `lease / 30` (floored: a renewal is at most that much
+//! early), so that leases taken at nearby instants are renewed in the same call.
+
+mod metrics;
+mod renewer;
+mod table;
+
+pub use metrics::WatchdogMetrics;
+pub(crate) use table::EntryRef;
+
+use crate::error::{Error, Result};
+use crate::keys::LockKeys;
+use crate::lost::{LostReason, Status};
+use crate::pool::Pool;
+use crossbeam_channel::Sender;
+use parking_lot::{Condvar, Mutex};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+use table::{NewEntry, Table};
+use wheel::Timer;
+
+/// The renewal queue is served in calls of at most this many leases unless configured.
+pub(crate) const DEFAULT_BATCH: usize = 100;
+
+/// The safety margin taken off every lease: clocks of client and server may run at slightly
+/// different rates, and the lease starts on the server after the command was sent.
+pub(crate) fn drift(lease: Duration) -> Duration {
+    lease / 100 + Duration::from_millis(2)
+}
+
+/// Until when a lease sent at `sent` is known to be valid.
+pub(crate) fn deadline_after(sent: Instant, lease: Duration) -> Instant {
+    sent + lease.saturating_sub(drift(lease))
+}
+
+/// A client's watchdog. Dropping it stops the renewal thread (and the timer, unless it was
+/// given by the caller and is shared).
+pub(crate) struct Watchdog {
+    shared: Arc<Shared>,
+}
+
+struct Shared {
+    timer: Timer,
+    table: Mutex<Table>,
+    /// Signalled whenever a renewal call's outcome has been applied.
+    settled: Condvar,
+    queue: Sender<EntryRef>,
+    /// The origin of the renewal grid.
+    origin: Instant,
+    command_timeout: Duration,
+}
+
+/// A hold for the watchdog to watch, from the moment its acquisition was sent.
+pub(crate) struct Hold {
+    pub(crate) keys: Arc<LockKeys>,
+    pub(crate) owner: Arc<str>,
+    pub(crate) lease: Duration,
+    /// Renew it every lease/3 (a lock taken with the default lease), or only watch its expiry.
+    pub(crate) renew: bool,
+    pub(crate) max_hold: Option<Duration>,
+    /// When the command that acquired it (or granted it) was sent, on [`Watchdog::now`]'s clock.
+    pub(crate) sent_at: Instant,
+}
+
+/// A guard's link to its watched hold.
+pub(crate) struct Watched {
+    pub(crate) entry: EntryRef,
+    pub(crate) status: Arc<Status>,
+}
+
+impl Watchdog {
+    /// Starts the renewal thread; `timer` triggers renewals and deadlines.
+    pub(crate) fn start(
+        timer: Timer,
+        pool: Arc<Pool>,
+        batch: usize,
+        command_timeout: Duration,
+        thread_name: String,
+    ) -> Result<Watchdog> {
+        let (queue, requests) = crossbeam_channel::unbounded();
+        let shared = Arc::new(Shared {
+            origin: timer.now(),
+            timer,
+            table: Mutex::new(Table::default()),
+            settled: Condvar::new(),
+            queue,
+            command_timeout,
+        });
+        let weak = Arc::downgrade(&shared);
+        std::thread::Builder::new()
+            .name(thread_name)
+            .spawn(move || renewer::run(weak, requests, pool, batch))
+            .map_err(Error::Spawn)?;
+        Ok(Watchdog { shared })
+    }
+
+    /// The time on the watchdog's clock, which every instant given to it must be read on.
+    pub(crate) fn now(&self) -> Instant {
+        self.shared.timer.now()
+    }
+
+    /// Watches a hold that was just acquired. A renewed hold the owner already has (a re-entry)
+    /// shares the existing entry, so it is renewed once.
+    pub(crate) fn watch(&self, hold: Hold) -> Result<Watched> {
+        let shared = &self.shared;
+        let mut table = shared.table.lock();
+        if hold.renew {
+            if let Some(entry) = table.renewed_hold(&hold.keys.lock, &hold.owner) {
+                if let Some(found) = table.get_mut(entry) {
+                    found.guards += 1;
+                    return Ok(Watched {
+                        entry,
+                        status: Arc::clone(&found.status),
+                    });
+                }
+            }
+        }
+        let valid_until = deadline_after(hold.sent_at, hold.lease);
+        let entry = table.insert(NewEntry {
+            keys: Arc::clone(&hold.keys),
+            owner: hold.owner,
+            lease: hold.lease,
+            renewed: hold.renew,
+            acquired_at: hold.sent_at,
+            max_hold: hold.max_hold,
+            valid_until,
+        });
+        let scheduled = shared
+            .schedule_deadline(&mut table, entry, valid_until)
+            .and_then(|()| match hold.renew {
+                true => {
+                    let at = shared.renewal_after(hold.sent_at, hold.lease);
+                    shared.schedule_renewal(&mut table, entry, at)
+                }
+                false => Ok(()),
+            });
+        if let Err(reason) = scheduled {
+            table.remove(entry);
+            return Err(Error::Watchdog {
+                name: hold.keys.name.clone(),
+                reason,
+            });
+        }
+        let status = match table.get(entry) {
+            Some(found) => Arc::clone(&found.status),
+            None => return Err(Error::Protocol("a new watchdog entry vanished".into())),
+        };
+        Ok(Watched { entry, status })
+    }
+
+    /// A guard of the hold is gone. At the last one, renewal stops for good: this returns only
+    /// once no renewal of the hold is in flight (or after the command timeout), so that the
+    /// release that follows is never overtaken by a renewal of the lease it frees.
+    pub(crate) fn unwatch(&self, entry: EntryRef) {
+        let shared = &self.shared;
+        let mut table = shared.table.lock();
+        let Some(found) = table.get_mut(entry) else {
+            return;
+        };
+        found.guards = found.guards.saturating_sub(1);
+        if found.guards > 0 {
+            return;
+        }
+        found.released = true;
+        table.forget(entry);
+        let limit = Instant::now() + shared.command_timeout + Duration::from_millis(100);
+        while table.get(entry).is_some_and(|found| found.in_flight) {
+            if shared.settled.wait_until(&mut table, limit).timed_out() {
+                log::warn!("a renewal call is still in flight after the command timeout");
+                break;
+            }
+        }
+        table.remove(entry);
+    }
+
+    /// Whether the hold is lost, reading its deadline against the clock too, so that a timer
+    /// running late never makes a hold look valid past its deadline.
+    pub(crate) fn is_lost(&self, status: &Status) -> bool {
+        status.lost().is_some() || self.now() >= status.valid_until()
+    }
+
+    pub(crate) fn metrics(&self) -> WatchdogMetrics {
+        self.shared.table.lock().metrics
+    }
+}
+
+impl Shared {
+    /// When a lease confirmed as sent at `sent` is next renewed: a third of the lease later,
+    /// floored to the renewal grid.
+    fn renewal_after(&self, sent: Instant, lease: Duration) -> Instant {
+        self.on_grid(sent + lease / 3, lease).max(sent)
+    }
+
+    /// When a renewal that failed is tried again: a tenth of the lease later, on the grid.
+    fn retry_after(&self, now: Instant, lease: Duration) -> Instant {
+        self.on_grid(now + lease / 10, lease).max(now)
+    }
+
+    fn on_grid(&self, at: Instant, lease: Duration) -> Instant {
+        let grid = (lease / 30).max(self.timer.tick()).as_nanos();
+        let offset = at.saturating_duration_since(self.origin).as_nanos();
+        let floored = offset - offset % grid;
+        self.origin + Duration::from_nanos(u64::try_from(floored).unwrap_or(u64::MAX))
+    }
+
+    fn schedule_deadline(
+        self: &Arc<Self>,
+        table: &mut Table,
+        entry: EntryRef,
+        at: Instant,
+    ) -> Result<(), LostReason> {
+        let weak = Arc::downgrade(self);
+        let timeout = self
+            .timer
+            .schedule_at(at, move || {
+                if let Some(shared) = weak.upgrade() {
+                    shared.deadline_passed(entry);
+                }
+            })
+            .map_err(|_| LostReason::TimerStopped)?;
+        if let Some(found) = table.get_mut(entry) {
+            if let Some(old) = found.deadline_timer.replace(timeout) {
+                old.cancel();
+            }
+        }
+        Ok(())
+    }
+
+    fn schedule_renewal(
+        self: &Arc<Self>,
+        table: &mut Table,
+        entry: EntryRef,
+        at: Instant,
+    ) -> Result<(), LostReason> {
+        let weak = Arc::downgrade(self);
+        let timeout = self
+            .timer
+            .schedule_at(at, move || {
+                if let Some(shared) = weak.upgrade() {
+                    shared.renewal_due(entry);
+                }
+            })
+            .map_err(|_| LostReason::TimerStopped)?;
+        if let Some(found) = table.get_mut(entry) {
+            if let Some(old) = found.renewal_timer.replace(timeout) {
+                old.cancel();
+            }
+        }
+        Ok(())
+    }
+
+    /// On the timer thread: queue the hold for renewal, unless its `max_hold` is used up.
+    fn renewal_due(&self, entry: EntryRef) {
+        let now = self.timer.now();
+        let mut table = self.table.lock();
+        let Some(found) = table.get_mut(entry) else {
+            return;
+        };
+        if found.lost || found.released || found.queued || found.in_flight {
+            return;
+        }
+        let held_for = now.saturating_duration_since(found.acquired_at);
+        if found.max_hold.is_some_and(|max| held_for >= max) {
+            found.max_hold_reached = true;
+            log::info!(
+                "lock {:?} reached its max_hold: renewal stops",
+                found.keys.name
+            );
+            return;
+        }
+        found.queued = self.queue.send(entry).is_ok();
+    }
+
+    /// On the timer thread: the hold is lost unless a renewal moved its deadline meanwhile.
+    fn deadline_passed(&self, entry: EntryRef) {
+        let now = self.timer.now();
+        let mut table = self.table.lock();
+        let Some(found) = table.get(entry) else {
+            return;
+        };
+        if found.lost || found.released || now < found.valid_until {
+            return;
+        }
+        let reason = if !found.renewed {
+            LostReason::Expired
+        } else if found.max_hold_reached {
+            LostReason::MaxHold
+        } else {
+            LostReason::Unconfirmed
+        };
+        table.lose(entry, reason);
+    }
+
+    /// Marks the queued holds as in flight and returns what to send for those still watched.
+    fn begin_renewal(&self, queued: &[EntryRef]) -> Vec<renewer::Pending> {
+        let mut table = self.table.lock();
+        let mut pending = Vec::with_capacity(queued.len());
+        for &entry in queued {
+            let Some(found) = table.get_mut(entry) else {
+                continue;
+            };
+            found.queued = false;
+            if found.lost || found.released {
+                continue;
+            }
+            found.in_flight = true;
+            pending.push(renewer::Pending {
+                entry,
+                lock_key: found.keys.lock.clone(),
+                owner: Arc::clone(&found.owner),
+                lease: found.lease,
+            });
+        }
+        pending
+    }
+
+    /// Applies a renewal call's outcome: confirmed leases get a later deadline and their next
+    /// renewal, refused ones are lost, and after a failed call each is tried again before its
+    /// deadline.
+    fn finish_renewal(
+        self: &Arc<Self>,
+        sent: &[renewer::Pending],
+        sent_at: Instant,
+        outcome: &Result<Vec<bool>>,
+    ) {
+        let now = self.timer.now();
+        let mut table = self.table.lock();
+        table.metrics.renewal_calls += 1;
+        table.metrics.renewals_sent += sent.len() as u64;
+        if let Err(error) = outcome {
+            table.metrics.failed_calls += 1;
+            log::warn!(
+                "renewing {} leases failed: {error}; each is tried again before its deadline",
+                sent.len()
+            );
+        }
+        for (index, pending) in sent.iter().enumerate() {
+            let Some(found) = table.get_mut(pending.entry) else {
+                continue;
+            };
+            found.in_flight = false;
+            if found.lost || found.released {
+                continue;
+            }
+            let scheduled = match outcome {
+                Ok(renewed) if renewed.get(index) == Some(&true) => {
+                    table.metrics.renewed += 1;
+                    self.confirmed(&mut table, pending.entry, sent_at)
+                }
+                Ok(_) => Err(LostReason::Taken),
+                Err(_) => {
+                    let at = self.retry_after(now, pending.lease);
+                    match table.get(pending.entry) {
+                        Some(found) if at < found.valid_until => {
+                            self.schedule_renewal(&mut table, pending.entry, at)
+                        }
+                        // No retry can land before the deadline, which will tell the holder.
+                        _ => Ok(()),
+                    }
+                }
+            };
+            if let Err(reason) = scheduled {
+                table.lose(pending.entry, reason);
+            }
+        }
+        drop(table);
+        self.settled.notify_all();
+    }
+
+    /// A renewal sent at `sent_at` was confirmed: move the deadline and schedule the next one.
+    fn confirmed(
+        self: &Arc<Self>,
+        table: &mut Table,
+        entry: EntryRef,
+        sent_at: Instant,
+    ) -> Result<(), LostReason> {
+        let Some(found) = table.get_mut(entry) else {
+            return Ok(());
+        };
+        let lease = found.lease;
+        let valid_until = deadline_after(sent_at, lease);
+        if valid_until > found.valid_until {
+            found.valid_until = valid_until;
+            found.status.extend(valid_until);
+            self.schedule_deadline(table, entry, valid_until)?;
+        }
+        let next = self.renewal_after(sent_at, lease);
+        self.schedule_renewal(table, entry, next)
+    }
+}
