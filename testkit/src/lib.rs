@@ -2,6 +2,8 @@
 //! real `redis-server` process on a free loopback port.
 #![allow(missing_docs, clippy::unwrap_used)]
 
+mod monitor;
 mod redis_server;
 
+pub use monitor::{Monitor, Monitored};
 pub use redis_server::RedisServer;

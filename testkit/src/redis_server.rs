@@ -126,6 +126,11 @@ impl RedisServer {
             .expect("SCRIPT FLUSH");
     }
 
+    /// Starts recording every command the server runs (`MONITOR`).
+    pub fn monitor(&self) -> crate::Monitor {
+        crate::Monitor::start(self.port)
+    }
+
     /// Calls of a command so far, from `INFO commandstats` (0 if never called).
     pub fn command_calls(&self, command: &str) -> u64 {
         let info: String = redis::cmd("INFO")
