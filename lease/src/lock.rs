@@ -74,9 +74,7 @@ impl Lock {
     /// [`LostReason::MaxHold`]: crate::LostReason::MaxHold
     pub fn max_hold(&self, max_hold: Duration) -> Result<Lock> {
         if max_hold.is_zero() {
-            return Err(Error::InvalidArgument(
-                "max_hold must be above zero".into(),
-            ));
+            return Err(Error::InvalidArgument("max_hold must be above zero".into()));
         }
         Ok(Lock {
             max_hold: Some(max_hold),

@@ -19,7 +19,11 @@ fn renews_every_third_of_the_lease_and_moves_the_deadline() {
     let server = RedisServer::start();
     let (client, clock, _timer) = manual_client(&server, LEASE);
     let start = clock.now();
-    let guard = client.lock("report").expect("valid name").lock().expect("free");
+    let guard = client
+        .lock("report")
+        .expect("valid name")
+        .lock()
+        .expect("free");
     assert_eq!(guard.valid_until(), start + LEASE - DRIFT);
 
     clock.advance(THIRD - Duration::from_millis(1));
@@ -38,7 +42,9 @@ fn renews_every_third_of_the_lease_and_moves_the_deadline() {
     assert!(ttl > 29_000, "redis holds the renewed lease: {ttl} ms left");
 
     clock.advance(THIRD);
-    wait_until("the second renewal", || client.watchdog_metrics().renewed == 2);
+    wait_until("the second renewal", || {
+        client.watchdog_metrics().renewed == 2
+    });
     assert_eq!(guard.valid_until(), start + THIRD * 2 + LEASE - DRIFT);
     assert!(!guard.is_lost());
     guard.unlock().expect("held");
@@ -55,19 +61,27 @@ fn a_reentrant_hold_is_renewed_once_and_not_after_its_release() {
     assert_eq!(client.watchdog_metrics().watched, 1, "one hold, two guards");
 
     clock.advance(THIRD);
-    wait_until("the renewal", || client.watchdog_metrics().renewal_calls == 1);
+    wait_until("the renewal", || {
+        client.watchdog_metrics().renewal_calls == 1
+    });
     assert_eq!(client.watchdog_metrics().renewals_sent, 1);
 
     drop(inner);
     clock.advance(THIRD);
-    wait_until("the renewal", || client.watchdog_metrics().renewal_calls == 2);
+    wait_until("the renewal", || {
+        client.watchdog_metrics().renewal_calls == 2
+    });
     assert_eq!(client.watchdog_metrics().renewals_sent, 2);
 
     drop(outer);
     assert_eq!(client.watchdog_metrics().watched, 0);
     // A marker hold renewed at the next third: had the released hold been renewed as well, the
     // call would carry two leases, or there would be two calls.
-    let marker = client.lock("marker").expect("valid name").lock().expect("free");
+    let marker = client
+        .lock("marker")
+        .expect("valid name")
+        .lock()
+        .expect("free");
     clock.advance(THIRD);
     wait_until("the marker's renewal", || {
         client.watchdog_metrics().renewal_calls == 3
@@ -104,7 +118,11 @@ fn an_explicit_lease_is_never_renewed_and_expires_at_its_deadline() {
 fn a_paused_redis_is_lost_at_the_deadline_while_the_renewal_hangs() {
     let server = RedisServer::start();
     let (client, clock, _timer) = manual_client(&server, LEASE);
-    let guard = client.lock("paused").expect("valid name").lock().expect("free");
+    let guard = client
+        .lock("paused")
+        .expect("valid name")
+        .lock()
+        .expect("free");
     let lost = guard.lost_signal();
     let deadline = guard.valid_until();
 
@@ -135,7 +153,11 @@ fn a_paused_redis_is_lost_at_the_deadline_while_the_renewal_hangs() {
 fn a_deleted_key_is_lost_at_the_next_renewal() {
     let server = RedisServer::start();
     let (client, clock, _timer) = manual_client(&server, LEASE);
-    let guard = client.lock("deleted").expect("valid name").lock().expect("free");
+    let guard = client
+        .lock("deleted")
+        .expect("valid name")
+        .lock()
+        .expect("free");
     let lost = guard.lost_signal();
     let _: i64 = server.connection().del("{deleted}").expect("DEL");
 
@@ -151,7 +173,11 @@ fn a_deleted_key_is_lost_at_the_next_renewal() {
 fn a_lock_taken_over_is_lost_at_the_next_renewal_and_the_new_owner_keeps_it() {
     let server = RedisServer::start();
     let (client, clock, _timer) = manual_client(&server, LEASE);
-    let guard = client.lock("taken").expect("valid name").lock().expect("free");
+    let guard = client
+        .lock("taken")
+        .expect("valid name")
+        .lock()
+        .expect("free");
     let lost = guard.lost_signal();
     let other = support::client(&server);
     let other_lock = other.lock("taken").expect("valid name");
@@ -181,14 +207,22 @@ fn a_failed_renewal_is_retried_every_tenth_of_the_lease_until_it_succeeds() {
     let server = RedisServer::start();
     let (client, clock, _timer) = manual_client(&server, LEASE);
     let start = clock.now();
-    let guard = client.lock("retried").expect("valid name").lock().expect("free");
+    let guard = client
+        .lock("retried")
+        .expect("valid name")
+        .lock()
+        .expect("free");
 
     server.pause();
     clock.advance(THIRD);
-    wait_until("the call fails", || client.watchdog_metrics().failed_calls == 1);
+    wait_until("the call fails", || {
+        client.watchdog_metrics().failed_calls == 1
+    });
     clock.advance(Duration::from_millis(2_999));
     clock.advance(Duration::from_millis(1));
-    wait_until("the retry fails", || client.watchdog_metrics().failed_calls == 2);
+    wait_until("the retry fails", || {
+        client.watchdog_metrics().failed_calls == 2
+    });
     assert_eq!(
         client.watchdog_metrics().renewal_calls,
         2,
@@ -251,5 +285,8 @@ fn a_stopped_timer_gives_the_hold_back_with_a_typed_error() {
         }
         other => panic!("expected a watchdog error, got {other:?}"),
     }
-    assert!(!lock.is_locked().expect("reachable"), "the hold was given back");
+    assert!(
+        !lock.is_locked().expect("reachable"),
+        "the hold was given back"
+    );
 }

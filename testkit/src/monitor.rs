@@ -26,9 +26,7 @@ pub struct Monitor {
 impl Monitor {
     pub(crate) fn start(port: u16) -> Monitor {
         let mut stream = TcpStream::connect(("127.0.0.1", port)).expect("connect for MONITOR");
-        stream
-            .write_all(b"MONITOR\r\n")
-            .expect("send MONITOR");
+        stream.write_all(b"MONITOR\r\n").expect("send MONITOR");
         stream
             .set_read_timeout(Some(Duration::from_millis(50)))
             .expect("set a read timeout");
@@ -115,7 +113,10 @@ mod tests {
         let script = parse(r#"+1795247284.049886 [0 lua] "hset" "k" "a\"b" "1""#);
         assert_eq!(
             script.map(|m| (m.from_script, m.args)),
-            Some((true, vec!["hset".into(), "k".into(), "a\"b".into(), "1".into()]))
+            Some((
+                true,
+                vec!["hset".into(), "k".into(), "a\"b".into(), "1".into()]
+            ))
         );
     }
 }

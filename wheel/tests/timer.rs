@@ -205,6 +205,18 @@ fn tasks_may_schedule_more_tasks() {
 }
 
 #[test]
+fn the_timer_reads_time_on_its_own_clock() {
+    let (clock, timer) = manual_timer();
+    assert_eq!(timer.now(), clock.now());
+    clock.advance(Duration::from_secs(5));
+    assert_eq!(timer.now(), clock.now());
+    let real = wheel::Timer::new().expect("default settings");
+    let before = std::time::Instant::now();
+    let read = real.now();
+    assert!(read >= before && read <= std::time::Instant::now());
+}
+
+#[test]
 fn a_deadline_in_the_past_runs_at_once() {
     let (clock, timer) = manual_timer();
     let (sender, receiver) = mpsc::channel();

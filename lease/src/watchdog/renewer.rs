@@ -18,12 +18,7 @@ pub(super) struct Pending {
     pub(super) lease: Duration,
 }
 
-pub(super) fn run(
-    shared: Weak<Shared>,
-    queue: Receiver<EntryRef>,
-    pool: Arc<Pool>,
-    batch: usize,
-) {
+pub(super) fn run(shared: Weak<Shared>, queue: Receiver<EntryRef>, pool: Arc<Pool>, batch: usize) {
     let mut connection: Option<Connection> = None;
     let mut queued = Vec::with_capacity(batch);
     // The queue's only sender lives in `Shared`: when the client is gone, this ends.
@@ -47,7 +42,11 @@ pub(super) fn run(
 
 /// Sends one renewal call, connecting first if need be. A connection that failed is dropped, so
 /// the next call starts on a fresh one.
-fn renew(connection: &mut Option<Connection>, pool: &Pool, pending: &[Pending]) -> Result<Vec<bool>> {
+fn renew(
+    connection: &mut Option<Connection>,
+    pool: &Pool,
+    pending: &[Pending],
+) -> Result<Vec<bool>> {
     let con = match connection {
         Some(con) => con,
         None => connection.insert(pool.connect()?),

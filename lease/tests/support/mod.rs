@@ -50,7 +50,10 @@ pub fn client_with_lease(server: &RedisServer, lease: Duration) -> Client {
 pub fn wait_until(what: &str, mut done: impl FnMut() -> bool) {
     let deadline = std::time::Instant::now() + Duration::from_secs(10);
     while !done() {
-        assert!(std::time::Instant::now() < deadline, "timed out waiting until {what}");
+        assert!(
+            std::time::Instant::now() < deadline,
+            "timed out waiting until {what}"
+        );
         std::thread::sleep(Duration::from_millis(1));
     }
 }
