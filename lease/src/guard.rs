@@ -102,7 +102,8 @@ impl LeaseGuard {
     }
 
     /// Until when the hold is known valid: the send time of the acquisition or of the last
-    /// confirmed renewal, plus the lease, less a drift allowance (1% of the lease plus 2 ms).
+    /// confirmed renewal, plus the lease, less a drift allowance (1% of the lease plus 2 ms),
+    /// rounded down to the watchdog timer's tick.
     /// Read on the watchdog's clock (`Instant::now()` unless the client was given a timer on a
     /// manual clock).
     pub fn valid_until(&self) -> Instant {

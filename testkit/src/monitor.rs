@@ -11,6 +11,8 @@ use std::time::Duration;
 /// One command the server ran.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Monitored {
+    /// When the server ran it, in microseconds of its wall clock.
+    pub at_micros: u64,
     /// Whether a Lua script ran it (rather than a client).
     pub from_script: bool,
     /// The command name (lower case) and its arguments.
@@ -70,6 +72,8 @@ impl Monitor {
 /// `+1700000000.123456 [0 lua] "hset" "k" "a" "1"` into its parts.
 fn parse(line: &str) -> Option<Monitored> {
     let line = line.strip_prefix('+')?;
+    let (seconds, micros) = line.split_once(' ')?.0.split_once('.')?;
+    let at_micros = seconds.parse::<u64>().ok()? * 1_000_000 + micros.parse::<u64>().ok()?;
     let open = line.find('[')?;
     let close = open + line[open..].find(']')?;
     let source = &line[open + 1..close];
@@ -93,7 +97,11 @@ fn parse(line: &str) -> Option<Monitored> {
     if let Some(name) = args.first_mut() {
         *name = name.to_lowercase();
     }
-    Some(Monitored { from_script, args })
+    Some(Monitored {
+        at_micros,
+        from_script,
+        args,
+    })
 }
 
 #[cfg(test)]
@@ -106,6 +114,7 @@ mod tests {
         assert_eq!(
             client,
             Some(Monitored {
+                at_micros: 1_795_247_284_049_821,
                 from_script: false,
                 args: vec!["evalsha".into(), "ab".into(), "1".into(), "{k}".into()],
             })

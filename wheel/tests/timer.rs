@@ -210,6 +210,15 @@ fn the_timer_reads_time_on_its_own_clock() {
     assert_eq!(timer.now(), clock.now());
     clock.advance(Duration::from_secs(5));
     assert_eq!(timer.now(), clock.now());
+    let origin = clock.now();
+    assert_eq!(timer.tick_floor(origin + TICK * 3), origin + TICK * 3);
+    assert_eq!(
+        timer.tick_floor(origin + TICK * 3 + TICK / 2),
+        origin + TICK * 3
+    );
+    if let Some(before_first_tick) = origin.checked_sub(Duration::from_secs(10)) {
+        assert_eq!(timer.tick_floor(before_first_tick), before_first_tick);
+    }
     let real = wheel::Timer::new().expect("default settings");
     let before = std::time::Instant::now();
     let read = real.now();

@@ -4,9 +4,10 @@
 //! The wheel timer only *triggers*. A renewal trigger puts the hold in the renewal queue; the
 //! renewal thread sends whatever is queued, up to the batch size, in one script call on its own
 //! connection, so a slow or hung Redis never delays a timer. Each hold also has a deadline
-//! timeout at its local deadline, `sent + lease - drift`, where `sent` is when the acquisition or
-//! the last *confirmed* renewal was sent: when it fires and no renewal has moved the deadline,
-//! the hold is lost, even if the renewal call is still waiting for Redis.
+//! timeout at its local deadline, `sent + lease - drift` floored to a tick boundary (so that the
+//! timer, which rounds deadlines up, fires at it rather than a tick later), where `sent` is when
+//! the acquisition or the last *confirmed* renewal was sent: when it fires and no renewal has
+//! moved the deadline, the hold is lost, even if the renewal call is still waiting for Redis.
 //!
 //! Renewal triggers fall on a grid of `lease / 30` (floored: a renewal is at most that much
 //! early), so that leases taken at nearby instants are renewed in the same call.
@@ -36,11 +37,6 @@ pub(crate) const DEFAULT_BATCH: usize = 100;
 /// different rates, and the lease starts on the server after the command was sent.
 pub(crate) fn drift(lease: Duration) -> Duration {
     lease / 100 + Duration::from_millis(2)
-}
-
-/// Until when a lease sent at `sent` is known to be valid.
-pub(crate) fn deadline_after(sent: Instant, lease: Duration) -> Instant {
-    sent + lease.saturating_sub(drift(lease))
 }
 
 /// A client's watchdog. Dropping it stops the renewal thread (and the timer, unless it was
@@ -125,7 +121,7 @@ impl Watchdog {
                 }
             }
         }
-        let valid_until = deadline_after(hold.sent_at, hold.lease);
+        let valid_until = shared.deadline_after(hold.sent_at, hold.lease);
         let entry = table.insert(NewEntry {
             keys: Arc::clone(&hold.keys),
             owner: hold.owner,
@@ -195,6 +191,13 @@ impl Watchdog {
 }
 
 impl Shared {
+    /// Until when a lease sent at `sent` is known to be valid: `sent + lease - drift`, floored
+    /// to a tick boundary.
+    fn deadline_after(&self, sent: Instant, lease: Duration) -> Instant {
+        self.timer
+            .tick_floor(sent + lease.saturating_sub(drift(lease)))
+    }
+
     /// When a lease confirmed as sent at `sent` is next renewed: a third of the lease later,
     /// floored to the renewal grid.
     fn renewal_after(&self, sent: Instant, lease: Duration) -> Instant {
@@ -388,7 +391,7 @@ impl Shared {
             return Ok(());
         };
         let lease = found.lease;
-        let valid_until = deadline_after(sent_at, lease);
+        let valid_until = self.deadline_after(sent_at, lease);
         if valid_until > found.valid_until {
             found.valid_until = valid_until;
             found.status.extend(valid_until);

@@ -261,6 +261,17 @@ impl Timer {
         self.shared().ticks.tick()
     }
 
+    /// The last tick boundary at or before `instant` (or `instant` itself if it precedes the
+    /// timer's first tick). A task scheduled for that boundary is due exactly then, so a caller
+    /// that may act a little early, but not late, floors its deadline with this.
+    pub fn tick_floor(&self, instant: Instant) -> Instant {
+        let ticks = &self.shared().ticks;
+        ticks
+            .instant_of(ticks.elapsed_tick(instant))
+            .filter(|boundary| *boundary <= instant)
+            .unwrap_or(instant)
+    }
+
     /// The time on this timer's clock: `Instant::now()`, or the reading of its
     /// [`ManualClock`]. Deadlines given to [`Timer::schedule_at`] are read against it.
     pub fn now(&self) -> Instant {
