@@ -9,8 +9,12 @@
 //! the acquisition or the last *confirmed* renewal was sent: when it fires and no renewal has
 //! moved the deadline, the hold is lost, even if the renewal call is still waiting for Redis.
 //!
-//! Renewal triggers fall on a grid of `lease / 30` (floored: a renewal is at most that much
-//! early), so that leases taken at nearby instants are renewed in the same call.
+//! Renewals happen in rounds: the renewal of a lease falls on a grid of `lease / 3` steps (the
+//! next grid point at or before a third of the lease after the last renewal was sent), so that
+//! every lease of the same length is renewed in the same round, in `ceil(n / batch)` calls. A
+//! lease's first renewal therefore comes up to a third of the lease early; the following ones
+//! come every third of the lease. A failed call is retried a tenth of the lease later, on a finer
+//! grid of `lease / 30`.
 
 mod metrics;
 mod renewer;
@@ -198,19 +202,21 @@ impl Shared {
             .tick_floor(sent + lease.saturating_sub(drift(lease)))
     }
 
-    /// When a lease confirmed as sent at `sent` is next renewed: a third of the lease later,
-    /// floored to the renewal grid.
+    /// When a lease confirmed as sent at `sent` is next renewed: the round at or before a third
+    /// of the lease later.
     fn renewal_after(&self, sent: Instant, lease: Duration) -> Instant {
-        self.on_grid(sent + lease / 3, lease).max(sent)
+        self.on_grid(sent + lease / 3, lease / 3).max(sent)
     }
 
-    /// When a renewal that failed is tried again: a tenth of the lease later, on the grid.
+    /// When a renewal that failed is tried again: a tenth of the lease later, on a grid of a
+    /// thirtieth of the lease, so that the leases of one failed call are retried together.
     fn retry_after(&self, now: Instant, lease: Duration) -> Instant {
-        self.on_grid(now + lease / 10, lease).max(now)
+        self.on_grid(now + lease / 10, lease / 30).max(now)
     }
 
-    fn on_grid(&self, at: Instant, lease: Duration) -> Instant {
-        let grid = (lease / 30).max(self.timer.tick()).as_nanos();
+    /// `at`, floored to a grid of `step` (at least a tick) from the watchdog's origin.
+    fn on_grid(&self, at: Instant, step: Duration) -> Instant {
+        let grid = step.max(self.timer.tick()).as_nanos();
         let offset = at.saturating_duration_since(self.origin).as_nanos();
         let floored = offset - offset % grid;
         self.origin + Duration::from_nanos(u64::try_from(floored).unwrap_or(u64::MAX))
