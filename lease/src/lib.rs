@@ -1,30 +1,45 @@
 //! Distributed locks over Redis in the manner of Redisson, for synchronous programs: atomic Lua
 //! scripts, reentrant and owner-checked holds, fencing tokens, waiting by pub/sub rather than
-//! polling, and a local queue so that only one thread per client contends in Redis for a lock.
+//! polling, a local queue so that only one thread per client contends in Redis for a lock, and a
+//! watchdog that renews leases and tells the holder when a hold can no longer be trusted.
 //!
 //! ```no_run
-//! use std::time::Duration;
 //! use lease::Client;
 //!
 //! let client = Client::open("redis://127.0.0.1:6379")?;
 //! let lock = client.lock("billing/invoice-run")?;
-//! let guard = lock.lock_with_lease(Duration::from_secs(60))?;
-//! // ... work, passing guard.fencing_token() to every write it makes ...
+//! // The default lease (30 s), renewed every 10 s for as long as the guard lives.
+//! let guard = lock.lock()?;
+//! for batch in 0..100 {
+//!     if guard.is_lost() {
+//!         break; // another owner may hold it now: stop writing
+//!     }
+//!     // ... write the batch, passing guard.fencing_token() with it ...
+//! }
 //! guard.unlock()?;
 //! # Ok::<(), lease::Error>(())
 //! ```
 //!
 //! # What a lease guarantees
 //!
-//! A hold lasts for its lease. A process that pauses longer than its lease (a stop, swap, a long
-//! garbage collection in a neighbour) may wake believing it still holds a lock that another owner
-//! has taken since. The fencing token is the remedy: the resource rejects a write whose token is
-//! lower than one it has already accepted.
+//! While a guard is not lost, no other owner holds the lock, provided Redis keeps the key and its
+//! clock runs at about the client's rate. A process that pauses longer than its remaining lease (a
+//! stop, swap, a long garbage collection in a neighbour) may wake believing it still holds a lock
+//! that another owner has taken since. The fencing token is the remedy: the resource rejects a
+//! write whose token is lower than one it has already accepted. The repository's
+//! `docs/guarantees.md` spells out the assumptions and the failure cases.
+//!
+//! # Threads
+//!
+//! A client runs three threads whatever the number of locks: the watchdog's timer (unless one is
+//! given with [`ClientBuilder::timer`]), its renewal thread, and a pub/sub subscriber.
 //!
 //! # Logging
 //!
-//! Through the `log` crate: `warn` when a release on drop fails or the pub/sub connection is lost;
-//! `debug` on each acquisition and release. Nothing is printed.
+//! Through the `log` crate: `warn` when a hold is lost (with the lock's name and the reason), when
+//! a renewal call fails, when a release on drop fails or the pub/sub connection is lost; `info`
+//! when a hold reaches its `max_hold`; `debug` on each acquisition and release. Nothing is
+//! printed.
 
 #![forbid(unsafe_code)]
 
