@@ -110,7 +110,7 @@ fn renewal(scale: &Scale) {
 
     let calls = last.renewal_calls - first.renewal_calls;
     let sent = last.renewals_sent - first.renewals_sent;
-    let periods = f64::from(scale.periods);
+    let rounds = renewal_rounds(&log, LEASE / 6);
     println!();
     println!(
         "## {} leases of {LEASE:?} held by one client (renewed every {:?}, batch 100)",
@@ -123,14 +123,23 @@ fn renewal(scale: &Scale) {
     );
     println!("| figure | value |");
     println!("|---|---|");
-    println!(
-        "| renewal calls per period | {:.1} |",
-        calls as f64 / periods
-    );
-    println!(
-        "| leases renewed per period | {:.0} |",
-        sent as f64 / periods
-    );
+    match (rounds.first(), rounds.last()) {
+        (Some(fewest), Some(most)) => {
+            println!(
+                "| renewal calls per period ({} whole rounds seen; min..max) | {}..{} |",
+                rounds.len(),
+                fewest.0,
+                most.0
+            );
+            let leases: Vec<usize> = rounds.iter().map(|round| round.1).collect();
+            println!(
+                "| leases renewed per period (min..max) | {}..{} |",
+                leases.iter().min().unwrap_or(&0),
+                leases.iter().max().unwrap_or(&0)
+            );
+        }
+        _ => println!("| renewal calls per period | no whole round seen |"),
+    }
     println!(
         "| leases per call | {:.1} |",
         sent as f64 / calls.max(1) as f64
@@ -172,9 +181,7 @@ fn renewal_thread(client: &Client) -> Option<u64> {
 /// For every lease renewed twice in the log, the gap between consecutive renewals (server
 /// arrival of the calls) less a third of the lease, in milliseconds, sorted.
 fn renewal_lateness(log: &[Monitored], third: Duration) -> Vec<f64> {
-    let renew_sha = redis::Script::new(include_str!("../../../lease/src/scripts/renew.lua"))
-        .get_hash()
-        .to_owned();
+    let renew_sha = renew_sha();
     let mut last_seen: HashMap<&str, u64> = HashMap::new();
     let mut lateness = Vec::new();
     for command in log.iter().filter(|command| !command.from_script) {
@@ -194,6 +201,45 @@ fn renewal_lateness(log: &[Monitored], third: Duration) -> Vec<f64> {
     }
     lateness.sort_by(f64::total_cmp);
     lateness
+}
+
+/// The renewal rounds in the log, as (calls, leases) each, sorted by calls: renewal calls are
+/// grouped into rounds where more than `gap` separates two calls, and the first and last groups,
+/// which the log may have cut, are left out.
+fn renewal_rounds(log: &[Monitored], gap: Duration) -> Vec<(usize, usize)> {
+    let renew_sha = renew_sha();
+    let gap = gap.as_micros() as u64;
+    let mut rounds: Vec<(usize, usize)> = Vec::new();
+    let mut last_at = None;
+    for command in log.iter().filter(|command| !command.from_script) {
+        let [name, sha, keys, ..] = command.args.as_slice() else {
+            continue;
+        };
+        if name != "evalsha" || *sha != renew_sha {
+            continue;
+        }
+        let keys: usize = keys.parse().unwrap_or(0);
+        match last_at {
+            Some(at) if command.at_micros.saturating_sub(at) <= gap => {
+                if let Some(round) = rounds.last_mut() {
+                    round.0 += 1;
+                    round.1 += keys;
+                }
+            }
+            _ => rounds.push((1, keys)),
+        }
+        last_at = Some(command.at_micros);
+    }
+    let whole = rounds.len().saturating_sub(2);
+    let mut whole: Vec<(usize, usize)> = rounds.into_iter().skip(1).take(whole).collect();
+    whole.sort();
+    whole
+}
+
+fn renew_sha() -> String {
+    redis::Script::new(include_str!("../../../lease/src/scripts/renew.lua"))
+        .get_hash()
+        .to_owned()
 }
 
 /// A small deterministic generator, so that runs pause at the same offsets.
