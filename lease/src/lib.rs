@@ -59,7 +59,7 @@ mod watchdog;
 pub use client::{Client, ClientBuilder};
 pub use error::{Error, Result};
 pub use guard::LeaseGuard;
-pub use lock::Lock;
+pub use lock::{Lock, LockState};
 pub use lost::{Lost, LostReason};
 pub use watchdog::WatchdogMetrics;
 /// The timer crate the watchdog runs on, for [`ClientBuilder::timer`].

@@ -201,6 +201,26 @@ impl Lock {
         Ok(u64::try_from(millis).ok().map(Duration::from_millis))
     }
 
+    /// What Redis holds for the lock now: its holders with their hold counts, its remaining
+    /// lease, and the last fencing token handed out. Read atomically; for operators and tools.
+    pub fn inspect(&self) -> Result<LockState> {
+        let (holders, ttl, token): (Vec<(String, u64)>, i64, Option<u64>) =
+            self.query(|con, keys| {
+                redis::pipe()
+                    .atomic()
+                    .hgetall(&keys.lock)
+                    .pttl(&keys.lock)
+                    .get(&keys.fence)
+                    .query(con)
+            })?;
+        Ok(LockState {
+            name: self.keys.name.clone(),
+            holders,
+            ttl: u64::try_from(ttl).ok().map(Duration::from_millis),
+            last_token: token,
+        })
+    }
+
     /// Deletes the lock whoever holds it and wakes its waiters. For operators clearing a dead
     /// holder; the holder is not told. Returns whether the lock was held.
     pub fn force_unlock(&self) -> Result<bool> {
@@ -461,6 +481,27 @@ fn after(wait: Duration) -> Instant {
     let now = Instant::now();
     now.checked_add(wait)
         .unwrap_or_else(|| now + Duration::from_secs(100 * 365 * 24 * 3600))
+}
+
+/// A lock as Redis holds it, from [`Lock::inspect`].
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct LockState {
+    /// The lock's name.
+    pub name: String,
+    /// Owner ids holding it, with their hold counts: empty if the lock is free.
+    pub holders: Vec<(String, u64)>,
+    /// The remaining lease, if it is held (`None`: free, or held without expiry).
+    pub ttl: Option<Duration>,
+    /// The last fencing token handed out for this name, if any ever was.
+    pub last_token: Option<u64>,
+}
+
+impl LockState {
+    /// Whether anyone holds the lock.
+    pub fn is_held(&self) -> bool {
+        !self.holders.is_empty()
+    }
 }
 
 impl std::fmt::Debug for Lock {

@@ -1,0 +1,66 @@
+//! The tool's exit codes, and how a failure maps to one.
+
+use std::process::ExitCode;
+
+/// `lease run` could not acquire the lock within `--wait`.
+pub const NOT_ACQUIRED: u8 = 75;
+/// The lease was lost while the command ran; the command was stopped.
+pub const LOST: u8 = 79;
+/// Redis could not be reached, or did not answer in time.
+pub const UNAVAILABLE: u8 = 69;
+/// The command line is wrong: an unknown option, a bad duration or URL, a missing command.
+pub const USAGE: u8 = 64;
+/// The command could not be started because it is not executable.
+pub const CANNOT_EXECUTE: u8 = 126;
+/// The command could not be started because it was not found.
+pub const NOT_FOUND: u8 = 127;
+/// Anything else the tool could not do (an unexpected reply, a thread that would not start).
+pub const FAILED: u8 = 1;
+
+/// The exit codes, as `--help` shows them.
+pub const HELP: &str = "\
+Exit codes:
+  the command's own    lease run: the command's exit status; 128+N if signal N killed it
+  64                   usage error: bad option, duration, URL or name; missing command
+  69                   Redis unavailable: unreachable, or no answer within the timeouts
+  75                   lease run: the lock was not acquired within --wait
+  79                   lease run: the lease was lost while the command ran (it was stopped)
+  126, 127             lease run: the command is not executable, or was not found
+  1                    any other failure";
+
+/// A failure to report: one line on stderr, and the exit code.
+#[derive(Debug)]
+pub struct Failure {
+    pub code: u8,
+    pub message: String,
+}
+
+impl Failure {
+    pub fn new(code: u8, message: impl Into<String>) -> Self {
+        Failure {
+            code,
+            message: message.into(),
+        }
+    }
+
+    pub fn usage(message: impl Into<String>) -> Self {
+        Failure::new(USAGE, message)
+    }
+
+    pub fn report(self) -> ExitCode {
+        eprintln!("lease: {}", self.message);
+        ExitCode::from(self.code)
+    }
+}
+
+impl From<lease::Error> for Failure {
+    fn from(error: lease::Error) -> Self {
+        let code = match &error {
+            lease::Error::Unavailable(_) => UNAVAILABLE,
+            lease::Error::InvalidArgument(_) => USAGE,
+            lease::Error::Timeout { .. } => NOT_ACQUIRED,
+            _ => FAILED,
+        };
+        Failure::new(code, error.to_string())
+    }
+}

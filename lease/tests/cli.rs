@@ -1,0 +1,293 @@
+//! The `lease` command-line tool against a real redis-server: runs never overlap, waiting, a lost
+//! lease stopping the command, signals, exit statuses, status and force unlock, bad input.
+
+mod support;
+
+use std::fs;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Output, Stdio};
+use std::time::{Duration, Instant};
+use support::{client, wait_until, RedisServer};
+
+const NOT_ACQUIRED: i32 = 75;
+const LOST: i32 = 79;
+const UNAVAILABLE: i32 = 69;
+const USAGE: i32 = 64;
+const NOT_FOUND: i32 = 127;
+
+fn lease(url: &str) -> Command {
+    let mut command = Command::new(env!("CARGO_BIN_EXE_lease"));
+    command.env("LEASE_REDIS_URL", url);
+    command
+}
+
+fn output(command: &mut Command) -> Output {
+    command.output().expect("run the lease binary")
+}
+
+fn spawn(command: &mut Command) -> Child {
+    command
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("start the lease binary")
+}
+
+/// Waits for a child with a deadline, killing it if it overruns.
+fn finish(mut child: Child, limit: Duration) -> Output {
+    let deadline = Instant::now() + limit;
+    while child.try_wait().expect("poll the child").is_none() {
+        if Instant::now() > deadline {
+            let _ = child.kill();
+            panic!("lease did not exit within {limit:?}");
+        }
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    child.wait_with_output().expect("collect the output")
+}
+
+fn scratch(name: &str) -> (tempfile::TempDir, PathBuf) {
+    let dir = tempfile::tempdir().expect("a temporary directory");
+    let path = dir.path().join(name);
+    (dir, path)
+}
+
+fn shell(script: &str, path: &Path) -> Vec<String> {
+    vec![
+        "--".into(),
+        "sh".into(),
+        "-c".into(),
+        script.replace("FILE", &path.display().to_string()),
+    ]
+}
+
+#[test]
+fn runs_on_one_name_never_overlap_and_their_tokens_rise() {
+    let server = RedisServer::start();
+    let (_dir, stamps) = scratch("stamps");
+    let script = "echo start $LEASE_TOKEN $(date +%s%N) >> FILE; sleep 0.2; \
+                  echo end $LEASE_TOKEN $(date +%s%N) >> FILE";
+    let runs: Vec<Child> = (0..4)
+        .map(|_| {
+            spawn(
+                lease(&server.url())
+                    .args(["--lease", "1s", "run", "--wait", "30s", "nightly"])
+                    .args(shell(script, &stamps)),
+            )
+        })
+        .collect();
+    for run in runs {
+        let done = finish(run, Duration::from_secs(30));
+        assert_eq!(done.status.code(), Some(0), "{done:?}");
+    }
+    let log = fs::read_to_string(&stamps).expect("the jobs wrote stamps");
+    let lines: Vec<Vec<&str>> = log.lines().map(|l| l.split(' ').collect()).collect();
+    assert_eq!(lines.len(), 8, "{log}");
+    let mut last_token = 0;
+    for pair in lines.chunks(2) {
+        let (start, end) = (&pair[0], &pair[1]);
+        assert_eq!(
+            (start[0], end[0]),
+            ("start", "end"),
+            "interleaved runs:\n{log}"
+        );
+        assert_eq!(start[1], end[1], "one run per start/end pair:\n{log}");
+        let token: u64 = start[1].parse().expect("a token");
+        assert!(token > last_token, "tokens rise:\n{log}");
+        last_token = token;
+    }
+}
+
+#[test]
+fn wait_zero_fails_at_once_on_a_held_lock_without_running_the_command() {
+    let server = RedisServer::start();
+    let holder = client(&server);
+    let _held = holder
+        .lock("busy")
+        .expect("valid name")
+        .lock_with_lease(Duration::from_secs(30))
+        .expect("free");
+    let (_dir, marker) = scratch("ran");
+    let started = Instant::now();
+    let done = output(
+        lease(&server.url())
+            .args(["run", "--wait", "0", "busy"])
+            .args(shell("touch FILE", &marker)),
+    );
+    assert_eq!(done.status.code(), Some(NOT_ACQUIRED));
+    assert!(started.elapsed() < Duration::from_secs(5));
+    assert!(!marker.exists(), "the command must not run");
+    let stderr = String::from_utf8_lossy(&done.stderr);
+    assert!(stderr.contains("not acquired"), "{stderr}");
+    assert_eq!(stderr.trim_end().lines().count(), 1, "{stderr}");
+}
+
+#[test]
+fn a_lost_lease_stops_the_command_and_exits_with_the_lost_code() {
+    let server = RedisServer::start();
+    let (_dir, pid_file) = scratch("pid");
+    // The command ignores SIGTERM, so it takes the SIGKILL after the grace period.
+    let run = spawn(
+        lease(&server.url())
+            .args([
+                "--lease",
+                "300ms",
+                "run",
+                "--kill-grace",
+                "300ms",
+                "fragile",
+            ])
+            .args(shell("trap '' TERM; echo $$ > FILE; sleep 30", &pid_file)),
+    );
+    wait_until("the command started", || {
+        fs::read_to_string(&pid_file).is_ok_and(|pid| pid.ends_with('\n'))
+    });
+    let pid = fs::read_to_string(&pid_file)
+        .expect("pid")
+        .trim()
+        .to_owned();
+    server.pause();
+    let done = finish(run, Duration::from_secs(10));
+    server.resume();
+    assert_eq!(done.status.code(), Some(LOST), "{done:?}");
+    let stderr = String::from_utf8_lossy(&done.stderr);
+    assert!(stderr.contains("lost the lease"), "{stderr}");
+    assert!(stderr.contains("SIGKILL"), "{stderr}");
+    let alive = Command::new("kill")
+        .args(["-0", &pid])
+        .stderr(Stdio::null())
+        .status()
+        .expect("run kill");
+    assert!(!alive.success(), "the command {pid} was stopped");
+}
+
+#[test]
+fn signals_are_forwarded_and_the_command_status_passes_through() {
+    let server = RedisServer::start();
+    let (dir, ready) = scratch("ready");
+    let got = dir.path().join("got");
+    let script = format!(
+        "trap 'echo term > {}; exit 3' TERM; echo > FILE; while :; do sleep 0.05; done",
+        got.display()
+    );
+    let run = spawn(
+        lease(&server.url())
+            .args(["run", "sig"])
+            .args(shell(&script, &ready)),
+    );
+    wait_until("the command started", || ready.exists());
+    let sent = Command::new("kill")
+        .args(["-TERM", &run.id().to_string()])
+        .status()
+        .expect("run kill");
+    assert!(sent.success());
+    let done = finish(run, Duration::from_secs(10));
+    assert_eq!(done.status.code(), Some(3), "{done:?}");
+    assert!(got.exists(), "the command got the SIGTERM");
+    let lock = client(&server).lock("sig").expect("valid name");
+    assert!(!lock.is_locked().expect("reachable"), "released");
+}
+
+#[test]
+fn exit_codes_and_signals_of_the_command_pass_through_and_it_sees_its_lease() {
+    let server = RedisServer::start();
+    let url = server.url();
+    let code = |script: &str| {
+        output(lease(&url).args(["run", "codes", "--", "sh", "-c", script]))
+            .status
+            .code()
+    };
+    assert_eq!(code("exit 7"), Some(7));
+    assert_eq!(code("kill -KILL $$"), Some(128 + 9));
+    assert_eq!(
+        code(
+            "test \"$LEASE_HELD\" = 1 && test \"$LEASE_NAME\" = codes \
+             && test -n \"$LEASE_OWNER\" && test \"$LEASE_TOKEN\" -ge 1"
+        ),
+        Some(0)
+    );
+}
+
+#[test]
+fn status_shows_the_holder_and_force_unlock_clears_it() {
+    let server = RedisServer::start();
+    let holder = client(&server);
+    let guard = holder
+        .lock("shown")
+        .expect("valid name")
+        .lock_with_lease(Duration::from_secs(30))
+        .expect("free");
+    let url = server.url();
+
+    let status = output(lease(&url).args(["status", "shown"]));
+    let text = String::from_utf8_lossy(&status.stdout);
+    assert!(
+        text.contains("held by") && text.contains(guard.owner()),
+        "{text}"
+    );
+
+    let json = output(lease(&url).args(["status", "shown", "--json"]));
+    let value: serde_json::Value = serde_json::from_slice(&json.stdout).expect("valid JSON");
+    assert_eq!(value["held"], true);
+    assert_eq!(value["holders"][0]["owner"], guard.owner());
+    assert_eq!(value["last_token"], guard.fencing_token());
+    assert!(value["ttl_ms"].as_u64().is_some_and(|ttl| ttl > 20_000));
+
+    let refused = output(lease(&url).args(["unlock", "shown"]));
+    assert_eq!(refused.status.code(), Some(USAGE));
+    assert!(holder
+        .lock("shown")
+        .expect("valid")
+        .is_locked()
+        .expect("reachable"));
+
+    let forced = output(lease(&url).args(["unlock", "--force", "shown"]));
+    assert_eq!(forced.status.code(), Some(0));
+    assert!(String::from_utf8_lossy(&forced.stdout).contains("removed"));
+    let status = output(lease(&url).args(["status", "shown"]));
+    assert!(String::from_utf8_lossy(&status.stdout).contains("is free"));
+    drop(guard);
+}
+
+#[test]
+fn bad_input_gets_one_line_and_its_documented_code() {
+    let server = RedisServer::start();
+    let closed_port = std::net::TcpListener::bind("127.0.0.1:0")
+        .and_then(|listener| listener.local_addr())
+        .expect("a free port")
+        .port();
+    let unreachable = format!("redis://127.0.0.1:{closed_port}");
+    let url = server.url();
+    let cases: Vec<(Vec<&str>, &str, i32)> = vec![
+        (vec!["status", "x"], "not-a-url", USAGE),
+        (vec!["status", "x"], &unreachable, UNAVAILABLE),
+        (vec!["--lease", "5x", "run", "x", "--", "true"], &url, USAGE),
+        (vec!["--lease", "0s", "run", "x", "--", "true"], &url, USAGE),
+        (
+            vec!["run", "--wait", "soon", "x", "--", "true"],
+            &url,
+            USAGE,
+        ),
+        (vec!["run", "x"], &url, USAGE),
+        (vec!["run", "", "--", "true"], &url, USAGE),
+        (
+            vec!["run", "x", "--", "/nonexistent/command"],
+            &url,
+            NOT_FOUND,
+        ),
+        (vec!["frobnicate"], &url, USAGE),
+    ];
+    for (args, url, expected) in cases {
+        let done = output(lease(url).args(&args));
+        let stderr = String::from_utf8_lossy(&done.stderr);
+        assert_eq!(done.status.code(), Some(expected), "{args:?}: {stderr}");
+        assert_eq!(stderr.trim_end().lines().count(), 1, "{args:?}: {stderr}");
+        assert!(stderr.starts_with("lease: "), "{args:?}: {stderr}");
+        assert!(!stderr.contains("panicked"), "{args:?}: {stderr}");
+    }
+    let lock = client(&server).lock("x").expect("valid name");
+    assert!(
+        !lock.is_locked().expect("reachable"),
+        "a command that could not start left no hold"
+    );
+}
