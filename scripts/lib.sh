@@ -33,3 +33,12 @@ need_packages() {
     DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq "${missing[@]}" ||
         echo "apt-get reported a failure installing ${missing[*]}; checking what arrived" >&2
 }
+
+# Makes sure `redis-server` is on PATH, installing Debian's package when it is missing.
+need_redis_server() {
+    command -v redis-server >/dev/null 2>&1 || need_packages redis-server
+    if ! command -v redis-server >/dev/null 2>&1; then
+        echo "redis-server is missing and could not be installed: it is needed here" >&2
+        exit 1
+    fi
+}

@@ -117,8 +117,21 @@ impl LeaseGuard {
         self.status.subscribe()
     }
 
-    fn stop_watching(&self) {
-        self.lock.client().inner.watchdog.unwatch(self.entry);
+    fn stop_watching(&self, before_release: bool) {
+        self.lock
+            .client()
+            .inner
+            .watchdog
+            .unwatch(self.entry, before_release);
+    }
+
+    /// Stops renewing and watching this hold without releasing it: it lapses with its lease, and
+    /// this returns at once, without a command sent. For a holder that lost its lease, or cannot
+    /// reach Redis, and must not wait on a release.
+    pub fn abandon(mut self) {
+        self.released = true;
+        self.stop_watching(false);
+        self.lock.forget_held_here();
     }
 
     /// Releases this hold and reports the outcome: [`Error::NotOwner`] if the lease had expired or
@@ -126,7 +139,7 @@ impl LeaseGuard {
     /// with its lease).
     pub fn unlock(mut self) -> Result<()> {
         self.released = true;
-        self.stop_watching();
+        self.stop_watching(true);
         self.lock.release(&self.owner, self.lease)
     }
 }
@@ -136,7 +149,7 @@ impl Drop for LeaseGuard {
         if self.released {
             return;
         }
-        self.stop_watching();
+        self.stop_watching(true);
         match self.lock.release(&self.owner, self.lease) {
             Ok(()) => {}
             Err(Error::NotOwner { name, owner }) => {

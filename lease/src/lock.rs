@@ -101,6 +101,14 @@ impl Lock {
         &self.client
     }
 
+    /// This client no longer counts the lock as held here (its hold was abandoned).
+    pub(crate) fn forget_held_here(&self) {
+        self.client
+            .inner
+            .queues
+            .set_held_here(&self.keys.name, false);
+    }
+
     /// The lock's name.
     pub fn name(&self) -> &str {
         &self.keys.name

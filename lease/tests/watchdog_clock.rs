@@ -290,3 +290,25 @@ fn a_stopped_timer_gives_the_hold_back_with_a_typed_error() {
         "the hold was given back"
     );
 }
+
+#[test]
+fn an_abandoned_hold_is_neither_renewed_nor_released() {
+    let server = RedisServer::start();
+    let (client, clock, _timer) = manual_client(&server, LEASE);
+    let lock = client.lock("abandoned").expect("valid name");
+    lock.lock().expect("free").abandon();
+    assert_eq!(client.watchdog_metrics().watched, 0);
+    assert!(lock.is_locked().expect("reachable"), "no release was sent");
+    // A marker hold renewed at the next third: the abandoned hold must not ride along.
+    let marker = client
+        .lock("marker")
+        .expect("valid name")
+        .lock()
+        .expect("free");
+    clock.advance(THIRD);
+    wait_until("the marker's renewal", || {
+        client.watchdog_metrics().renewal_calls == 1
+    });
+    assert_eq!(client.watchdog_metrics().renewals_sent, 1);
+    drop(marker);
+}

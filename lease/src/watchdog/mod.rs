@@ -158,10 +158,11 @@ impl Watchdog {
         Ok(Watched { entry, status })
     }
 
-    /// A guard of the hold is gone. At the last one, renewal stops for good: this returns only
-    /// once no renewal of the hold is in flight (or after the command timeout), so that the
-    /// release that follows is never overtaken by a renewal of the lease it frees.
-    pub(crate) fn unwatch(&self, entry: EntryRef) {
+    /// A guard of the hold is gone. At the last one, renewal stops for good. With
+    /// `before_release`, this returns only once no renewal of the hold is in flight (or after the
+    /// command timeout), so that the release that follows is never overtaken by a renewal of the
+    /// lease it frees.
+    pub(crate) fn unwatch(&self, entry: EntryRef, before_release: bool) {
         let shared = &self.shared;
         let mut table = shared.table.lock();
         let Some(found) = table.get_mut(entry) else {
@@ -174,7 +175,7 @@ impl Watchdog {
         found.released = true;
         table.forget(entry);
         let limit = Instant::now() + shared.command_timeout + Duration::from_millis(100);
-        while table.get(entry).is_some_and(|found| found.in_flight) {
+        while before_release && table.get(entry).is_some_and(|found| found.in_flight) {
             if shared.settled.wait_until(&mut table, limit).timed_out() {
                 log::warn!("a renewal call is still in flight after the command timeout");
                 break;

@@ -61,8 +61,8 @@ pub fn run(client: &Client, args: RunArgs) -> Result<ExitCode, Failure> {
             }
             recv(lost) -> lost => {
                 stop_after_loss(&args, group, &exited, lost.ok());
-                // The lease is gone; the release only clears what a late renewal may have kept.
-                drop(guard);
+                // The lease is gone, and Redis may not answer: nothing to wait for.
+                guard.abandon();
                 return Ok(ExitCode::from(exit::LOST));
             }
             recv(forwarded) -> signal => {
