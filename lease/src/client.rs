@@ -49,6 +49,8 @@ pub(crate) struct Inner {
     pub(crate) default_lease: Duration,
     pub(crate) command_timeout: Duration,
     pub(crate) prefix: String,
+    /// The server's URL as given: it orders the locks of a [`MultiLock`](crate::MultiLock).
+    pub(crate) url: String,
     release_seq: AtomicU64,
 }
 
@@ -219,9 +221,7 @@ impl ClientBuilder {
                 "the key prefix must not contain braces".into(),
             ));
         }
-        let redis_client = redis::Client::open(self.url.as_str()).map_err(|error| {
-            Error::InvalidArgument(format!("redis url {:?}: {error}", self.url))
-        })?;
+        let redis_client = crate::pool::open_client(&self.url)?;
         let pool = Arc::new(Pool::new(
             redis_client,
             self.pool_size,
@@ -242,7 +242,7 @@ impl ClientBuilder {
         };
         let watchdog = Watchdog::start(
             timer,
-            Arc::clone(&pool),
+            Box::new(watchdog::OneServer::new(Arc::clone(&pool))),
             self.renewal_batch,
             self.command_timeout,
             format!("lease-renew-{short_id}"),
@@ -259,6 +259,7 @@ impl ClientBuilder {
                 default_lease: self.default_lease,
                 command_timeout: self.command_timeout,
                 prefix: self.prefix,
+                url: self.url,
                 release_seq: AtomicU64::new(0),
             }),
         })

@@ -2,10 +2,9 @@
 
 use crate::error::{Error, Result};
 use crate::lock::Lock;
-use crate::lost::{Lost, Status};
-use crate::watchdog::{EntryRef, Watched};
+use crate::lost::Lost;
+use crate::watchdog::Watched;
 use crossbeam_channel::Receiver;
-use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 /// One hold of a lock, released when dropped (or by [`LeaseGuard::unlock`], which reports the
@@ -38,8 +37,7 @@ pub struct LeaseGuard {
     holds: u64,
     lease: Duration,
     released: bool,
-    entry: EntryRef,
-    status: Arc<Status>,
+    watched: Watched,
 }
 
 impl LeaseGuard {
@@ -58,8 +56,7 @@ impl LeaseGuard {
             holds,
             lease,
             released: false,
-            entry: watched.entry,
-            status: watched.status,
+            watched,
         }
     }
 
@@ -93,12 +90,16 @@ impl LeaseGuard {
     /// Whether the hold can no longer be trusted: lost for a reason the watchdog found, or past
     /// [`LeaseGuard::valid_until`]. Once lost, a hold never becomes valid again.
     pub fn is_lost(&self) -> bool {
-        self.lock.client().inner.watchdog.is_lost(&self.status)
+        self.lock
+            .client()
+            .inner
+            .watchdog
+            .is_lost(&self.watched.status)
     }
 
     /// How the hold was lost, once the watchdog has found it lost.
     pub fn lost(&self) -> Option<Lost> {
-        self.status.lost()
+        self.watched.lost()
     }
 
     /// Until when the hold is known valid: the send time of the acquisition or of the last
@@ -107,14 +108,18 @@ impl LeaseGuard {
     /// Read on the watchdog's clock (`Instant::now()` unless the client was given a timer on a
     /// manual clock).
     pub fn valid_until(&self) -> Instant {
-        self.status.valid_until()
+        self.watched.valid_until()
     }
 
     /// A receiver that gets one [`Lost`] when the hold is lost (at once if it is already), for
     /// `recv` or `select!`. The watchdog sends it no later than one timer tick after the local
     /// deadline, even if Redis hangs. Each call makes a new receiver; all of them are told.
     pub fn lost_signal(&self) -> Receiver<Lost> {
-        self.status.subscribe()
+        self.watched.lost_signal()
+    }
+
+    pub(crate) fn watched(&self) -> &Watched {
+        &self.watched
     }
 
     fn stop_watching(&self, before_release: bool) {
@@ -122,7 +127,7 @@ impl LeaseGuard {
             .client()
             .inner
             .watchdog
-            .unwatch(self.entry, before_release);
+            .unwatch(self.watched.entry, before_release);
     }
 
     /// Stops renewing and watching this hold without releasing it: it lapses with its lease, and
@@ -170,7 +175,7 @@ impl std::fmt::Debug for LeaseGuard {
             .field("owner", &self.owner)
             .field("token", &self.token)
             .field("lease", &self.lease)
-            .field("lost", &self.status.lost().map(|lost| lost.reason))
+            .field("lost", &self.watched.lost().map(|lost| lost.reason))
             .finish_non_exhaustive()
     }
 }

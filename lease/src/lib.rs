@@ -50,9 +50,12 @@ mod keys;
 mod local_queue;
 mod lock;
 mod lost;
+mod multilock;
 mod owner;
+mod policy;
 mod pool;
 mod pubsub;
+mod redlock;
 mod scripts;
 mod watchdog;
 
@@ -61,6 +64,8 @@ pub use error::{Error, Result};
 pub use guard::LeaseGuard;
 pub use lock::{Lock, LockState};
 pub use lost::{Lost, LostReason};
+pub use multilock::{MultiGuard, MultiLock};
+pub use redlock::{Masters, MastersBuilder, RedLock, RedLockGuard};
 pub use watchdog::WatchdogMetrics;
 /// The timer crate the watchdog runs on, for [`ClientBuilder::timer`].
 pub use wheel;

@@ -5,6 +5,7 @@ use crate::error::{Error, Result};
 use crate::guard::LeaseGuard;
 use crate::keys::LockKeys;
 use crate::local_queue::{Claiming, Offer, OfferState, Refused};
+use crate::policy::{after, LeaseKind, Wait};
 use crate::pool::with_connection;
 use crate::pubsub::Watch;
 use crate::scripts::{self, Acquire, Grant, Release};
@@ -37,24 +38,6 @@ pub struct Lock {
     keys: Arc<LockKeys>,
     owner: OwnerPolicy,
     max_hold: Option<Duration>,
-}
-
-/// Which lease an acquisition asks for.
-#[derive(Clone, Copy)]
-enum LeaseKind {
-    /// The client's default lease, renewed by the watchdog.
-    Renewed,
-    /// This lease, never renewed.
-    Fixed(Duration),
-}
-
-/// How long an acquisition may wait.
-#[derive(Clone, Copy)]
-enum Wait {
-    /// One attempt.
-    No,
-    /// Until the deadline (`None`: forever).
-    Until(Option<Instant>),
 }
 
 impl Lock {
@@ -107,6 +90,12 @@ impl Lock {
             .inner
             .queues
             .set_held_here(&self.keys.name, false);
+    }
+
+    /// Where the lock lives: its server's URL and its key. It orders the locks of a
+    /// [`MultiLock`](crate::MultiLock).
+    pub(crate) fn place(&self) -> (&str, &str) {
+        (&self.client.inner.url, &self.keys.lock)
     }
 
     /// The lock's name.
@@ -260,20 +249,10 @@ impl Lock {
 
     fn acquire(&self, kind: LeaseKind, wait: Wait) -> Result<Option<LeaseGuard>> {
         let inner = &self.client.inner;
-        let lease = match kind {
-            LeaseKind::Renewed => inner.default_lease,
-            LeaseKind::Fixed(lease) if lease.is_zero() => {
-                return Err(Error::InvalidArgument("a lease must be above zero".into()))
-            }
-            LeaseKind::Fixed(lease) => lease,
-        };
+        let lease = kind.lease(inner.default_lease)?;
         let started = Instant::now();
         let owner = self.owner();
-        let queue_deadline = match wait {
-            Wait::No => Some(started),
-            Wait::Until(deadline) => deadline,
-        };
-        let turn = match inner.queues.enter(&self.keys.name, queue_deadline) {
+        let turn = match inner.queues.enter(&self.keys.name, wait.deadline(started)) {
             Ok(turn) => turn,
             Err(Refused::Full { waiting }) => {
                 return Err(Error::QueueFull {
@@ -281,7 +260,7 @@ impl Lock {
                     waiting,
                 })
             }
-            Err(Refused::TimedOut) => return self.gave_up(wait, started),
+            Err(Refused::TimedOut) => return wait.gave_up(&self.keys.name, started),
         };
         let mut waiting: Option<(Watch, Arc<Offer>)> = None;
         let holding = |token, holds, sent_at| {
@@ -317,7 +296,7 @@ impl Lock {
                     };
                     let now = Instant::now();
                     if deadline.is_some_and(|deadline| now >= deadline) {
-                        return self.gave_up(wait, started);
+                        return wait.gave_up(&self.keys.name, started);
                     }
                     let Some((watch, offer)) = &waiting else {
                         // Subscribe, then look again: a release between the attempt and the
@@ -354,7 +333,7 @@ impl Lock {
             keys: Arc::clone(&self.keys),
             owner: Arc::from(owner),
             lease,
-            renew: matches!(kind, LeaseKind::Renewed),
+            renew: kind.renewed(),
             max_hold: self.max_hold,
             sent_at,
         });
@@ -407,16 +386,6 @@ impl Lock {
                 .query(con)
         })?;
         Ok(holds.filter(|&holds| holds > 0).and(token))
-    }
-
-    fn gave_up(&self, wait: Wait, started: Instant) -> Result<Option<LeaseGuard>> {
-        match wait {
-            Wait::No => Ok(None),
-            Wait::Until(_) => Err(Error::Timeout {
-                name: self.keys.name.clone(),
-                waited: started.elapsed(),
-            }),
-        }
     }
 
     /// Releases one hold of `owner`. At the last hold, the lock goes straight to a thread of this
@@ -482,13 +451,6 @@ impl Lock {
             }
         }
     }
-}
-
-/// The instant `wait` from now, or a century away if that cannot be represented.
-fn after(wait: Duration) -> Instant {
-    let now = Instant::now();
-    now.checked_add(wait)
-        .unwrap_or_else(|| now + Duration::from_secs(100 * 365 * 24 * 3600))
 }
 
 /// A lock as Redis holds it, from [`Lock::inspect`].

@@ -105,14 +105,20 @@ impl Status {
     /// A receiver that gets one [`Lost`] when the hold is lost (at once if it is already).
     pub(crate) fn subscribe(&self) -> Receiver<Lost> {
         let (tell, told) = crossbeam_channel::bounded(1);
+        self.subscribe_with(tell);
+        told
+    }
+
+    /// Sends one [`Lost`] on `listener` when the hold is lost (at once if it is already). The
+    /// channel must have room for it, or the message is dropped.
+    pub(crate) fn subscribe_with(&self, listener: Sender<Lost>) {
         let mut state = self.state.lock();
         match &state.lost {
             Some(lost) => {
-                let _ = tell.try_send(lost.clone());
+                let _ = listener.try_send(lost.clone());
             }
-            None => state.listeners.push(tell),
+            None => state.listeners.push(listener),
         }
-        told
     }
 }
 

@@ -15,6 +15,16 @@ pub(crate) struct Pool {
     command_timeout: Duration,
 }
 
+/// A client for the server at `url`. Connections it opens send nothing before the first command
+/// (no `CLIENT SETINFO`), so that opening one to a frozen server does not wait for it.
+pub(crate) fn open_client(url: &str) -> Result<redis::Client> {
+    let invalid =
+        |error: redis::RedisError| Error::InvalidArgument(format!("redis url {url:?}: {error}"));
+    let info = redis::IntoConnectionInfo::into_connection_info(url).map_err(invalid)?;
+    let settings = info.redis_settings().clone().set_skip_set_lib_name();
+    redis::Client::open(info.set_redis_settings(settings)).map_err(invalid)
+}
+
 impl Pool {
     pub(crate) fn new(
         client: redis::Client,
@@ -33,9 +43,17 @@ impl Pool {
 
     /// A connection with read and write timeouts set to the command timeout.
     pub(crate) fn connect(&self) -> Result<Connection> {
+        self.connect_within(self.connect_timeout)
+    }
+
+    /// [`Pool::connect`], taking at most `limit` (and at most the connect timeout) to connect.
+    pub(crate) fn connect_within(&self, limit: Duration) -> Result<Connection> {
+        let limit = limit
+            .min(self.connect_timeout)
+            .max(Duration::from_millis(1));
         let con = self
             .client
-            .get_connection_with_timeout(self.connect_timeout)
+            .get_connection_with_timeout(limit)
             .map_err(Error::Unavailable)?;
         con.set_read_timeout(Some(self.command_timeout))
             .and_then(|()| con.set_write_timeout(Some(self.command_timeout)))
@@ -44,10 +62,15 @@ impl Pool {
     }
 
     pub(crate) fn get(&self) -> Result<Pooled<'_>> {
+        self.get_within(self.connect_timeout)
+    }
+
+    /// An idle connection, or a new one opened within `limit`.
+    pub(crate) fn get_within(&self, limit: Duration) -> Result<Pooled<'_>> {
         let idle = self.idle.lock().pop();
         let con = match idle {
             Some(con) => con,
-            None => self.connect()?,
+            None => self.connect_within(limit)?,
         };
         Ok(Pooled {
             pool: self,

@@ -119,6 +119,18 @@ impl RedisServer {
         self.spawn();
     }
 
+    /// Kills the server: connections to its port are refused until [`RedisServer::start_again`].
+    pub fn stop(&mut self) {
+        self.kill();
+    }
+
+    /// Starts a fresh server (empty) on the same port after [`RedisServer::stop`].
+    pub fn start_again(&mut self) {
+        if self.child.is_none() {
+            self.spawn();
+        }
+    }
+
     pub fn flush_scripts(&self) {
         let () = redis::cmd("SCRIPT")
             .arg("FLUSH")

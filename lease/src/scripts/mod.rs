@@ -55,7 +55,11 @@ pub(crate) fn acquire(
         .arg(owner)
         .invoke(con)
         .map_err(|error| Error::from_redis(error, &keys.lock))?;
-    match reply.as_slice() {
+    parse_acquire(&reply)
+}
+
+pub(crate) fn parse_acquire(reply: &[i64]) -> Result<Acquire> {
+    match reply {
         [1, holds, token] => Ok(Acquire::Acquired {
             holds: u64::try_from(*holds).unwrap_or(0),
             token: u64::try_from(*token).unwrap_or(0),
@@ -93,7 +97,11 @@ pub(crate) fn release(
         .arg(grant.map_or(1, |grant| millis(grant.lease)))
         .invoke(con)
         .map_err(|error| Error::from_redis(error, &keys.lock))?;
-    match reply.as_slice() {
+    parse_release(&reply)
+}
+
+pub(crate) fn parse_release(reply: &[i64]) -> Result<Release> {
+    match reply {
         [-2] => Ok(Release::AlreadyApplied),
         [-1] => Ok(Release::NotOwner),
         [0, token, subscribers] => Ok(Release::Granted {
@@ -125,13 +133,71 @@ pub(crate) fn renew(con: &mut Connection, leases: &[Renewal<'_>]) -> Result<Vec<
             .arg(millis(lease.lease));
     }
     let reply: Vec<i64> = invocation.invoke(con).map_err(Error::Unavailable)?;
-    if reply.len() != leases.len() || reply.iter().any(|flag| !matches!(flag, 0 | 1)) {
+    parse_renew(&reply, leases.len())
+}
+
+pub(crate) fn parse_renew(reply: &[i64], leases: usize) -> Result<Vec<bool>> {
+    if reply.len() != leases || reply.iter().any(|flag| !matches!(flag, 0 | 1)) {
         return Err(Error::Protocol(format!(
-            "renewal of {} leases replied {reply:?}",
-            leases.len()
+            "renewal of {leases} leases replied {reply:?}"
         )));
     }
-    Ok(reply.into_iter().map(|flag| flag == 1).collect())
+    Ok(reply.iter().map(|&flag| flag == 1).collect())
+}
+
+/// A script call packed to be sent by hand (to several masters at once, without waiting for
+/// each), with its script, to load where the server answers NOSCRIPT.
+pub(crate) struct Packed {
+    pub(crate) command: redis::Cmd,
+    pub(crate) script: &'static Script,
+}
+
+fn evalsha(script: &'static Script, keys: &[&str]) -> redis::Cmd {
+    let mut command = redis::cmd("EVALSHA");
+    command.arg(script.get_hash()).arg(keys.len()).arg(keys);
+    command
+}
+
+pub(crate) fn pack_acquire(keys: &LockKeys, owner: &str, lease: Duration) -> Packed {
+    let mut command = evalsha(&ACQUIRE, &[&keys.lock, &keys.fence]);
+    command.arg(millis(lease)).arg(owner);
+    Packed {
+        command,
+        script: &ACQUIRE,
+    }
+}
+
+/// A release that frees the lock at the last hold (never grants it).
+pub(crate) fn pack_release(
+    keys: &LockKeys,
+    owner: &str,
+    release_id: &str,
+    lease: Duration,
+) -> Packed {
+    let mut command = evalsha(&RELEASE, &[&keys.lock, &keys.releases, &keys.fence]);
+    command
+        .arg(owner)
+        .arg(release_id)
+        .arg(millis(lease))
+        .arg(&keys.channel)
+        .arg("")
+        .arg(1);
+    Packed {
+        command,
+        script: &RELEASE,
+    }
+}
+
+pub(crate) fn pack_renew(leases: &[Renewal<'_>]) -> Packed {
+    let keys: Vec<&str> = leases.iter().map(|lease| lease.lock_key).collect();
+    let mut command = evalsha(&RENEW, &keys);
+    for lease in leases {
+        command.arg(lease.owner).arg(millis(lease.lease));
+    }
+    Packed {
+        command,
+        script: &RENEW,
+    }
 }
 
 /// Deletes the lock whoever holds it. Returns whether there was one.

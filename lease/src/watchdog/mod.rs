@@ -21,13 +21,13 @@ mod renewer;
 mod table;
 
 pub use metrics::WatchdogMetrics;
+pub(crate) use renewer::{OneServer, Pending, Renewed, Renewer};
 pub(crate) use table::EntryRef;
 
 use crate::error::{Error, Result};
 use crate::keys::LockKeys;
-use crate::lost::{LostReason, Status};
-use crate::pool::Pool;
-use crossbeam_channel::Sender;
+use crate::lost::{Lost, LostReason, Status};
+use crossbeam_channel::{Receiver, Sender};
 use parking_lot::{Condvar, Mutex};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -78,11 +78,31 @@ pub(crate) struct Watched {
     pub(crate) status: Arc<Status>,
 }
 
+impl Watched {
+    pub(crate) fn lost(&self) -> Option<Lost> {
+        self.status.lost()
+    }
+
+    pub(crate) fn valid_until(&self) -> Instant {
+        self.status.valid_until()
+    }
+
+    pub(crate) fn lost_signal(&self) -> Receiver<Lost> {
+        self.status.subscribe()
+    }
+
+    /// Listens for the loss on a channel of the caller's (one message per loss).
+    pub(crate) fn lost_to(&self, listener: Sender<Lost>) {
+        self.status.subscribe_with(listener);
+    }
+}
+
 impl Watchdog {
-    /// Starts the renewal thread; `timer` triggers renewals and deadlines.
+    /// Starts the renewal thread, which renews through `renewer`; `timer` triggers renewals and
+    /// deadlines.
     pub(crate) fn start(
         timer: Timer,
-        pool: Arc<Pool>,
+        renewer: Box<dyn Renewer>,
         batch: usize,
         command_timeout: Duration,
         thread_name: String,
@@ -99,7 +119,7 @@ impl Watchdog {
         let weak = Arc::downgrade(&shared);
         std::thread::Builder::new()
             .name(thread_name)
-            .spawn(move || renewer::run(weak, requests, pool, batch))
+            .spawn(move || renewer::run(weak, requests, renewer, batch))
             .map_err(Error::Spawn)?;
         Ok(Watchdog { shared })
     }
@@ -341,18 +361,14 @@ impl Shared {
         self: &Arc<Self>,
         sent: &[renewer::Pending],
         sent_at: Instant,
-        outcome: &Result<Vec<bool>>,
+        outcome: &[Renewed],
     ) {
         let now = self.timer.now();
         let mut table = self.table.lock();
         table.metrics.renewal_calls += 1;
         table.metrics.renewals_sent += sent.len() as u64;
-        if let Err(error) = outcome {
+        if outcome.contains(&Renewed::Failed) {
             table.metrics.failed_calls += 1;
-            log::warn!(
-                "renewing {} leases failed: {error}; each is tried again before its deadline",
-                sent.len()
-            );
         }
         for (index, pending) in sent.iter().enumerate() {
             let Some(found) = table.get_mut(pending.entry) else {
@@ -362,13 +378,13 @@ impl Shared {
             if found.lost || found.released {
                 continue;
             }
-            let scheduled = match outcome {
-                Ok(renewed) if renewed.get(index) == Some(&true) => {
+            let scheduled = match outcome.get(index).copied().unwrap_or(Renewed::Failed) {
+                Renewed::Yes => {
                     table.metrics.renewed += 1;
                     self.confirmed(&mut table, pending.entry, sent_at)
                 }
-                Ok(_) => Err(LostReason::Taken),
-                Err(_) => {
+                Renewed::Gone => Err(LostReason::Taken),
+                Renewed::Failed => {
                     let at = self.retry_after(now, pending.lease);
                     match table.get(pending.entry) {
                         Some(found) if at < found.valid_until => {

@@ -1,5 +1,5 @@
 //! The renewal thread: it takes whatever holds are queued, up to the batch size, and renews them
-//! in one script call on its own connection. It ends when its client is gone.
+//! in one call through its [`Renewer`]. It ends when its client is gone.
 
 use super::{EntryRef, Shared};
 use crate::error::Result;
@@ -11,15 +11,93 @@ use std::sync::{Arc, Weak};
 use std::time::Duration;
 
 /// One lease in a renewal call.
-pub(super) struct Pending {
+pub(crate) struct Pending {
     pub(super) entry: EntryRef,
-    pub(super) lock_key: String,
-    pub(super) owner: Arc<str>,
-    pub(super) lease: Duration,
+    pub(crate) lock_key: String,
+    pub(crate) owner: Arc<str>,
+    pub(crate) lease: Duration,
 }
 
-pub(super) fn run(shared: Weak<Shared>, queue: Receiver<EntryRef>, pool: Arc<Pool>, batch: usize) {
-    let mut connection: Option<Connection> = None;
+impl Pending {
+    pub(crate) fn renewal(&self) -> Renewal<'_> {
+        Renewal {
+            lock_key: &self.lock_key,
+            owner: &self.owner,
+            lease: self.lease,
+        }
+    }
+}
+
+/// What became of one lease in a renewal call.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Renewed {
+    /// Extended: its deadline moves.
+    Yes,
+    /// Redis says the owner no longer holds it (or, over several masters, too few still do).
+    Gone,
+    /// No answer that settles it (connection lost, timed out): try again before the deadline.
+    Failed,
+}
+
+/// Where renewals go: one server, or a quorum of masters.
+pub(crate) trait Renewer: Send + 'static {
+    /// Renews the leases in one call (per server); one outcome per lease, in order.
+    fn renew(&mut self, leases: &[Pending]) -> Vec<Renewed>;
+}
+
+/// Renewals on one server, over a connection of their own.
+pub(crate) struct OneServer {
+    pool: Arc<Pool>,
+    connection: Option<Connection>,
+}
+
+impl OneServer {
+    pub(crate) fn new(pool: Arc<Pool>) -> Self {
+        OneServer {
+            pool,
+            connection: None,
+        }
+    }
+
+    fn call(&mut self, leases: &[Pending]) -> Result<Vec<bool>> {
+        let con = match &mut self.connection {
+            Some(con) => con,
+            None => self.connection.insert(self.pool.connect()?),
+        };
+        let renewals: Vec<Renewal<'_>> = leases.iter().map(Pending::renewal).collect();
+        let outcome = scripts::renew(con, &renewals);
+        if outcome.is_err() {
+            // Its state is unknown: the next call starts on a fresh connection.
+            self.connection = None;
+        }
+        outcome
+    }
+}
+
+impl Renewer for OneServer {
+    fn renew(&mut self, leases: &[Pending]) -> Vec<Renewed> {
+        match self.call(leases) {
+            Ok(renewed) => renewed
+                .into_iter()
+                .map(|yes| if yes { Renewed::Yes } else { Renewed::Gone })
+                .collect(),
+            Err(error) => {
+                log::warn!(
+                    "renewing {} leases failed: {error}; each is tried again before its deadline",
+                    leases.len()
+                );
+                vec![Renewed::Failed; leases.len()]
+            }
+        }
+    }
+}
+
+pub(super) fn run(
+    shared: Weak<Shared>,
+    queue: Receiver<EntryRef>,
+    mut renewer: Box<dyn Renewer>,
+    batch: usize,
+) {
     let mut queued = Vec::with_capacity(batch);
     // The queue's only sender lives in `Shared`: when the client is gone, this ends.
     while let Ok(first) = queue.recv() {
@@ -34,34 +112,8 @@ pub(super) fn run(shared: Weak<Shared>, queue: Receiver<EntryRef>, pool: Arc<Poo
             continue;
         }
         let sent_at = shared.timer.now();
-        let outcome = renew(&mut connection, &pool, &pending);
+        let outcome = renewer.renew(&pending);
         shared.finish_renewal(&pending, sent_at, &outcome);
     }
     log::debug!("renewal thread ends: its client is gone");
-}
-
-/// Sends one renewal call, connecting first if need be. A connection that failed is dropped, so
-/// the next call starts on a fresh one.
-fn renew(
-    connection: &mut Option<Connection>,
-    pool: &Pool,
-    pending: &[Pending],
-) -> Result<Vec<bool>> {
-    let con = match connection {
-        Some(con) => con,
-        None => connection.insert(pool.connect()?),
-    };
-    let renewals: Vec<Renewal<'_>> = pending
-        .iter()
-        .map(|lease| Renewal {
-            lock_key: &lease.lock_key,
-            owner: &lease.owner,
-            lease: lease.lease,
-        })
-        .collect();
-    let outcome = scripts::renew(con, &renewals);
-    if outcome.is_err() {
-        *connection = None;
-    }
-    outcome
 }
