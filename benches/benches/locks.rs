@@ -5,14 +5,14 @@
 //! Run: `cargo bench -p benches --bench locks`.
 #![allow(missing_docs)]
 
-use benches::lock_peers::{Lease, LockPeer, Raw, Redlock, Rslock};
+use benches::lock_peers::{Lease, LeaseRedLock, LockPeer, Raw, Redlock, Rslock};
 use criterion::measurement::WallTime;
 use criterion::{criterion_group, criterion_main, BenchmarkGroup, Criterion};
 use std::time::Duration;
 use testkit::RedisServer;
 
-fn pair<P: LockPeer>(group: &mut BenchmarkGroup<'_, WallTime>, url: &str) {
-    let mut peer = P::group(url, 1).pop().expect("one handle");
+fn pair<P: LockPeer>(group: &mut BenchmarkGroup<'_, WallTime>, urls: &[String]) {
+    let mut peer = P::group(urls, 1).pop().expect("one handle");
     group.bench_function(P::NAME, |b| {
         b.iter(|| peer.with_lock("bench:uncontended", &mut || {}))
     });
@@ -20,18 +20,32 @@ fn pair<P: LockPeer>(group: &mut BenchmarkGroup<'_, WallTime>, url: &str) {
 
 fn uncontended(c: &mut Criterion) {
     let server = RedisServer::start();
-    let url = server.url();
+    let urls = [server.url()];
     let mut group = c.benchmark_group("uncontended lock+unlock");
     group
         .sample_size(20)
         .warm_up_time(Duration::from_millis(500))
         .measurement_time(Duration::from_secs(3));
-    pair::<Raw>(&mut group, &url);
-    pair::<Lease>(&mut group, &url);
-    pair::<Rslock>(&mut group, &url);
-    pair::<Redlock>(&mut group, &url);
+    pair::<Raw>(&mut group, &urls);
+    pair::<Lease>(&mut group, &urls);
+    pair::<Rslock>(&mut group, &urls);
+    pair::<Redlock>(&mut group, &urls);
     group.finish();
 }
 
-criterion_group!(locks, uncontended);
+fn three_masters(c: &mut Criterion) {
+    let servers: Vec<RedisServer> = (0..3).map(|_| RedisServer::start()).collect();
+    let urls: Vec<String> = servers.iter().map(RedisServer::url).collect();
+    let mut group = c.benchmark_group("uncontended lock+unlock, 3 masters");
+    group
+        .sample_size(20)
+        .warm_up_time(Duration::from_millis(500))
+        .measurement_time(Duration::from_secs(3));
+    pair::<LeaseRedLock>(&mut group, &urls);
+    pair::<Rslock>(&mut group, &urls);
+    pair::<Redlock>(&mut group, &urls);
+    group.finish();
+}
+
+criterion_group!(locks, uncontended, three_masters);
 criterion_main!(locks);

@@ -1,6 +1,7 @@
-//! The distributed locks the benchmarks compare, behind one interface: this workspace's `lease`,
-//! the raw floor (SET NX PX, then a Lua check-and-delete, on one connection), `rslock` and
-//! `redlock`.
+//! The distributed locks the benchmarks compare, behind one interface: this workspace's `lease`
+//! (its single-server `Lock`, and its RedLock over several masters), the raw floor (SET NX PX,
+//! then a Lua check-and-delete, on one connection), `rslock` and `redlock`. `rslock` and
+//! `redlock` run over every URL given: one for the single-server tables, three for RedLock's.
 
 use redis::Script;
 use std::time::Duration;
@@ -12,8 +13,9 @@ pub const LEASE: Duration = Duration::from_secs(30);
 pub trait LockPeer: Send + 'static {
     /// The name printed in reports.
     const NAME: &'static str;
-    /// `threads` handles on the server at `url`, sharing whatever the library shares.
-    fn group(url: &str, threads: usize) -> Vec<Self>
+    /// `threads` handles on the servers at `urls` (single-server peers use the first), sharing
+    /// whatever the library shares.
+    fn group(urls: &[String], threads: usize) -> Vec<Self>
     where
         Self: Sized;
     /// Takes `name` (waiting as the library waits), runs `critical`, releases.
@@ -25,8 +27,8 @@ pub struct Lease(lease::Client);
 
 impl LockPeer for Lease {
     const NAME: &'static str = "lease";
-    fn group(url: &str, threads: usize) -> Vec<Self> {
-        let client = lease::Client::builder(url)
+    fn group(urls: &[String], threads: usize) -> Vec<Self> {
+        let client = lease::Client::builder(urls[0].as_str())
             .default_lease(LEASE)
             .pool_size(threads.max(1))
             .build()
@@ -61,10 +63,10 @@ pub struct Raw {
 
 impl LockPeer for Raw {
     const NAME: &'static str = "raw SET NX + Lua delete";
-    fn group(url: &str, threads: usize) -> Vec<Self> {
+    fn group(urls: &[String], threads: usize) -> Vec<Self> {
         (0..threads)
             .map(|n| Raw {
-                con: redis::Client::open(url)
+                con: redis::Client::open(urls[0].as_str())
                     .and_then(|client| client.get_connection())
                     .expect("connect"),
                 token: (n as u64) << 40,
@@ -95,7 +97,7 @@ impl LockPeer for Raw {
     }
 }
 
-/// `rslock` (async, driven by a current-thread tokio runtime per thread), single instance, its
+/// `rslock` (async, driven by a current-thread tokio runtime per thread), over every URL, its
 /// default retry policy.
 pub struct Rslock {
     runtime: tokio::runtime::Runtime,
@@ -104,14 +106,14 @@ pub struct Rslock {
 
 impl LockPeer for Rslock {
     const NAME: &'static str = "rslock";
-    fn group(url: &str, threads: usize) -> Vec<Self> {
+    fn group(urls: &[String], threads: usize) -> Vec<Self> {
         (0..threads)
             .map(|_| Rslock {
                 runtime: tokio::runtime::Builder::new_current_thread()
                     .enable_all()
                     .build()
                     .expect("runtime"),
-                manager: rslock::LockManager::new(vec![url.to_owned()]),
+                manager: rslock::LockManager::new(urls.to_vec()),
             })
             .collect()
     }
@@ -129,14 +131,14 @@ impl LockPeer for Rslock {
     }
 }
 
-/// `redlock` (blocking), single instance, its default retry policy.
+/// `redlock` (blocking), over every URL, its default retry policy.
 pub struct Redlock(redlock::RedLock);
 
 impl LockPeer for Redlock {
     const NAME: &'static str = "redlock";
-    fn group(url: &str, threads: usize) -> Vec<Self> {
+    fn group(urls: &[String], threads: usize) -> Vec<Self> {
         (0..threads)
-            .map(|_| Redlock(redlock::RedLock::new(vec![url.to_owned()])))
+            .map(|_| Redlock(redlock::RedLock::new(urls.to_vec())))
             .collect()
     }
     fn with_lock(&mut self, name: &str, critical: &mut dyn FnMut()) {
@@ -147,5 +149,31 @@ impl LockPeer for Redlock {
         };
         critical();
         self.0.unlock(&lock);
+    }
+}
+
+/// `lease`'s RedLock over every URL: one `Masters` shared by every thread, default settings.
+pub struct LeaseRedLock(lease::Masters);
+
+impl LockPeer for LeaseRedLock {
+    const NAME: &'static str = "lease RedLock";
+    fn group(urls: &[String], threads: usize) -> Vec<Self> {
+        let masters = lease::Masters::builder(urls.iter().cloned())
+            .default_lease(LEASE)
+            .build()
+            .expect("valid settings");
+        (0..threads)
+            .map(|_| LeaseRedLock(masters.clone()))
+            .collect()
+    }
+    fn with_lock(&mut self, name: &str, critical: &mut dyn FnMut()) {
+        let guard = self
+            .0
+            .redlock(name)
+            .expect("valid name")
+            .lock()
+            .expect("acquired");
+        critical();
+        guard.unlock().expect("released");
     }
 }

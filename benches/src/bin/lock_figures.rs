@@ -3,10 +3,13 @@
 //! hand-off latency (a release to the next waiter holding the lock), for `lease` and its peers in
 //! one run, against a redis-server the binary starts.
 //!
-//! Run: `cargo run --release -p benches --bin lock_figures [quick]`.
+//! With three local masters: the same contention for `lease`'s RedLock, `rslock` and `redlock`,
+//! and `lease`'s RedLock acquisition latency with one master frozen.
+//!
+//! Run: `cargo run --release -p benches --bin lock_figures [quick] [single] [redlock]`.
 #![allow(clippy::print_stdout)]
 
-use benches::lock_peers::{Lease, LockPeer, Raw, Redlock, Rslock};
+use benches::lock_peers::{Lease, LeaseRedLock, LockPeer, Raw, Redlock, Rslock};
 use parking_lot::Mutex;
 use std::io::{BufRead, BufReader, Write};
 use std::process::{Command, Stdio};
@@ -45,20 +48,40 @@ fn main() {
             hold: Duration::from_millis(10),
         }
     };
-    let server = RedisServer::start();
-    let url = server.url();
+    let sections: Vec<&str> = args
+        .iter()
+        .map(String::as_str)
+        .filter(|arg| *arg != "quick")
+        .collect();
+    let wanted = |name: &str| sections.is_empty() || sections.contains(&name);
     println!("# lock figures ({})", if quick { "quick" } else { "full" });
+    if wanted("single") {
+        single_server(&scale);
+    }
+    if wanted("redlock") {
+        three_masters(&scale);
+    }
+}
+
+fn contention_header(what: &str, scale: &Scale) {
     println!();
     println!(
-        "## {THREADS} threads on one key, {:?} each, empty critical section",
+        "## {THREADS} threads on one key, {what}, {:?} each, empty critical section",
         scale.contention
     );
     println!("| lock | critical sections/s | per thread (min..max) | Jain fairness | passed to another thread |");
     println!("|---|---|---|---|---|");
-    contention::<Lease>(&url, &scale);
-    contention::<Raw>(&url, &scale);
-    contention::<Rslock>(&url, &scale);
-    contention::<Redlock>(&url, &scale);
+}
+
+fn single_server(scale: &Scale) {
+    let server = RedisServer::start();
+    let url = server.url();
+    let urls = [url.clone()];
+    contention_header("one server", scale);
+    contention::<Lease>(&urls, scale);
+    contention::<Raw>(&urls, scale);
+    contention::<Rslock>(&urls, scale);
+    contention::<Redlock>(&urls, scale);
     println!();
     println!(
         "## hand-off: release to the next waiter holding the lock ({} rounds, holder keeps it {:?})",
@@ -66,20 +89,64 @@ fn main() {
     );
     println!("| lock | where | p50 ms | p99 ms | max ms |");
     println!("|---|---|---|---|---|");
-    handoff_in_process::<Lease>(&url, &scale);
-    handoff_across_processes(&url, &scale);
-    handoff_python_redis_lock(&url, &scale);
-    handoff_in_process::<Raw>(&url, &scale);
-    handoff_in_process::<Rslock>(&url, &scale);
-    handoff_in_process::<Redlock>(&url, &scale);
+    handoff_in_process::<Lease>(&urls, scale);
+    handoff_across_processes(&url, scale);
+    handoff_python_redis_lock(&url, scale);
+    handoff_in_process::<Raw>(&urls, scale);
+    handoff_in_process::<Rslock>(&urls, scale);
+    handoff_in_process::<Redlock>(&urls, scale);
 }
 
-fn contention<P: LockPeer>(url: &str, scale: &Scale) {
+/// RedLock over three local masters: contention, then acquisition latency with one master
+/// frozen.
+fn three_masters(scale: &Scale) {
+    let servers: Vec<RedisServer> = (0..3).map(|_| RedisServer::start()).collect();
+    let urls: Vec<String> = servers.iter().map(RedisServer::url).collect();
+    contention_header("three masters", scale);
+    contention::<LeaseRedLock>(&urls, scale);
+    contention::<Rslock>(&urls, scale);
+    contention::<Redlock>(&urls, scale);
+
+    let node_timeout = Duration::from_millis(50);
+    let masters = lease::Masters::builder(urls.iter().cloned())
+        .node_timeout(node_timeout)
+        .build()
+        .expect("valid settings");
+    let lock = masters.redlock("one-frozen").expect("valid name");
+    lock.try_lock()
+        .expect("reachable")
+        .expect("free")
+        .unlock()
+        .expect("held");
+    servers[0].pause();
+    let mut samples = Vec::with_capacity(scale.rounds);
+    for _ in 0..scale.rounds {
+        let started = Instant::now();
+        let guard = lock
+            .try_lock()
+            .expect("two masters answer")
+            .expect("a quorum");
+        samples.push(started.elapsed().as_secs_f64() * 1000.0);
+        guard.unlock().expect("held");
+    }
+    servers[0].resume();
+    let (p50, p99, max) = percentiles(samples);
+    println!();
+    println!(
+        "## lease RedLock, one of three masters frozen (SIGSTOP), node timeout {node_timeout:?}: acquisition ({} rounds)",
+        scale.rounds
+    );
+    println!("| p50 ms | p99 ms | max ms |");
+    println!("|---|---|---|");
+    println!("| {p50:.3} | {p99:.3} | {max:.3} |");
+}
+
+fn contention<P: LockPeer>(urls: &[String], scale: &Scale) {
     let name = format!("contended:{}", P::NAME);
     let order: Arc<Mutex<Vec<u8>>> = Arc::default();
     let stop = Arc::new(AtomicBool::new(false));
     let start = Arc::new(Barrier::new(THREADS + 1));
-    let threads: Vec<_> = P::group(url, THREADS)
+    let threads: Vec<_> = P::group(urls, THREADS)
         .into_iter()
         .enumerate()
         .map(|(id, mut peer)| {
@@ -136,9 +203,9 @@ fn percentiles(mut samples: Vec<f64>) -> (f64, f64, f64) {
 
 /// Holder and waiter are two threads of one process (for `lease`, sharing one client: the local
 /// queue's path).
-fn handoff_in_process<P: LockPeer>(url: &str, scale: &Scale) {
+fn handoff_in_process<P: LockPeer>(urls: &[String], scale: &Scale) {
     let name = format!("handoff:{}", P::NAME);
-    let mut peers = P::group(url, 2);
+    let mut peers = P::group(urls, 2);
     let (mut waiter, mut holder) = (peers.pop().expect("two"), peers.pop().expect("two"));
     let (go, wait_now) = mpsc::channel::<()>();
     let (acquired_tx, acquired) = mpsc::channel::<Instant>();

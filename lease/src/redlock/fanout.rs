@@ -6,12 +6,19 @@ use crate::error::Result;
 use crate::pool::{Pool, Pooled};
 use crate::scripts::Packed;
 use redis::{Connection, RedisError, Value};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
+
+/// How long a reply is waited for once the deadline has passed: replies are read one master
+/// after another, so a reply that arrived while an earlier master was waited for is still read.
+const GRACE: Duration = Duration::from_micros(200);
 
 /// One independent Redis master.
 pub(crate) struct Master {
     pub(crate) url: String,
     pub(crate) pool: Pool,
+    /// It did not answer the last call: read it last.
+    suspect: AtomicBool,
 }
 
 impl Master {
@@ -20,6 +27,7 @@ impl Master {
         Ok(Master {
             url: url.to_owned(),
             pool: Pool::new(client, 8, timeout, timeout),
+            suspect: AtomicBool::new(false),
         })
     }
 }
@@ -35,14 +43,21 @@ pub(crate) enum Answer {
     Silent,
 }
 
-/// Sends `call` to every master, then reads every reply until `deadline`. A silent master's
-/// connection is closed, after `on_silent` is written to it: Redis runs a connection's commands
-/// in order, so a call that lands late is followed by that one (a release after an acquire).
+/// Sends `call` to every master, then reads the replies until `deadline`, or until `decided`
+/// says the answers so far settle the outcome and only masters that did not answer last time
+/// are left. Those are read last, so one that hangs delays nothing once it is known to. A master not read by then counts as
+/// silent: its connection is closed, after `on_silent` is written to it. Redis runs a
+/// connection's commands in order, so a call that lands late is followed by that one (a release
+/// after an acquire).
+///
+/// A blocking connection whose read timed out cannot be read again (the client would skip the
+/// late reply), so each connection is read at most once.
 pub(crate) fn exchange(
     masters: &[&Master],
     call: &Packed,
     deadline: Instant,
     on_silent: Option<&Packed>,
+    decided: &dyn Fn(&[Answer]) -> bool,
 ) -> Vec<Answer> {
     let bytes = call.command.get_packed_command();
     let mut answers: Vec<Answer> = Vec::with_capacity(masters.len());
@@ -69,21 +84,45 @@ pub(crate) fn exchange(
             }
         }
     }
-    for (answer, slot) in answers.iter_mut().zip(connections.iter_mut()) {
-        let Some(con) = slot.as_mut() else {
+    let mut order: Vec<(bool, usize)> = (0..masters.len())
+        .map(|index| (masters[index].suspect.load(Ordering::Relaxed), index))
+        .collect();
+    order.sort();
+    for (suspect, index) in order {
+        // Masters that answer are always read; only suspects may be left unread.
+        if suspect && decided(&answers) {
+            break;
+        }
+        let Some(con) = connections[index].as_mut() else {
             continue;
         };
-        *answer = receive(con, call, &bytes, deadline);
-        if !matches!(answer, Answer::Ints(_)) {
-            if let (Answer::Silent, Some(then)) = (&answer, on_silent) {
-                let _ = con.send_packed_command(&then.command.get_packed_command());
+        answers[index] = receive(con, call, &bytes, deadline);
+        let answered = matches!(answers[index], Answer::Ints(_));
+        masters[index].suspect.store(!answered, Ordering::Relaxed);
+        match &answers[index] {
+            Answer::Ints(_) => connections[index] = None,
+            Answer::Failed(_) => {
+                if let Some(con) = connections[index].take() {
+                    con.discard();
+                }
             }
-            if let Some(con) = slot.take() {
-                con.discard();
-            }
+            Answer::Silent => {}
         }
     }
+    for con in connections.into_iter().flatten() {
+        // Silent: what it may still run is followed by `on_silent`, and it is closed.
+        let mut con = con;
+        if let Some(then) = on_silent {
+            let _ = con.send_packed_command(&then.command.get_packed_command());
+        }
+        con.discard();
+    }
     answers
+}
+
+/// For [`exchange`]: read every reply.
+pub(crate) fn all_replies(_: &[Answer]) -> bool {
+    false
 }
 
 fn unavailable(error: crate::Error) -> RedisError {
@@ -98,8 +137,10 @@ fn unavailable(error: crate::Error) -> RedisError {
 fn receive(con: &mut Connection, call: &Packed, bytes: &[u8], deadline: Instant) -> Answer {
     let mut reloaded = false;
     loop {
-        let left = deadline.saturating_duration_since(Instant::now());
-        if left.is_zero() || con.set_read_timeout(Some(left)).is_err() {
+        let left = deadline
+            .saturating_duration_since(Instant::now())
+            .max(GRACE);
+        if con.set_read_timeout(Some(left)).is_err() {
             return Answer::Silent;
         }
         let reply = con.recv_response().and_then(Value::extract_error);

@@ -395,8 +395,12 @@ impl RedLock {
             }
             Err(Refused::TimedOut) => return wait.gave_up(&self.keys.name, started),
         };
+        // Listening before the first attempt: a release by a thread of this client between a
+        // failed attempt and the wait wakes the wait at once.
+        let mut released_here = inner.bell.listen(&self.keys.name);
         loop {
             if let Some(sent_at) = self.attempt(&owner, lease)? {
+                drop(released_here);
                 drop(turn);
                 return self.guard(owner, lease, kind, sent_at).map(Some);
             }
@@ -409,7 +413,7 @@ impl RedLock {
             }
             let pause = now + inner.random_delay();
             let until = deadline.map_or(pause, |deadline| deadline.min(pause));
-            inner.bell.wait(&self.keys.name, until);
+            released_here.wait(until);
         }
     }
 
@@ -422,7 +426,29 @@ impl RedLock {
         let acquire = scripts::pack_acquire(&self.keys, owner, lease);
         let undo = scripts::pack_release(&self.keys, owner, &inner.next_release_id(), lease);
         let all: Vec<&Master> = inner.masters.iter().collect();
-        let answers = fanout::exchange(&all, &acquire, Instant::now() + node_timeout, Some(&undo));
+        // Settled once a quorum granted it, or too few masters are left to.
+        let quorum = inner.quorum;
+        let settled = |answers: &[Answer]| {
+            let (mut granted, mut refused) = (0, 0);
+            for answer in answers {
+                match answer {
+                    Answer::Ints(reply) => match scripts::parse_acquire(reply) {
+                        Ok(Acquire::Acquired { .. }) => granted += 1,
+                        _ => refused += 1,
+                    },
+                    Answer::Failed(_) => refused += 1,
+                    Answer::Silent => {}
+                }
+            }
+            granted >= quorum || answers.len() - refused < quorum
+        };
+        let answers = fanout::exchange(
+            &all,
+            &acquire,
+            Instant::now() + node_timeout,
+            Some(&undo),
+            &settled,
+        );
         let mut granted: Vec<&Master> = Vec::new();
         let mut answered = 0;
         let mut last_error = None;
@@ -443,7 +469,13 @@ impl RedLock {
             return Ok(Some(sent_at));
         }
         if !granted.is_empty() {
-            fanout::exchange(&granted, &undo, Instant::now() + node_timeout, None);
+            fanout::exchange(
+                &granted,
+                &undo,
+                Instant::now() + node_timeout,
+                None,
+                &fanout::all_replies,
+            );
         }
         match (answered, last_error) {
             (0, Some(error)) => Err(Error::Unavailable(error)),
@@ -487,7 +519,7 @@ impl RedLock {
         let call = scripts::pack_release(&self.keys, owner, &inner.next_release_id(), lease);
         let all: Vec<&Master> = inner.masters.iter().collect();
         let deadline = Instant::now() + inner.node_timeout(lease);
-        let answers = fanout::exchange(&all, &call, deadline, None);
+        let answers = fanout::exchange(&all, &call, deadline, None, &fanout::all_replies);
         inner.bell.ring(&self.keys.name);
         let (mut applied, mut not_owner, mut last_error) = (0, 0, None);
         for answer in answers {

@@ -19,7 +19,7 @@ impl Renewer for QuorumRenewer {
         let call = scripts::pack_renew(&renewals);
         let deadline = Instant::now() + self.node_timeout;
         let masters: Vec<&Master> = self.masters.iter().collect();
-        let answers = fanout::exchange(&masters, &call, deadline, None);
+        let answers = fanout::exchange(&masters, &call, deadline, None, &fanout::all_replies);
         let mut extended = vec![0usize; leases.len()];
         let mut failed = 0;
         for answer in &answers {
