@@ -10,23 +10,23 @@
 mod bell;
 mod fanout;
 mod guard;
+mod lock;
 mod renewer;
 
 pub use guard::RedLockGuard;
+pub use lock::RedLock;
 
 use crate::error::{Error, Result};
 use crate::keys::LockKeys;
-use crate::local_queue::{LocalQueues, Refused};
+use crate::local_queue::LocalQueues;
 use crate::owner;
-use crate::policy::{after, LeaseKind, Wait};
-use crate::scripts::{self, Acquire, Release};
-use crate::watchdog::{self, Hold, Watchdog, WatchdogMetrics};
+use crate::watchdog::{self, Watchdog, WatchdogMetrics};
 use bell::Bell;
-use fanout::{Answer, Master};
+use fanout::Master;
 use parking_lot::Mutex;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 use wheel::Timer;
 
 /// A set of independent Redis masters to take RedLocks on. Cheap to clone.
@@ -312,249 +312,5 @@ impl MastersBuilder {
                 random: Mutex::new(seed),
             }),
         })
-    }
-}
-
-/// One RedLock name over a set of [`Masters`]. Cheap to clone. Reentrant per thread on every
-/// master, as [`Lock`](crate::Lock) is. No fencing token: no single counter exists across
-/// independent masters.
-#[derive(Clone)]
-pub struct RedLock {
-    masters: Masters,
-    keys: Arc<LockKeys>,
-}
-
-impl RedLock {
-    /// The lock's name.
-    pub fn name(&self) -> &str {
-        &self.keys.name
-    }
-
-    /// The owner id the calling thread acts as.
-    pub fn owner(&self) -> String {
-        format!("{}:{}", self.masters.inner.id, owner::thread_id())
-    }
-
-    /// Takes the lock with the default lease, renewed while held, waiting as long as it takes.
-    pub fn lock(&self) -> Result<RedLockGuard> {
-        self.acquire(LeaseKind::Renewed, Wait::Until(None))?
-            .ok_or_else(|| Error::Protocol("a waiting acquisition returned nothing".into()))
-    }
-
-    /// Takes the lock with the given lease, never renewed, waiting as long as it takes.
-    pub fn lock_with_lease(&self, lease: Duration) -> Result<RedLockGuard> {
-        self.acquire(LeaseKind::Fixed(lease), Wait::Until(None))?
-            .ok_or_else(|| Error::Protocol("a waiting acquisition returned nothing".into()))
-    }
-
-    /// One attempt with the default lease (renewed while held): `Ok(None)` if no quorum granted
-    /// it. [`Error::Unavailable`] if no master answered at all.
-    pub fn try_lock(&self) -> Result<Option<RedLockGuard>> {
-        self.acquire(LeaseKind::Renewed, Wait::No)
-    }
-
-    /// [`RedLock::try_lock`] with the given lease, never renewed.
-    pub fn try_lock_with_lease(&self, lease: Duration) -> Result<Option<RedLockGuard>> {
-        self.acquire(LeaseKind::Fixed(lease), Wait::No)
-    }
-
-    /// Attempts until `wait` has passed (default lease, renewed while held).
-    pub fn try_lock_for(&self, wait: Duration) -> Result<Option<RedLockGuard>> {
-        self.try_until(after(wait), LeaseKind::Renewed)
-    }
-
-    /// [`RedLock::try_lock_for`] with the given lease, never renewed.
-    pub fn try_lock_for_with_lease(
-        &self,
-        wait: Duration,
-        lease: Duration,
-    ) -> Result<Option<RedLockGuard>> {
-        self.try_until(after(wait), LeaseKind::Fixed(lease))
-    }
-
-    fn try_until(&self, deadline: Instant, kind: LeaseKind) -> Result<Option<RedLockGuard>> {
-        match self.acquire(kind, Wait::Until(Some(deadline))) {
-            Err(Error::Timeout { .. }) => Ok(None),
-            other => other,
-        }
-    }
-
-    fn acquire(&self, kind: LeaseKind, wait: Wait) -> Result<Option<RedLockGuard>> {
-        let inner = &self.masters.inner;
-        let lease = kind.lease(inner.default_lease)?;
-        let started = Instant::now();
-        let deadline = wait.deadline(started);
-        let owner = self.owner();
-        let turn = match inner.queues.enter(&self.keys.name, deadline) {
-            Ok(turn) => turn,
-            Err(Refused::Full { waiting }) => {
-                return Err(Error::QueueFull {
-                    name: self.keys.name.clone(),
-                    waiting,
-                })
-            }
-            Err(Refused::TimedOut) => return wait.gave_up(&self.keys.name, started),
-        };
-        // Listening before the first attempt: a release by a thread of this client between a
-        // failed attempt and the wait wakes the wait at once.
-        let mut released_here = inner.bell.listen(&self.keys.name);
-        loop {
-            if let Some(sent_at) = self.attempt(&owner, lease)? {
-                drop(released_here);
-                drop(turn);
-                return self.guard(owner, lease, kind, sent_at).map(Some);
-            }
-            if matches!(wait, Wait::No) {
-                return Ok(None);
-            }
-            let now = Instant::now();
-            if deadline.is_some_and(|deadline| now >= deadline) {
-                return wait.gave_up(&self.keys.name, started);
-            }
-            let pause = now + inner.random_delay();
-            let until = deadline.map_or(pause, |deadline| deadline.min(pause));
-            released_here.wait(until);
-        }
-    }
-
-    /// One attempt on every master. Returns when it was sent if a quorum granted it in time;
-    /// otherwise undoes it wherever it may have been granted.
-    fn attempt(&self, owner: &str, lease: Duration) -> Result<Option<Instant>> {
-        let inner = &self.masters.inner;
-        let node_timeout = inner.node_timeout(lease);
-        let sent_at = inner.watchdog.now();
-        let acquire = scripts::pack_acquire(&self.keys, owner, lease);
-        let undo = scripts::pack_release(&self.keys, owner, &inner.next_release_id(), lease);
-        let all: Vec<&Master> = inner.masters.iter().collect();
-        // Settled once a quorum granted it, or too few masters are left to.
-        let quorum = inner.quorum;
-        let settled = |answers: &[Answer]| {
-            let (mut granted, mut refused) = (0, 0);
-            for answer in answers {
-                match answer {
-                    Answer::Ints(reply) => match scripts::parse_acquire(reply) {
-                        Ok(Acquire::Acquired { .. }) => granted += 1,
-                        _ => refused += 1,
-                    },
-                    Answer::Failed(_) => refused += 1,
-                    Answer::Silent => {}
-                }
-            }
-            granted >= quorum || answers.len() - refused < quorum
-        };
-        let answers = fanout::exchange(
-            &all,
-            &acquire,
-            Instant::now() + node_timeout,
-            Some(&undo),
-            &settled,
-        );
-        let mut granted: Vec<&Master> = Vec::new();
-        let mut answered = 0;
-        let mut last_error = None;
-        for (master, answer) in inner.masters.iter().zip(answers) {
-            match answer {
-                Answer::Ints(reply) => {
-                    answered += 1;
-                    if let Ok(Acquire::Acquired { .. }) = scripts::parse_acquire(&reply) {
-                        granted.push(master);
-                    }
-                }
-                Answer::Failed(error) => last_error = Some(error),
-                Answer::Silent => {}
-            }
-        }
-        let valid_until = sent_at + lease.saturating_sub(watchdog::drift(lease));
-        if granted.len() >= inner.quorum && inner.watchdog.now() < valid_until {
-            return Ok(Some(sent_at));
-        }
-        if !granted.is_empty() {
-            fanout::exchange(
-                &granted,
-                &undo,
-                Instant::now() + node_timeout,
-                None,
-                &fanout::all_replies,
-            );
-        }
-        match (answered, last_error) {
-            (0, Some(error)) => Err(Error::Unavailable(error)),
-            _ => Ok(None),
-        }
-    }
-
-    fn guard(
-        &self,
-        owner: String,
-        lease: Duration,
-        kind: LeaseKind,
-        sent_at: Instant,
-    ) -> Result<RedLockGuard> {
-        let inner = &self.masters.inner;
-        let watched = inner.watchdog.watch(Hold {
-            keys: Arc::clone(&self.keys),
-            owner: Arc::from(owner.as_str()),
-            lease,
-            renew: kind.renewed(),
-            max_hold: None,
-            sent_at,
-        });
-        match watched {
-            Ok(watched) => Ok(RedLockGuard::new(self.clone(), owner, lease, watched)),
-            Err(error) => {
-                let _ = self.release(&owner, lease);
-                Err(error)
-            }
-        }
-    }
-
-    pub(crate) fn watchdog(&self) -> &Watchdog {
-        &self.masters.inner.watchdog
-    }
-
-    /// Releases one hold of `owner` on every master, waiting at most the node timeout. Succeeds
-    /// if any master applied it.
-    pub(crate) fn release(&self, owner: &str, lease: Duration) -> Result<()> {
-        let inner = &self.masters.inner;
-        let call = scripts::pack_release(&self.keys, owner, &inner.next_release_id(), lease);
-        let all: Vec<&Master> = inner.masters.iter().collect();
-        let deadline = Instant::now() + inner.node_timeout(lease);
-        let answers = fanout::exchange(&all, &call, deadline, None, &fanout::all_replies);
-        inner.bell.ring(&self.keys.name);
-        let (mut applied, mut not_owner, mut last_error) = (0, 0, None);
-        for answer in answers {
-            match answer {
-                Answer::Ints(reply) => match scripts::parse_release(&reply) {
-                    Ok(Release::NotOwner) => not_owner += 1,
-                    Ok(_) => applied += 1,
-                    Err(error) => last_error = Some(error),
-                },
-                Answer::Failed(error) => last_error = Some(Error::Unavailable(error)),
-                Answer::Silent => {}
-            }
-        }
-        if applied > 0 {
-            Ok(())
-        } else if not_owner > 0 {
-            Err(Error::NotOwner {
-                name: self.keys.name.clone(),
-                owner: owner.to_owned(),
-            })
-        } else {
-            Err(last_error.unwrap_or_else(|| {
-                Error::Unavailable(redis::RedisError::from((
-                    redis::ErrorKind::Io,
-                    "no master answered the release in time",
-                )))
-            }))
-        }
-    }
-}
-
-impl std::fmt::Debug for RedLock {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("RedLock")
-            .field("name", &self.keys.name)
-            .finish_non_exhaustive()
     }
 }

@@ -167,12 +167,13 @@ pub(crate) fn pack_acquire(keys: &LockKeys, owner: &str, lease: Duration) -> Pac
     }
 }
 
-/// A release that frees the lock at the last hold (never grants it).
+/// A release; at the last hold it frees the lock, or grants it to `grant`'s owner.
 pub(crate) fn pack_release(
     keys: &LockKeys,
     owner: &str,
     release_id: &str,
     lease: Duration,
+    grant: Option<&Grant<'_>>,
 ) -> Packed {
     let mut command = evalsha(&RELEASE, &[&keys.lock, &keys.releases, &keys.fence]);
     command
@@ -180,8 +181,8 @@ pub(crate) fn pack_release(
         .arg(release_id)
         .arg(millis(lease))
         .arg(&keys.channel)
-        .arg("")
-        .arg(1);
+        .arg(grant.map_or("", |grant| grant.owner))
+        .arg(grant.map_or(1, |grant| millis(grant.lease)));
     Packed {
         command,
         script: &RELEASE,
