@@ -5,9 +5,14 @@
 use crate::error::Result;
 use crate::pool::{Pool, Pooled};
 use crate::scripts::Packed;
+use parking_lot::Mutex;
 use redis::{Connection, RedisError, Value};
-use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
+
+/// How long a master that did not answer is left out before it is tried again: meanwhile it
+/// counts as a failed vote at once, and no connection is opened to it (a frozen server would let
+/// them pile up in its accept queue until connecting to it blocks too).
+const RECHECK_SILENT: Duration = Duration::from_secs(1);
 
 /// How long a reply is waited for once the deadline has passed: replies are read one master
 /// after another, so a reply that arrived while an earlier master was waited for is still read.
@@ -17,8 +22,32 @@ const GRACE: Duration = Duration::from_micros(200);
 pub(crate) struct Master {
     pub(crate) url: String,
     pub(crate) pool: Pool,
-    /// It did not answer the last call: read it last.
-    suspect: AtomicBool,
+    /// Since when it has been silent (timed out), if it has not answered since: it is read last,
+    /// and left out for [`RECHECK_SILENT`] after each silence.
+    silent_since: Mutex<Option<Instant>>,
+}
+
+impl Master {
+    fn suspect(&self) -> bool {
+        self.silent_since.lock().is_some()
+    }
+
+    fn left_out(&self) -> bool {
+        self.silent_since
+            .lock()
+            .is_some_and(|since| since.elapsed() < RECHECK_SILENT)
+    }
+
+    /// Records how it answered. Only silence leaves a master out: one that refuses connections
+    /// costs nothing to try.
+    fn answered(&self, answer: &Answer) {
+        let mut since = self.silent_since.lock();
+        match answer {
+            Answer::Ints(_) => *since = None,
+            Answer::Silent => *since = Some(Instant::now()),
+            Answer::Failed(_) => {}
+        }
+    }
 }
 
 impl Master {
@@ -27,7 +56,7 @@ impl Master {
         Ok(Master {
             url: url.to_owned(),
             pool: Pool::new(client, 8, timeout, timeout),
-            suspect: AtomicBool::new(false),
+            silent_since: Mutex::new(None),
         })
     }
 }
@@ -63,6 +92,14 @@ pub(crate) fn exchange(
     let mut answers: Vec<Answer> = Vec::with_capacity(masters.len());
     let mut connections: Vec<Option<Pooled<'_>>> = Vec::with_capacity(masters.len());
     for master in masters {
+        if master.left_out() {
+            answers.push(Answer::Failed(RedisError::from((
+                redis::ErrorKind::Io,
+                "left out: it did not answer lately",
+            ))));
+            connections.push(None);
+            continue;
+        }
         let left = deadline.saturating_duration_since(Instant::now());
         let sent = master.pool.get_within(left).and_then(|mut con| {
             match con.send_packed_command(&bytes) {
@@ -85,7 +122,7 @@ pub(crate) fn exchange(
         }
     }
     let mut order: Vec<(bool, usize)> = (0..masters.len())
-        .map(|index| (masters[index].suspect.load(Ordering::Relaxed), index))
+        .map(|index| (masters[index].suspect(), index))
         .collect();
     order.sort();
     for (suspect, index) in order {
@@ -97,8 +134,7 @@ pub(crate) fn exchange(
             continue;
         };
         answers[index] = receive(con, call, &bytes, deadline);
-        let answered = matches!(answers[index], Answer::Ints(_));
-        masters[index].suspect.store(!answered, Ordering::Relaxed);
+        masters[index].answered(&answers[index]);
         match &answers[index] {
             Answer::Ints(_) => connections[index] = None,
             Answer::Failed(_) => {
