@@ -101,6 +101,10 @@ fn two_of_three_masters_frozen_fail_within_the_node_timeout_and_leave_no_key() {
     let started = Instant::now();
     let outcome = lock.try_lock().expect("one master answered");
     let took = started.elapsed();
+    // Known silent now, the frozen masters are left out: the next attempt does not wait.
+    let started = Instant::now();
+    assert!(lock.try_lock().expect("one master answered").is_none());
+    let again = started.elapsed();
     servers[1].resume();
     servers[2].resume();
     assert!(outcome.is_none(), "no quorum with two masters frozen");
@@ -108,6 +112,7 @@ fn two_of_three_masters_frozen_fail_within_the_node_timeout_and_leave_no_key() {
         took < node_timeout * 3,
         "took {took:?} with a node timeout of {node_timeout:?}"
     );
+    assert!(again < node_timeout, "took {again:?} again");
     // The frozen masters ran the acquisition late, and the undo right after it.
     thread::sleep(Duration::from_millis(200));
     for server in &servers {
@@ -281,6 +286,20 @@ fn multilock_is_all_or_nothing() {
     ])
     .is_err());
     assert!(MultiLock::new(Vec::new()).is_err());
+
+    // Lost when any member is lost.
+    let short = support::client_with_lease(&server, Duration::from_millis(300));
+    let set = MultiLock::new([
+        short.lock("x").expect("valid"),
+        short.lock("y").expect("valid"),
+    ])
+    .expect("two locks");
+    let guard = set.lock().expect("free");
+    let lost = guard.lost_signal();
+    let _: i64 = server.connection().del("{y}").expect("DEL");
+    let told = lost.recv_timeout(Duration::from_secs(5)).expect("told");
+    assert_eq!((told.name.as_str(), told.reason), ("y", LostReason::Taken));
+    assert!(guard.is_lost());
 }
 
 #[test]
