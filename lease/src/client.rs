@@ -44,6 +44,7 @@ pub(crate) struct Inner {
     pub(crate) subscriber: Subscriber,
     pub(crate) queues: LocalQueues,
     pub(crate) watchdog: Watchdog,
+    pub(crate) unsettled: crate::unsettled::UnsettledReleases,
     /// This client's random id: the first half of every owner id it makes.
     pub(crate) id: String,
     pub(crate) default_lease: Duration,
@@ -255,6 +256,7 @@ impl ClientBuilder {
                 subscriber,
                 queues: LocalQueues::new(self.max_local_waiters),
                 watchdog,
+                unsettled: Default::default(),
                 id,
                 default_lease: self.default_lease,
                 command_timeout: self.command_timeout,

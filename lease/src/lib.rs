@@ -57,6 +57,7 @@ mod pool;
 mod pubsub;
 mod redlock;
 mod scripts;
+mod unsettled;
 mod watchdog;
 
 pub use client::{Client, ClientBuilder};

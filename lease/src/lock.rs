@@ -241,10 +241,22 @@ impl Lock {
         })
     }
 
+    /// One acquire call. If Redis does not answer, the call may still run later, making the
+    /// owner hold a lock it does not know of; so a release is written right behind it on the same
+    /// connection before that is closed. Redis runs a connection's commands in order: if the
+    /// acquisition runs at all, it is undone at once. (Both go by EVALSHA: if the server lost its
+    /// scripts meanwhile, neither runs.)
     fn attempt(&self, owner: &str, lease: Duration) -> Result<Acquire> {
-        with_connection(&self.client.inner.pool, |con| {
-            scripts::acquire(con, &self.keys, owner, lease)
-        })
+        let inner = &self.client.inner;
+        let mut con = inner.pool.get()?;
+        let outcome = scripts::acquire(&mut con, &self.keys, owner, lease);
+        if matches!(outcome, Err(Error::Unavailable(_))) {
+            let undo =
+                scripts::pack_release(&self.keys, owner, &inner.next_release_id(), lease, None);
+            let _ = con.send_packed_command(&undo.command.get_packed_command());
+            con.discard();
+        }
+        outcome
     }
 
     fn acquire(&self, kind: LeaseKind, wait: Wait) -> Result<Option<LeaseGuard>> {
@@ -262,6 +274,7 @@ impl Lock {
             }
             Err(Refused::TimedOut) => return wait.gave_up(&self.keys.name, started),
         };
+        self.settle_release(&owner)?;
         let mut waiting: Option<(Watch, Arc<Offer>)> = None;
         let holding = |token, holds, sent_at| {
             inner.queues.set_held_here(&self.keys.name, true);
@@ -358,6 +371,37 @@ impl Lock {
         }
     }
 
+    /// Sends again this owner's last release of the lock if its outcome is unknown, so that the
+    /// acquisition that follows cannot re-enter a hold the owner believes released.
+    fn settle_release(&self, owner: &str) -> Result<()> {
+        let inner = &self.client.inner;
+        let Some(unsettled) = inner.unsettled.take(&self.keys.lock, owner) else {
+            return Ok(());
+        };
+        let outcome = with_connection(&inner.pool, |con| {
+            scripts::release(
+                con,
+                &self.keys,
+                owner,
+                &unsettled.release_id,
+                unsettled.lease,
+                None,
+            )
+        });
+        match outcome {
+            Ok(_) => {
+                log::debug!("an unsettled release of {:?} is settled", self.keys.name);
+                inner.queues.set_held_here(&self.keys.name, false);
+                inner.subscriber.notify_local(&self.keys.channel);
+                Ok(())
+            }
+            Err(error) => {
+                inner.unsettled.remember(&self.keys.lock, owner, unsettled);
+                Err(error)
+            }
+        }
+    }
+
     /// Closes the contender's offer before it acts by itself, and returns the fencing token and
     /// the grant's send time (a lower bound of it) if a releaser of this client granted it the
     /// lock meanwhile.
@@ -417,6 +461,16 @@ impl Lock {
                 other => break other,
             }
         };
+        if matches!(outcome, Err(Error::Unavailable(_))) {
+            inner.unsettled.remember(
+                &self.keys.lock,
+                owner,
+                crate::unsettled::Unsettled {
+                    release_id: release_id.clone(),
+                    lease,
+                },
+            );
+        }
         let freed = matches!(
             outcome,
             Ok(Release::Applied { holds_left: 0 } | Release::Granted { .. })

@@ -686,3 +686,64 @@ fn many_waiters_on_many_locks_share_one_pub_sub_connection() {
         assert!(waiter.join().expect("no panic").expect("answered"));
     }
 }
+
+fn impatient_client(server: &RedisServer) -> Client {
+    Client::builder(server.url())
+        .command_timeout(Duration::from_millis(200))
+        .connect_timeout(Duration::from_millis(200))
+        .build()
+        .expect("valid settings")
+}
+
+#[test]
+fn an_acquisition_redis_runs_after_it_timed_out_is_undone() {
+    let server = RedisServer::start();
+    let client = impatient_client(&server);
+    let lock = client.lock("ghost").expect("valid name");
+    // The scripts loaded and a connection in the pool first, so that the attempt below is sent
+    // at once and runs when the server gets to it.
+    lock.try_lock_with_lease(Duration::from_secs(30))
+        .expect("reachable")
+        .expect("free")
+        .unlock()
+        .expect("held");
+    // The server runs nothing else for 600 ms, then runs what it was sent meanwhile.
+    let mut admin = server.connection();
+    let sleeper = thread::spawn(move || {
+        let _: redis::RedisResult<()> = redis::cmd("DEBUG").arg("SLEEP").arg(0.6).query(&mut admin);
+    });
+    thread::sleep(Duration::from_millis(100));
+    let attempt = lock.try_lock_with_lease(Duration::from_secs(30));
+    sleeper.join().expect("no panic");
+    assert!(matches!(attempt, Err(Error::Unavailable(_))), "{attempt:?}");
+    thread::sleep(Duration::from_millis(100));
+    assert!(
+        !lock.is_locked().expect("reachable"),
+        "the acquisition ran late and left a hold nobody knows of"
+    );
+}
+
+#[test]
+fn a_release_without_an_answer_is_sent_again_before_the_owner_acquires_again() {
+    let server = RedisServer::start();
+    let client = impatient_client(&server);
+    let lock = client.lock("unsettled").expect("valid name");
+    let guard = lock.lock_with_lease(Duration::from_secs(30)).expect("free");
+    server.pause();
+    let released = guard.unlock();
+    server.resume();
+    assert!(
+        matches!(released, Err(Error::Unavailable(_))),
+        "{released:?}"
+    );
+    let again = lock
+        .lock_with_lease(Duration::from_secs(30))
+        .expect("reachable");
+    assert_eq!(
+        again.holds_at_acquire(),
+        1,
+        "a fresh hold, not a re-entry of the one released"
+    );
+    again.unlock().expect("held");
+    assert!(!lock.is_locked().expect("reachable"), "freed for good");
+}

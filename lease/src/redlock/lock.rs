@@ -92,6 +92,7 @@ impl RedLock {
             }
             Err(Refused::TimedOut) => return wait.gave_up(&self.keys.name, started),
         };
+        self.settle_release(&owner);
         // Listening before the first attempt: a release by a thread of this client between a
         // failed attempt and the wait wakes the wait at once.
         let mut released_here = inner.bell.listen(&self.keys.name);
@@ -143,6 +144,30 @@ impl RedLock {
                 None
             }
             OfferState::Closed | OfferState::Open | OfferState::Claimed => None,
+        }
+    }
+
+    /// Sends again this owner's last release of the lock to every master if some did not answer
+    /// it, so that the acquisition that follows does not re-enter a hold the owner believes
+    /// released. Best effort: a master still silent is tried again next time.
+    fn settle_release(&self, owner: &str) {
+        let inner = &self.masters.inner;
+        let Some(unsettled) = inner.unsettled.take(&self.keys.lock, owner) else {
+            return;
+        };
+        let call = scripts::pack_release(
+            &self.keys,
+            owner,
+            &unsettled.release_id,
+            unsettled.lease,
+            None,
+        );
+        let answers = self.everywhere(&call, unsettled.lease);
+        if answers
+            .iter()
+            .any(|answer| !matches!(answer, Answer::Ints(_)))
+        {
+            inner.unsettled.remember(&self.keys.lock, owner, unsettled);
         }
     }
 
@@ -266,13 +291,8 @@ impl RedLock {
             owner: &claim.offer().owner,
             lease: claim.offer().lease,
         });
-        let call = scripts::pack_release(
-            &self.keys,
-            owner,
-            &inner.next_release_id(),
-            lease,
-            grant.as_ref(),
-        );
+        let release_id = inner.next_release_id();
+        let call = scripts::pack_release(&self.keys, owner, &release_id, lease, grant.as_ref());
         // Withdraws the grant where it went through but cannot stand; a silent master gets it
         // behind the release.
         let withdraw = grant.as_ref().map(|grant| {
@@ -294,6 +314,16 @@ impl RedLock {
             withdraw.as_ref(),
             &fanout::all_replies,
         );
+        if answers
+            .iter()
+            .any(|answer| !matches!(answer, Answer::Ints(_)))
+        {
+            inner.unsettled.remember(
+                &self.keys.lock,
+                owner,
+                crate::unsettled::Unsettled { release_id, lease },
+            );
+        }
         let (mut applied, mut not_owner, mut last_error) = (0, 0, None);
         let mut granted: Vec<&Master> = Vec::new();
         for (master, answer) in inner.masters.iter().zip(answers) {

@@ -61,6 +61,7 @@ struct Inner {
     queues: LocalQueues,
     bell: Bell,
     watchdog: Watchdog,
+    unsettled: crate::unsettled::UnsettledReleases,
     release_seq: AtomicU64,
     random: Mutex<u64>,
 }
@@ -308,6 +309,7 @@ impl MastersBuilder {
                 queues: LocalQueues::new(self.max_local_waiters),
                 bell: Bell::default(),
                 watchdog,
+                unsettled: Default::default(),
                 release_seq: AtomicU64::new(0),
                 random: Mutex::new(seed),
             }),

@@ -1,0 +1,226 @@
+//! One client process of a fault scenario: it takes the lock again and again until its time is
+//! up, and under the lock writes to the fenced store and increments the unfenced counter, checking
+//! between steps that its hold is not lost. Everything it does goes to its history file.
+//!
+//! `fault_client CLIENT HISTORY RESOURCE_URL single|redlock LEASE_MS RUN_MS URL...`
+
+#![allow(clippy::print_stderr, clippy::print_stdout, missing_docs)]
+
+use faults::clock::{now_ns, Stamp};
+use faults::history::{Event, Recorder};
+use faults::resource;
+use std::path::Path;
+use std::time::{Duration, Instant};
+
+/// Steps of work per hold, and the pause after each.
+const STEPS: usize = 3;
+const STEP_PAUSE: Duration = Duration::from_millis(5);
+const WAIT: Duration = Duration::from_secs(1);
+
+enum Locks {
+    Single(lease::Lock),
+    Red(lease::RedLock),
+}
+
+enum Held {
+    Single(lease::LeaseGuard),
+    Red(lease::RedLockGuard),
+}
+
+impl Held {
+    fn token(&self) -> u64 {
+        match self {
+            Held::Single(guard) => guard.fencing_token(),
+            Held::Red(_) => 0,
+        }
+    }
+    fn valid_until(&self) -> Instant {
+        match self {
+            Held::Single(guard) => guard.valid_until(),
+            Held::Red(guard) => guard.valid_until(),
+        }
+    }
+    fn lost(&self) -> Option<(String, Instant)> {
+        let (lost, is_lost) = match self {
+            Held::Single(guard) => (guard.lost(), guard.is_lost()),
+            Held::Red(guard) => (guard.lost(), guard.is_lost()),
+        };
+        match lost {
+            Some(lost) => Some((format!("{:?}", lost.reason), lost.valid_until)),
+            None if is_lost => Some(("PastDeadline".into(), self.valid_until())),
+            None => None,
+        }
+    }
+    fn release(self) -> bool {
+        match self {
+            Held::Single(guard) => guard.unlock().is_ok(),
+            Held::Red(guard) => guard.unlock().is_ok(),
+        }
+    }
+    fn abandon(self) {
+        match self {
+            Held::Single(guard) => guard.abandon(),
+            Held::Red(guard) => drop(guard),
+        }
+    }
+}
+
+fn main() {
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    if args.len() < 7 {
+        eprintln!(
+            "usage: fault_client CLIENT HISTORY RESOURCE_URL single|redlock LEASE_MS RUN_MS URL..."
+        );
+        std::process::exit(64);
+    }
+    let (client, history, resource_url, mode) = (&args[0], &args[1], &args[2], &args[3]);
+    let lease = Duration::from_millis(args[4].parse().unwrap_or(500));
+    let run_for = Duration::from_millis(args[5].parse().unwrap_or(10_000));
+    let urls = &args[6..];
+    let mut recorder = match Recorder::create(Path::new(history)) {
+        Ok(recorder) => recorder,
+        Err(error) => {
+            eprintln!("fault_client: cannot write {history}: {error}");
+            std::process::exit(1);
+        }
+    };
+    let outcome = run(
+        client,
+        &mut recorder,
+        resource_url,
+        mode,
+        lease,
+        run_for,
+        urls,
+    );
+    if let Err(error) = outcome {
+        eprintln!("fault_client {client}: {error}");
+        std::process::exit(1);
+    }
+}
+
+fn run(
+    client: &str,
+    recorder: &mut Recorder,
+    resource_url: &str,
+    mode: &str,
+    lease: Duration,
+    run_for: Duration,
+    urls: &[String],
+) -> Result<(), Box<dyn std::error::Error>> {
+    let stamp = Stamp::new();
+    let mut store = redis::Client::open(resource_url)?.get_connection()?;
+    store.set_read_timeout(Some(Duration::from_secs(5)))?;
+    let locks = match mode {
+        "single" => Locks::Single(
+            lease::Client::builder(urls[0].as_str())
+                .default_lease(lease)
+                .command_timeout(lease / 2)
+                .connect_timeout(lease / 2)
+                .build()?
+                .lock("jobs")?,
+        ),
+        _ => Locks::Red(
+            lease::Masters::builder(urls.iter().cloned())
+                .default_lease(lease)
+                .node_timeout(lease / 10)
+                .build()?
+                .redlock("jobs")?,
+        ),
+    };
+    let owner = match &locks {
+        Locks::Single(lock) => lock.owner(),
+        Locks::Red(lock) => lock.owner(),
+    };
+    let name = client.to_owned();
+    recorder.record(&Event::Start {
+        t: now_ns(),
+        client: name.clone(),
+        owner,
+        pid: std::process::id(),
+    });
+    let end = Instant::now() + run_for;
+    while Instant::now() < end {
+        recorder.record(&Event::AcquireInvoke {
+            t: now_ns(),
+            client: name.clone(),
+        });
+        let acquired = match &locks {
+            Locks::Single(lock) => lock.try_lock_for(WAIT).map(|g| g.map(Held::Single)),
+            Locks::Red(lock) => lock.try_lock_for(WAIT).map(|g| g.map(Held::Red)),
+        };
+        let held = match acquired {
+            Ok(Some(held)) => held,
+            Ok(None) => {
+                recorder.record(&Event::AcquireFail {
+                    t: now_ns(),
+                    client: name.clone(),
+                });
+                continue;
+            }
+            Err(error) => {
+                recorder.record(&Event::AcquireError {
+                    t: now_ns(),
+                    client: name.clone(),
+                    error: error.to_string(),
+                });
+                std::thread::sleep(Duration::from_millis(20));
+                continue;
+            }
+        };
+        recorder.record(&Event::AcquireOk {
+            t: now_ns(),
+            client: name.clone(),
+            token: held.token(),
+            valid_until: stamp.of(held.valid_until()),
+        });
+        let mut lost = None;
+        for _ in 0..STEPS {
+            if let Some(found) = held.lost() {
+                lost = Some(found);
+                break;
+            }
+            // The work between the check and the write: a pause here (a stop, a long
+            // collection) is what fencing tokens are for.
+            std::thread::sleep(STEP_PAUSE);
+            if matches!(held, Held::Single(_)) {
+                let accepted = resource::fenced_write(&mut store, held.token(), &name)?;
+                recorder.record(&Event::Write {
+                    t: now_ns(),
+                    client: name.clone(),
+                    token: held.token(),
+                    accepted,
+                });
+            }
+            resource::increment(&mut store)?;
+            recorder.record(&Event::Increment {
+                t: now_ns(),
+                client: name.clone(),
+            });
+        }
+        match lost.or_else(|| held.lost()) {
+            Some((reason, valid_until)) => {
+                recorder.record(&Event::Lost {
+                    t: now_ns(),
+                    client: name.clone(),
+                    reason,
+                    valid_until: stamp.of(valid_until),
+                });
+                held.abandon();
+            }
+            None => {
+                recorder.record(&Event::ReleaseInvoke {
+                    t: now_ns(),
+                    client: name.clone(),
+                });
+                let ok = held.release();
+                recorder.record(&Event::ReleaseDone {
+                    t: now_ns(),
+                    client: name.clone(),
+                    ok,
+                });
+            }
+        }
+    }
+    Ok(())
+}

@@ -1,0 +1,12 @@
+//! Fault injection for `lease`: client processes that append what they did to a history, a
+//! fenced resource that refuses stale tokens, faults injected into servers and clients, and a
+//! checker over the merged histories. `faults` (the binary) runs the scenarios; `fault_client`
+//! is the process each client runs.
+// An internal tool (never published): event fields and small helpers speak for themselves.
+#![allow(clippy::print_stdout, missing_docs)]
+
+pub mod checker;
+pub mod clock;
+pub mod history;
+pub mod resource;
+pub mod scenario;

@@ -1,0 +1,350 @@
+//! Scenarios: servers, client processes, one kind of fault injected again and again, and the
+//! checker's verdict.
+
+use crate::checker::{self, Findings};
+use crate::clock::now_ns;
+use crate::history::{self, Event};
+use crate::resource;
+use redis::Commands;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::thread;
+use std::time::{Duration, Instant};
+use testkit::RedisServer;
+
+/// Which lock the clients take.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Mode {
+    /// `lease::Lock` on one server, with fencing tokens.
+    Single,
+    /// `lease::RedLock` on three masters (no fencing tokens).
+    Red,
+}
+
+/// The fault a scenario injects, again and again.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Fault {
+    None,
+    /// SIGSTOP of the lock server for this many leases.
+    FreezeServer(u32),
+    /// `CLIENT PAUSE` on the lock server for this many leases.
+    ClientPause(u32),
+    /// `DEBUG SLEEP` on the lock server for this many leases.
+    DebugSleep(u32),
+    /// SIGSTOP of the client process holding the lock, for this many leases (the long-GC case).
+    FreezeHolder(u32),
+    /// The lock key's TTL cut to 1 ms while it is held (a key expiring early).
+    ExpireKey,
+    /// One master killed, and restarted empty after this many leases.
+    KillMaster(u32),
+    /// One master killed and restarted empty at once.
+    RestartMasterNow,
+}
+
+#[derive(Debug, Clone)]
+pub struct Scenario {
+    pub name: &'static str,
+    /// Whether the fault stays inside the timing assumptions (then overlaps must be 0).
+    pub inside: bool,
+    pub mode: Mode,
+    pub fault: Fault,
+}
+
+/// The scenarios of every profile.
+pub fn all() -> Vec<Scenario> {
+    use Fault::*;
+    use Mode::*;
+    let scenario = |name, inside, mode, fault| Scenario {
+        name,
+        inside,
+        mode,
+        fault,
+    };
+    vec![
+        scenario("contention baseline", true, Single, None),
+        scenario(
+            "redis frozen (SIGSTOP) past the lease",
+            true,
+            Single,
+            FreezeServer(2),
+        ),
+        scenario("CLIENT PAUSE past the lease", true, Single, ClientPause(2)),
+        scenario("DEBUG SLEEP past the lease", true, Single, DebugSleep(2)),
+        scenario("RedLock contention baseline", true, Red, None),
+        scenario(
+            "RedLock: a master killed, restarted after 2 leases",
+            true,
+            Red,
+            KillMaster(2),
+        ),
+        scenario(
+            "holder frozen (SIGSTOP) past its lease",
+            false,
+            Single,
+            FreezeHolder(3),
+        ),
+        scenario("lock key expiring early", false, Single, ExpireKey),
+        scenario(
+            "RedLock: a master restarted empty at once",
+            false,
+            Red,
+            RestartMasterNow,
+        ),
+    ]
+}
+
+/// How a scenario is run.
+#[derive(Debug, Clone)]
+pub struct Settings {
+    pub clients: usize,
+    pub lease: Duration,
+    pub duration: Duration,
+    /// Time between two faults.
+    pub every: Duration,
+    pub seed: u64,
+    pub client_binary: PathBuf,
+    pub dir: PathBuf,
+}
+
+/// What a scenario came to.
+#[derive(Debug, Clone)]
+pub struct Outcome {
+    pub scenario: Scenario,
+    pub injected: usize,
+    pub effective: bool,
+    pub findings: Findings,
+}
+
+impl Outcome {
+    /// `pass`, `FAIL`, `inconclusive` (the fault never took effect) or, outside the timing
+    /// assumptions, `as expected` when only overlaps and lost updates were found.
+    pub fn verdict(&self) -> &'static str {
+        let f = &self.findings;
+        let broken_fencing = f.stale_accepted > 0 || f.token_violations > 0;
+        if broken_fencing {
+            "FAIL"
+        } else if !self.effective {
+            "inconclusive"
+        } else if !self.scenario.inside {
+            "as expected"
+        } else if f.overlaps > 0 || f.lost_updates != 0 {
+            "FAIL"
+        } else {
+            "pass"
+        }
+    }
+}
+
+/// A small deterministic generator, so that a failing run can be replayed with its seed.
+struct Lcg(u64);
+
+impl Lcg {
+    fn jitter(&mut self, around: Duration) -> Duration {
+        self.0 = self
+            .0
+            .wrapping_mul(6_364_136_223_846_793_005)
+            .wrapping_add(1_442_695_040_888_963_407);
+        let spread = around.as_millis() as u64 / 2 + 1;
+        around / 2 + Duration::from_millis((self.0 >> 33) % (spread * 2))
+    }
+}
+
+pub fn run(scenario: &Scenario, settings: &Settings) -> std::io::Result<Outcome> {
+    let dir = settings
+        .dir
+        .join(scenario.name.replace([' ', ':', '(', ')', ','], "_"));
+    std::fs::create_dir_all(&dir)?;
+    let resource_server = RedisServer::start();
+    let mut lock_servers: Vec<RedisServer> = match scenario.mode {
+        Mode::Single => vec![RedisServer::start()],
+        Mode::Red => (0..3).map(|_| RedisServer::start()).collect(),
+    };
+    let urls: Vec<String> = lock_servers.iter().map(RedisServer::url).collect();
+    let histories: Vec<PathBuf> = (0..settings.clients)
+        .map(|n| dir.join(format!("client-{n}.jsonl")))
+        .collect();
+    for history in &histories {
+        let _ = std::fs::remove_file(history);
+    }
+    let mut clients: Vec<Child> = histories
+        .iter()
+        .enumerate()
+        .map(|(n, history)| {
+            spawn_client(
+                settings,
+                scenario.mode,
+                n,
+                history,
+                &resource_server.url(),
+                &urls,
+            )
+        })
+        .collect::<std::io::Result<_>>()?;
+    let mut random = Lcg(settings.seed);
+    let mut faults: Vec<(u64, u64)> = Vec::new();
+    let end = Instant::now() + settings.duration;
+    // Let every client start before the first fault.
+    thread::sleep(Duration::from_millis(500));
+    if scenario.fault != Fault::None {
+        loop {
+            let pause = random.jitter(settings.every);
+            // Room for the fault and the recovery after it.
+            if Instant::now() + pause + settings.lease * 4 >= end {
+                break;
+            }
+            thread::sleep(pause);
+            let count = faults.len();
+            if let Some(window) = inject(
+                scenario.fault,
+                settings,
+                &mut lock_servers,
+                &histories,
+                count,
+            ) {
+                faults.push(window);
+            }
+        }
+    }
+    let limit = Instant::now() + settings.duration + Duration::from_secs(30);
+    for client in &mut clients {
+        while client.try_wait()?.is_none() {
+            if Instant::now() > limit {
+                let _ = client.kill();
+                break;
+            }
+            thread::sleep(Duration::from_millis(20));
+        }
+        let _ = client.wait();
+    }
+    let events = history::merge(&histories);
+    let mut store = resource_server.connection();
+    let log = resource::log(&mut store).unwrap_or_default();
+    let counter = resource::counter(&mut store).unwrap_or(0);
+    let findings = checker::check(
+        &events,
+        &log,
+        counter,
+        scenario.mode == Mode::Single,
+        &faults,
+    );
+    let effective = match scenario.fault {
+        Fault::None => true,
+        _ => {
+            !faults.is_empty()
+                && findings.lost_told
+                    + findings.failed
+                    + findings.errors
+                    + findings.stale_rejected
+                    + findings.overlaps
+                    > 0
+        }
+    };
+    Ok(Outcome {
+        scenario: scenario.clone(),
+        injected: faults.len(),
+        effective,
+        findings,
+    })
+}
+
+fn spawn_client(
+    settings: &Settings,
+    mode: Mode,
+    n: usize,
+    history: &Path,
+    resource_url: &str,
+    urls: &[String],
+) -> std::io::Result<Child> {
+    Command::new(&settings.client_binary)
+        .arg(format!("c{n}"))
+        .arg(history)
+        .arg(resource_url)
+        .arg(match mode {
+            Mode::Single => "single",
+            Mode::Red => "redlock",
+        })
+        .arg(settings.lease.as_millis().to_string())
+        .arg(settings.duration.as_millis().to_string())
+        .args(urls)
+        .stdout(Stdio::null())
+        .spawn()
+}
+
+/// Injects one fault; returns the window in which it was active.
+fn inject(
+    fault: Fault,
+    settings: &Settings,
+    servers: &mut [RedisServer],
+    histories: &[PathBuf],
+    count: usize,
+) -> Option<(u64, u64)> {
+    let lease = settings.lease;
+    let start = now_ns();
+    match fault {
+        Fault::None => return None,
+        Fault::FreezeServer(leases) => {
+            servers[0].pause();
+            thread::sleep(lease * leases);
+            servers[0].resume();
+        }
+        Fault::ClientPause(leases) => {
+            let millis = (lease * leases).as_millis() as u64;
+            let paused: redis::RedisResult<()> = redis::cmd("CLIENT")
+                .arg("PAUSE")
+                .arg(millis)
+                .arg("ALL")
+                .query(&mut servers[0].connection());
+            paused.ok()?;
+            thread::sleep(lease * leases);
+        }
+        Fault::DebugSleep(leases) => {
+            let seconds = (lease * leases).as_secs_f64();
+            let _: redis::RedisResult<()> = redis::cmd("DEBUG")
+                .arg("SLEEP")
+                .arg(seconds)
+                .query(&mut servers[0].connection());
+        }
+        Fault::FreezeHolder(leases) => {
+            let pid = holder_pid(&servers[0], histories)?;
+            signal(pid, "-STOP");
+            thread::sleep(lease * leases);
+            signal(pid, "-CONT");
+        }
+        Fault::ExpireKey => {
+            let cut: redis::RedisResult<i64> = servers[0].connection().pexpire("{jobs}", 1);
+            if cut.ok()? == 0 {
+                return None;
+            }
+        }
+        Fault::KillMaster(leases) => {
+            let victim = count % servers.len();
+            servers[victim].stop();
+            thread::sleep(lease * leases);
+            servers[victim].start_again();
+        }
+        Fault::RestartMasterNow => {
+            let victim = count % servers.len();
+            servers[victim].restart();
+        }
+    }
+    Some((start, now_ns()))
+}
+
+/// The process id of the client holding `{jobs}` on `server`, from the owner ids the clients
+/// recorded when they started.
+fn holder_pid(server: &RedisServer, histories: &[PathBuf]) -> Option<u32> {
+    let holders: Vec<String> = server.connection().hkeys("{jobs}").ok()?;
+    let owner = holders.first()?;
+    history::merge(histories)
+        .into_iter()
+        .find_map(|event| match event {
+            Event::Start { owner: o, pid, .. } if &o == owner => Some(pid),
+            _ => None,
+        })
+}
+
+fn signal(pid: u32, signal: &str) {
+    let _ = Command::new("kill")
+        .args([signal, &pid.to_string()])
+        .status();
+}
