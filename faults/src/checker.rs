@@ -39,6 +39,8 @@ pub struct Findings {
     pub lost_updates: i64,
     /// Holders told their hold was lost.
     pub lost_told: usize,
+    /// Releases that failed (not the owner any more, or no answer).
+    pub release_failed: usize,
     /// For "no renewal confirmed" losses: how long after the local deadline the client noticed,
     /// p50 and max, in ms (the client looks between steps, so this includes its step time).
     pub lost_lateness_ms: Option<(f64, f64)>,
@@ -142,6 +144,7 @@ pub fn check(
                 ..
             } if *token < granted_max => findings.superseded_accepted += 1,
             Event::Increment { .. } => increments += 1,
+            Event::ReleaseDone { ok: false, .. } => findings.release_failed += 1,
             Event::Lost {
                 t,
                 reason,

@@ -227,18 +227,18 @@ pub fn run(scenario: &Scenario, settings: &Settings) -> std::io::Result<Outcome>
         scenario.mode == Mode::Single,
         &faults,
     );
+    // Whether the fault showed in what the clients saw.
+    let f = &findings;
     let effective = match scenario.fault {
         Fault::None => true,
-        _ => {
-            !faults.is_empty()
-                && findings.lost_told
-                    + findings.failed
-                    + findings.errors
-                    + findings.stale_rejected
-                    + findings.overlaps
-                    > 0
+        Fault::FreezeServer(_) | Fault::ClientPause(_) | Fault::DebugSleep(_) => {
+            f.errors + f.lost_told + f.release_failed > 0
         }
-    };
+        Fault::FreezeHolder(_) => f.lost_told + f.stale_rejected + f.overlaps > 0,
+        Fault::ExpireKey => f.lost_told + f.release_failed + f.overlaps > 0,
+        // The master was down, or lost its keys: by construction.
+        Fault::KillMaster(_) | Fault::RestartMasterNow => true,
+    } && (scenario.fault == Fault::None || !faults.is_empty());
     Ok(Outcome {
         scenario: scenario.clone(),
         injected: faults.len(),

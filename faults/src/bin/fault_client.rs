@@ -12,9 +12,11 @@ use faults::resource;
 use std::path::Path;
 use std::time::{Duration, Instant};
 
-/// Steps of work per hold, and the pause after each.
+/// Steps of work per hold, and the pause before each write. One hold in `LONG_EVERY` lasts one
+/// and a half leases, so that it needs renewing.
 const STEPS: usize = 3;
 const STEP_PAUSE: Duration = Duration::from_millis(5);
+const LONG_EVERY: u64 = 20;
 const WAIT: Duration = Duration::from_secs(1);
 
 enum Locks {
@@ -38,6 +40,12 @@ impl Held {
         match self {
             Held::Single(guard) => guard.valid_until(),
             Held::Red(guard) => guard.valid_until(),
+        }
+    }
+    fn lost_signal(&self) -> crossbeam_channel::Receiver<lease::Lost> {
+        match self {
+            Held::Single(guard) => guard.lost_signal(),
+            Held::Red(guard) => guard.lost_signal(),
         }
     }
     fn lost(&self) -> Option<(String, Instant)> {
@@ -140,7 +148,14 @@ fn run(
         pid: std::process::id(),
     });
     let end = Instant::now() + run_for;
+    let mut cycle = 0u64;
     while Instant::now() < end {
+        cycle += 1;
+        let step_pause = if cycle % LONG_EVERY == 0 {
+            lease / 2
+        } else {
+            STEP_PAUSE
+        };
         recorder.record(&Event::AcquireInvoke {
             t: now_ns(),
             client: name.clone(),
@@ -175,14 +190,18 @@ fn run(
             valid_until: stamp.of(held.valid_until()),
         });
         let mut lost = None;
+        let told = held.lost_signal();
         for _ in 0..STEPS {
             if let Some(found) = held.lost() {
                 lost = Some(found);
                 break;
             }
             // The work between the check and the write: a pause here (a stop, a long
-            // collection) is what fencing tokens are for.
-            std::thread::sleep(STEP_PAUSE);
+            // collection) is what fencing tokens are for. The watchdog may speak meanwhile.
+            if let Ok(news) = told.recv_timeout(step_pause) {
+                lost = Some((format!("{:?}", news.reason), news.valid_until));
+                break;
+            }
             if matches!(held, Held::Single(_)) {
                 let accepted = resource::fenced_write(&mut store, held.token(), &name)?;
                 recorder.record(&Event::Write {
