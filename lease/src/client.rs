@@ -212,16 +212,8 @@ impl ClientBuilder {
                 "the {what} must be above zero"
             )));
         }
-        if self.renewal_batch == 0 {
-            return Err(Error::InvalidArgument(
-                "the renewal batch must be at least 1".into(),
-            ));
-        }
-        if self.prefix.contains(['{', '}']) {
-            return Err(Error::InvalidArgument(
-                "the key prefix must not contain braces".into(),
-            ));
-        }
+        watchdog::check_batch(self.renewal_batch)?;
+        crate::keys::check_prefix(&self.prefix)?;
         let redis_client = crate::pool::open_client(&self.url)?;
         let pool = Arc::new(Pool::new(
             redis_client,
@@ -231,16 +223,7 @@ impl ClientBuilder {
         ));
         let id = owner::random_id()?;
         let short_id = &id[..8];
-        let timer = match self.timer {
-            Some(timer) => timer,
-            None => Timer::builder()
-                .thread_name(format!("lease-timer-{short_id}"))
-                .build()
-                .map_err(|error| match error {
-                    wheel::BuildError::Spawn(error) => Error::Spawn(error),
-                    other => Error::InvalidArgument(format!("watchdog timer: {other}")),
-                })?,
-        };
+        let timer = watchdog::timer_or_new(self.timer, format!("lease-timer-{short_id}"))?;
         let watchdog = Watchdog::start(
             timer,
             Box::new(watchdog::OneServer::new(Arc::clone(&pool))),

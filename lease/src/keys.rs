@@ -19,6 +19,16 @@ pub(crate) struct LockKeys {
     pub(crate) channel: String,
 }
 
+/// Checks a key prefix a builder was given: braces would break the hash tag.
+pub(crate) fn check_prefix(prefix: &str) -> Result<()> {
+    if prefix.contains(['{', '}']) {
+        return Err(Error::InvalidArgument(
+            "the key prefix must not contain braces".into(),
+        ));
+    }
+    Ok(())
+}
+
 impl LockKeys {
     pub(crate) fn new(prefix: &str, name: &str) -> Result<Self> {
         if name.is_empty() {

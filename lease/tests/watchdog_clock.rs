@@ -128,6 +128,9 @@ fn a_paused_redis_is_lost_at_the_deadline_while_the_renewal_hangs() {
 
     server.pause();
     clock.advance(THIRD);
+    wait_until("the renewal call is sent", || {
+        client.watchdog_metrics().in_flight == 1
+    });
     // The renewal call now waits for a frozen server; the deadline does not wait for it.
     clock.advance(LEASE - DRIFT - THIRD - Duration::from_millis(1));
     assert!(lost.try_recv().is_err(), "not lost before the deadline");

@@ -246,16 +246,8 @@ impl MastersBuilder {
                 "the default lease and the node timeout must be above zero".into(),
             ));
         }
-        if self.renewal_batch == 0 {
-            return Err(Error::InvalidArgument(
-                "the renewal batch must be at least 1".into(),
-            ));
-        }
-        if self.prefix.contains(['{', '}']) {
-            return Err(Error::InvalidArgument(
-                "the key prefix must not contain braces".into(),
-            ));
-        }
+        watchdog::check_batch(self.renewal_batch)?;
+        crate::keys::check_prefix(&self.prefix)?;
         let timeout = self.node_timeout.unwrap_or(self.default_lease / 20);
         let mut masters: Vec<Master> = Vec::with_capacity(count);
         let mut seen = Vec::with_capacity(count);
@@ -274,16 +266,7 @@ impl MastersBuilder {
         let masters = Arc::new(masters);
         let id = owner::random_id()?;
         let short_id = &id[..8];
-        let timer = match self.timer {
-            Some(timer) => timer,
-            None => Timer::builder()
-                .thread_name(format!("redlock-timer-{short_id}"))
-                .build()
-                .map_err(|error| match error {
-                    wheel::BuildError::Spawn(error) => Error::Spawn(error),
-                    other => Error::InvalidArgument(format!("watchdog timer: {other}")),
-                })?,
-        };
+        let timer = watchdog::timer_or_new(self.timer, format!("redlock-timer-{short_id}"))?;
         let renewer = renewer::QuorumRenewer {
             masters: Arc::clone(&masters),
             quorum,

@@ -8,6 +8,8 @@
 pub struct WatchdogMetrics {
     /// Holds watched now: every live guard's hold, renewed or not (a reentrant hold counts once).
     pub watched: usize,
+    /// Leases in a renewal call that has not returned yet.
+    pub in_flight: usize,
     /// Renewal round trips: script calls sent, each renewing up to the batch size of leases.
     pub renewal_calls: u64,
     /// Leases sent for renewal, over all calls.

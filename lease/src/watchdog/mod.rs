@@ -43,6 +43,30 @@ pub(crate) fn drift(lease: Duration) -> Duration {
     lease / 100 + Duration::from_millis(2)
 }
 
+/// Checks the renewal batch size a builder was given.
+pub(crate) fn check_batch(batch: usize) -> Result<()> {
+    if batch == 0 {
+        return Err(Error::InvalidArgument(
+            "the renewal batch must be at least 1".into(),
+        ));
+    }
+    Ok(())
+}
+
+/// The timer a builder was given, or a new one on its own thread named `thread_name`.
+pub(crate) fn timer_or_new(given: Option<Timer>, thread_name: String) -> Result<Timer> {
+    match given {
+        Some(timer) => Ok(timer),
+        None => Timer::builder()
+            .thread_name(thread_name)
+            .build()
+            .map_err(|error| match error {
+                wheel::BuildError::Spawn(error) => Error::Spawn(error),
+                other => Error::InvalidArgument(format!("watchdog timer: {other}")),
+            }),
+    }
+}
+
 /// A client's watchdog. Dropping it stops the renewal thread (and the timer, unless it was
 /// given by the caller and is shared).
 pub(crate) struct Watchdog {
@@ -58,6 +82,15 @@ struct Shared {
     /// The origin of the renewal grid.
     origin: Instant,
     command_timeout: Duration,
+}
+
+/// The two timeouts of a hold.
+#[derive(Clone, Copy)]
+enum Trigger {
+    /// Its local deadline: lost unless a renewal moved it.
+    Deadline,
+    /// Its next renewal.
+    Renewal,
 }
 
 /// A hold for the watchdog to watch, from the moment its acquisition was sent.
@@ -249,21 +282,7 @@ impl Shared {
         entry: EntryRef,
         at: Instant,
     ) -> Result<(), LostReason> {
-        let weak = Arc::downgrade(self);
-        let timeout = self
-            .timer
-            .schedule_at(at, move || {
-                if let Some(shared) = weak.upgrade() {
-                    shared.deadline_passed(entry);
-                }
-            })
-            .map_err(|_| LostReason::TimerStopped)?;
-        if let Some(found) = table.get_mut(entry) {
-            if let Some(old) = found.deadline_timer.replace(timeout) {
-                old.cancel();
-            }
-        }
-        Ok(())
+        self.schedule(table, entry, at, Trigger::Deadline)
     }
 
     fn schedule_renewal(
@@ -272,17 +291,35 @@ impl Shared {
         entry: EntryRef,
         at: Instant,
     ) -> Result<(), LostReason> {
+        self.schedule(table, entry, at, Trigger::Renewal)
+    }
+
+    /// Puts the entry's timeout of this kind at `at`, replacing (and cancelling) the one it had.
+    fn schedule(
+        self: &Arc<Self>,
+        table: &mut Table,
+        entry: EntryRef,
+        at: Instant,
+        trigger: Trigger,
+    ) -> Result<(), LostReason> {
         let weak = Arc::downgrade(self);
         let timeout = self
             .timer
             .schedule_at(at, move || {
                 if let Some(shared) = weak.upgrade() {
-                    shared.renewal_due(entry);
+                    match trigger {
+                        Trigger::Deadline => shared.deadline_passed(entry),
+                        Trigger::Renewal => shared.renewal_due(entry),
+                    }
                 }
             })
             .map_err(|_| LostReason::TimerStopped)?;
         if let Some(found) = table.get_mut(entry) {
-            if let Some(old) = found.renewal_timer.replace(timeout) {
+            let slot = match trigger {
+                Trigger::Deadline => &mut found.deadline_timer,
+                Trigger::Renewal => &mut found.renewal_timer,
+            };
+            if let Some(old) = slot.replace(timeout) {
                 old.cancel();
             }
         }
@@ -351,6 +388,7 @@ impl Shared {
                 lease: found.lease,
             });
         }
+        table.metrics.in_flight += pending.len();
         pending
     }
 
@@ -371,6 +409,7 @@ impl Shared {
             table.metrics.failed_calls += 1;
         }
         for (index, pending) in sent.iter().enumerate() {
+            table.metrics.in_flight = table.metrics.in_flight.saturating_sub(1);
             let Some(found) = table.get_mut(pending.entry) else {
                 continue;
             };
