@@ -8,5 +8,6 @@
 pub mod checker;
 pub mod clock;
 pub mod history;
+pub mod proxy;
 pub mod resource;
 pub mod scenario;

@@ -4,8 +4,10 @@
 use crate::checker::{self, Findings};
 use crate::clock::now_ns;
 use crate::history::{self, Event};
+use crate::proxy::{Mode as ProxyMode, Proxy};
 use crate::resource;
 use redis::Commands;
+use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::thread;
@@ -39,6 +41,22 @@ pub enum Fault {
     KillMaster(u32),
     /// One master killed and restarted empty at once.
     RestartMasterNow,
+    /// Through a proxy: every reply arrives 1.5 leases late, for this many leases.
+    DelayReplies(u32),
+    /// Through a proxy: replies are held for this many leases, then delivered.
+    HoldReplies(u32),
+    /// Through a proxy: bytes dropped both ways for this many leases (with RedLock, to one
+    /// master), then every connection reset.
+    Partition(u32),
+}
+
+impl Fault {
+    fn needs_proxy(self) -> bool {
+        matches!(
+            self,
+            Fault::DelayReplies(_) | Fault::HoldReplies(_) | Fault::Partition(_)
+        )
+    }
 }
 
 #[derive(Debug, Clone)]
@@ -76,6 +94,30 @@ pub fn all() -> Vec<Scenario> {
             true,
             Red,
             KillMaster(2),
+        ),
+        scenario(
+            "replies delayed past the lease (proxy)",
+            true,
+            Single,
+            DelayReplies(2),
+        ),
+        scenario(
+            "replies held for 2 leases (proxy)",
+            true,
+            Single,
+            HoldReplies(2),
+        ),
+        scenario(
+            "partition from the server for 2 leases (proxy)",
+            true,
+            Single,
+            Partition(2),
+        ),
+        scenario(
+            "RedLock: a master partitioned for 2 leases (proxy)",
+            true,
+            Red,
+            Partition(2),
         ),
         scenario(
             "holder frozen (SIGSTOP) past its lease",
@@ -159,7 +201,19 @@ pub fn run(scenario: &Scenario, settings: &Settings) -> std::io::Result<Outcome>
         Mode::Single => vec![RedisServer::start()],
         Mode::Red => (0..3).map(|_| RedisServer::start()).collect(),
     };
-    let urls: Vec<String> = lock_servers.iter().map(RedisServer::url).collect();
+    let proxies: Vec<Proxy> = if scenario.fault.needs_proxy() {
+        lock_servers
+            .iter()
+            .map(|server| Proxy::start(SocketAddr::from(([127, 0, 0, 1], server.port()))))
+            .collect::<std::io::Result<_>>()?
+    } else {
+        Vec::new()
+    };
+    let urls: Vec<String> = if proxies.is_empty() {
+        lock_servers.iter().map(RedisServer::url).collect()
+    } else {
+        proxies.iter().map(Proxy::url).collect()
+    };
     let histories: Vec<PathBuf> = (0..settings.clients)
         .map(|n| dir.join(format!("client-{n}.jsonl")))
         .collect();
@@ -194,13 +248,12 @@ pub fn run(scenario: &Scenario, settings: &Settings) -> std::io::Result<Outcome>
             }
             thread::sleep(pause);
             let count = faults.len();
-            if let Some(window) = inject(
-                scenario.fault,
-                settings,
-                &mut lock_servers,
-                &histories,
-                count,
-            ) {
+            let targets = Targets {
+                servers: &mut lock_servers,
+                proxies: &proxies,
+                histories: &histories,
+            };
+            if let Some(window) = inject(scenario.fault, settings, targets, count) {
                 faults.push(window);
             }
         }
@@ -231,9 +284,14 @@ pub fn run(scenario: &Scenario, settings: &Settings) -> std::io::Result<Outcome>
     let f = &findings;
     let effective = match scenario.fault {
         Fault::None => true,
-        Fault::FreezeServer(_) | Fault::ClientPause(_) | Fault::DebugSleep(_) => {
-            f.errors + f.lost_told + f.release_failed > 0
-        }
+        Fault::FreezeServer(_)
+        | Fault::ClientPause(_)
+        | Fault::DebugSleep(_)
+        | Fault::DelayReplies(_)
+        | Fault::HoldReplies(_) => f.errors + f.lost_told + f.release_failed > 0,
+        // One master of three cut off changes nothing the clients see, by design.
+        Fault::Partition(_) if scenario.mode == Mode::Red => true,
+        Fault::Partition(_) => f.errors + f.lost_told + f.release_failed > 0,
         Fault::FreezeHolder(_) => f.lost_told + f.stale_rejected + f.overlaps > 0,
         Fault::ExpireKey => f.lost_told + f.release_failed + f.overlaps > 0,
         // The master was down, or lost its keys: by construction.
@@ -270,14 +328,25 @@ fn spawn_client(
         .spawn()
 }
 
+/// What a fault is injected into.
+struct Targets<'a> {
+    servers: &'a mut [RedisServer],
+    proxies: &'a [Proxy],
+    histories: &'a [PathBuf],
+}
+
 /// Injects one fault; returns the window in which it was active.
 fn inject(
     fault: Fault,
     settings: &Settings,
-    servers: &mut [RedisServer],
-    histories: &[PathBuf],
+    targets: Targets<'_>,
     count: usize,
 ) -> Option<(u64, u64)> {
+    let Targets {
+        servers,
+        proxies,
+        histories,
+    } = targets;
     let lease = settings.lease;
     let start = now_ns();
     match fault {
@@ -325,6 +394,24 @@ fn inject(
         Fault::RestartMasterNow => {
             let victim = count % servers.len();
             servers[victim].restart();
+        }
+        Fault::DelayReplies(leases) => {
+            proxies[0].set(ProxyMode::DelayReplies(lease * 3 / 2));
+            thread::sleep(lease * leases);
+            proxies[0].set(ProxyMode::Pass);
+        }
+        Fault::HoldReplies(leases) => {
+            proxies[0].set(ProxyMode::HoldReplies);
+            thread::sleep(lease * leases);
+            proxies[0].set(ProxyMode::Pass);
+        }
+        Fault::Partition(leases) => {
+            let victim = &proxies[count % proxies.len()];
+            victim.set(ProxyMode::Blackhole);
+            thread::sleep(lease * leases);
+            // Bytes were dropped mid-stream: the connections cannot be trusted any more.
+            victim.reset();
+            victim.set(ProxyMode::Pass);
         }
     }
     Some((start, now_ns()))
