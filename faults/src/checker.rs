@@ -186,6 +186,7 @@ mod tests {
             client: client.into(),
             token,
             valid_until: t + 1000,
+            wall_ms: 0,
         }
     }
 

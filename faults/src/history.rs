@@ -18,12 +18,15 @@ pub enum Event {
     },
     /// An acquisition was asked for.
     AcquireInvoke { t: u64, client: String },
-    /// It was acquired, with this fencing token (0 under RedLock) and local deadline.
+    /// It was acquired, with this fencing token (0 under RedLock) and local deadline; `wall_ms`
+    /// is the client's wall clock then (it may be faked, see the clock-jump scenario).
     AcquireOk {
         t: u64,
         client: String,
         token: u64,
         valid_until: u64,
+        #[serde(default)]
+        wall_ms: u64,
     },
     /// It was not acquired within the wait.
     AcquireFail { t: u64, client: String },

@@ -45,6 +45,9 @@ pub enum Fault {
     DelayReplies(u32),
     /// Through a proxy: replies are held for this many leases, then delivered.
     HoldReplies(u32),
+    /// The clients' wall clock stepped 5 minutes forward, then back, and so on (libfaketime);
+    /// their monotonic clock is left alone.
+    ClockJumps,
     /// Through a proxy: bytes dropped both ways for this many leases (with RedLock, to one
     /// master), then every connection reset.
     Partition(u32),
@@ -118,6 +121,12 @@ pub fn all() -> Vec<Scenario> {
             true,
             Red,
             Partition(2),
+        ),
+        scenario(
+            "client wall clocks jumping ±5 min (libfaketime)",
+            true,
+            Single,
+            ClockJumps,
         ),
         scenario(
             "holder frozen (SIGSTOP) past its lease",
@@ -220,6 +229,15 @@ pub fn run(scenario: &Scenario, settings: &Settings) -> std::io::Result<Outcome>
     for history in &histories {
         let _ = std::fs::remove_file(history);
     }
+    let clock_file = dir.join("faketime");
+    std::fs::write(&clock_file, "+0\n")?;
+    let faked = (scenario.fault == Fault::ClockJumps).then_some(clock_file.as_path());
+    if scenario.fault == Fault::ClockJumps && !Path::new(FAKETIME).is_file() {
+        return Err(std::io::Error::new(
+            std::io::ErrorKind::NotFound,
+            format!("{FAKETIME} is missing: install Debian's faketime"),
+        ));
+    }
     let mut clients: Vec<Child> = histories
         .iter()
         .enumerate()
@@ -231,6 +249,7 @@ pub fn run(scenario: &Scenario, settings: &Settings) -> std::io::Result<Outcome>
                 history,
                 &resource_server.url(),
                 &urls,
+                faked,
             )
         })
         .collect::<std::io::Result<_>>()?;
@@ -296,6 +315,8 @@ pub fn run(scenario: &Scenario, settings: &Settings) -> std::io::Result<Outcome>
         Fault::ExpireKey => f.lost_told + f.release_failed + f.overlaps > 0,
         // The master was down, or lost its keys: by construction.
         Fault::KillMaster(_) | Fault::RestartMasterNow => true,
+        // The clients' wall clocks did jump (they record them).
+        Fault::ClockJumps => wall_clock_jumped(&events),
     } && (scenario.fault == Fault::None || !faults.is_empty());
     Ok(Outcome {
         scenario: scenario.clone(),
@@ -305,6 +326,26 @@ pub fn run(scenario: &Scenario, settings: &Settings) -> std::io::Result<Outcome>
     })
 }
 
+/// libfaketime, as Debian's `faketime` package installs it.
+const FAKETIME: &str = "/usr/lib/x86_64-linux-gnu/faketime/libfaketime.so.1";
+
+/// Whether some client's wall clock moved against its monotonic clock by more than 4 minutes.
+fn wall_clock_jumped(events: &[Event]) -> bool {
+    let mut offsets: std::collections::HashMap<&str, (i64, i64)> = Default::default();
+    for event in events {
+        if let Event::AcquireOk {
+            client, t, wall_ms, ..
+        } = event
+        {
+            let offset = *wall_ms as i64 - (*t / 1_000_000) as i64;
+            let range = offsets.entry(client).or_insert((offset, offset));
+            range.0 = range.0.min(offset);
+            range.1 = range.1.max(offset);
+        }
+    }
+    offsets.values().any(|(low, high)| high - low > 240_000)
+}
+
 fn spawn_client(
     settings: &Settings,
     mode: Mode,
@@ -312,8 +353,17 @@ fn spawn_client(
     history: &Path,
     resource_url: &str,
     urls: &[String],
+    faked_clock: Option<&Path>,
 ) -> std::io::Result<Child> {
-    Command::new(&settings.client_binary)
+    let mut command = Command::new(&settings.client_binary);
+    if let Some(clock_file) = faked_clock {
+        command
+            .env("LD_PRELOAD", FAKETIME)
+            .env("FAKETIME_TIMESTAMP_FILE", clock_file)
+            .env("FAKETIME_NO_CACHE", "1")
+            .env("FAKETIME_DONT_FAKE_MONOTONIC", "1");
+    }
+    command
         .arg(format!("c{n}"))
         .arg(history)
         .arg(resource_url)
@@ -394,6 +444,11 @@ fn inject(
         Fault::RestartMasterNow => {
             let victim = count % servers.len();
             servers[victim].restart();
+        }
+        Fault::ClockJumps => {
+            let offset = if count % 2 == 0 { "+5m" } else { "-5m" };
+            let clock_file = histories.first()?.with_file_name("faketime");
+            std::fs::write(clock_file, format!("{offset}\n")).ok()?;
         }
         Fault::DelayReplies(leases) => {
             proxies[0].set(ProxyMode::DelayReplies(lease * 3 / 2));

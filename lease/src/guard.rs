@@ -132,11 +132,13 @@ impl LeaseGuard {
 
     /// Stops renewing and watching this hold without releasing it: it lapses with its lease, and
     /// this returns at once, without a command sent. For a holder that lost its lease, or cannot
-    /// reach Redis, and must not wait on a release.
+    /// reach Redis, and must not wait on a release. Should the same owner acquire the lock again
+    /// while the abandoned hold still stands (a renewal that Redis ran but whose reply never came
+    /// keeps it alive), the acquisition releases it first rather than re-enter it.
     pub fn abandon(mut self) {
         self.released = true;
         self.stop_watching(false);
-        self.lock.forget_held_here();
+        self.lock.abandoned(&self.owner, self.lease);
     }
 
     /// Releases this hold and reports the outcome: [`Error::NotOwner`] if the lease had expired or

@@ -29,6 +29,12 @@
 //! write whose token is lower than one it has already accepted. The repository's
 //! `docs/guarantees.md` spells out the assumptions and the failure cases.
 //!
+//! # Several masters, several locks
+//!
+//! [`Masters`] and [`RedLock`] take one lock on a quorum of independent Redis masters (no fencing
+//! token: no single counter exists across them); [`MultiLock`] takes several locks all or
+//! nothing, in a stable order.
+//!
 //! # Threads
 //!
 //! A client runs three threads whatever the number of locks: the watchdog's timer (unless one is

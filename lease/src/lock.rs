@@ -84,12 +84,19 @@ impl Lock {
         &self.client
     }
 
-    /// This client no longer counts the lock as held here (its hold was abandoned).
-    pub(crate) fn forget_held_here(&self) {
-        self.client
-            .inner
-            .queues
-            .set_held_here(&self.keys.name, false);
+    /// A hold of `owner` was abandoned: the client no longer counts the lock as held here, and
+    /// the owner's next acquisition of it first releases what may be left of that hold.
+    pub(crate) fn abandoned(&self, owner: &str, lease: Duration) {
+        let inner = &self.client.inner;
+        inner.queues.set_held_here(&self.keys.name, false);
+        inner.unsettled.remember(
+            &self.keys.lock,
+            owner,
+            crate::unsettled::Unsettled {
+                release_id: inner.next_release_id(),
+                lease,
+            },
+        );
     }
 
     /// Where the lock lives: its server's URL and its key. It orders the locks of a

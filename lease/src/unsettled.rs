@@ -1,8 +1,8 @@
-//! Releases whose outcome is unknown (Redis did not answer in time). The owner believes it
-//! released, but its hold may still be in Redis; were it to acquire the same lock again, the
-//! acquire script would re-enter that hold and the lock would never be freed. So the release is
-//! sent again, with the same release id (which the script applies at most once), before the same
-//! owner acquires the same lock again.
+//! Releases whose outcome is unknown (Redis did not answer in time), and holds abandoned without
+//! a release. The owner believes it holds nothing, but its hold may still be in Redis; were it to
+//! acquire the same lock again, the acquire script would re-enter that hold and the lock would
+//! never be freed. So the release is sent (again, with the same release id, which the script
+//! applies at most once) before the same owner acquires the same lock again.
 
 use parking_lot::Mutex;
 use std::collections::HashMap;

@@ -314,4 +314,9 @@ fn an_abandoned_hold_is_neither_renewed_nor_released() {
     });
     assert_eq!(client.watchdog_metrics().renewals_sent, 1);
     drop(marker);
+    // Acquired again by the same owner: the abandoned hold is released first, not re-entered.
+    let again = lock.lock().expect("the abandoned hold is ours");
+    assert_eq!(again.holds_at_acquire(), 1);
+    drop(again);
+    assert!(!lock.is_locked().expect("reachable"), "nothing left behind");
 }

@@ -188,6 +188,9 @@ fn run(
             client: name.clone(),
             token: held.token(),
             valid_until: stamp.of(held.valid_until()),
+            wall_ms: std::time::SystemTime::now()
+                .duration_since(std::time::UNIX_EPOCH)
+                .map_or(0, |since| since.as_millis() as u64),
         });
         let mut lost = None;
         let told = held.lost_signal();
