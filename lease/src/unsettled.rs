@@ -29,8 +29,10 @@ impl UnsettledReleases {
     }
 
     pub(crate) fn take(&self, lock_key: &str, owner: &str) -> Option<Unsettled> {
-        self.releases
-            .lock()
-            .remove(&(lock_key.to_owned(), owner.to_owned()))
+        let mut releases = self.releases.lock();
+        if releases.is_empty() {
+            return None;
+        }
+        releases.remove(&(lock_key.to_owned(), owner.to_owned()))
     }
 }
