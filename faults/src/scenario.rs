@@ -27,7 +27,7 @@ pub enum Mode {
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Fault {
     None,
-    /// SIGSTOP of the lock server for this many leases.
+    /// SIGSTOP of the lock server (with RedLock, of one master) for this many leases.
     FreezeServer(u32),
     /// `CLIENT PAUSE` on the lock server for this many leases.
     ClientPause(u32),
@@ -43,6 +43,9 @@ pub enum Fault {
     RestartMasterNow,
     /// Through a proxy: every reply arrives 1.5 leases late, for this many leases.
     DelayReplies(u32),
+    /// Through a proxy: one RedLock master answers 50 ms late (half the clients' node timeout),
+    /// for this many leases.
+    SlowMaster(u32),
     /// Through a proxy: replies are held for this many leases, then delivered.
     HoldReplies(u32),
     /// The clients' wall clock stepped 5 minutes forward, then back, and so on (libfaketime);
@@ -57,7 +60,10 @@ impl Fault {
     fn needs_proxy(self) -> bool {
         matches!(
             self,
-            Fault::DelayReplies(_) | Fault::HoldReplies(_) | Fault::Partition(_)
+            Fault::DelayReplies(_)
+                | Fault::SlowMaster(_)
+                | Fault::HoldReplies(_)
+                | Fault::Partition(_)
         )
     }
 }
@@ -121,6 +127,18 @@ pub fn all() -> Vec<Scenario> {
             true,
             Red,
             Partition(2),
+        ),
+        scenario(
+            "RedLock: a master frozen (SIGSTOP) for 2 leases",
+            true,
+            Red,
+            FreezeServer(2),
+        ),
+        scenario(
+            "RedLock: a slow master, 50 ms (proxy)",
+            true,
+            Red,
+            SlowMaster(2),
         ),
         scenario(
             "client wall clocks jumping ±5 min (libfaketime)",
@@ -303,14 +321,19 @@ pub fn run(scenario: &Scenario, settings: &Settings) -> std::io::Result<Outcome>
     let f = &findings;
     let effective = match scenario.fault {
         Fault::None => true,
+        // One master of three cut off, frozen or slow changes nothing the clients see, by design.
+        Fault::Partition(_) | Fault::FreezeServer(_) | Fault::SlowMaster(_)
+            if scenario.mode == Mode::Red =>
+        {
+            true
+        }
         Fault::FreezeServer(_)
         | Fault::ClientPause(_)
         | Fault::DebugSleep(_)
         | Fault::DelayReplies(_)
-        | Fault::HoldReplies(_) => f.errors + f.lost_told + f.release_failed > 0,
-        // One master of three cut off changes nothing the clients see, by design.
-        Fault::Partition(_) if scenario.mode == Mode::Red => true,
-        Fault::Partition(_) => f.errors + f.lost_told + f.release_failed > 0,
+        | Fault::SlowMaster(_)
+        | Fault::HoldReplies(_)
+        | Fault::Partition(_) => f.errors + f.lost_told + f.release_failed > 0,
         Fault::FreezeHolder(_) => f.lost_told + f.stale_rejected + f.overlaps > 0,
         Fault::ExpireKey => f.lost_told + f.release_failed + f.overlaps > 0,
         // The master was down, or lost its keys: by construction.
@@ -402,9 +425,16 @@ fn inject(
     match fault {
         Fault::None => return None,
         Fault::FreezeServer(leases) => {
-            servers[0].pause();
+            let victim = count % servers.len();
+            servers[victim].pause();
             thread::sleep(lease * leases);
-            servers[0].resume();
+            servers[victim].resume();
+        }
+        Fault::SlowMaster(leases) => {
+            let victim = &proxies[count % proxies.len()];
+            victim.set(ProxyMode::DelayReplies(lease / 20));
+            thread::sleep(lease * leases);
+            victim.set(ProxyMode::Pass);
         }
         Fault::ClientPause(leases) => {
             let millis = (lease * leases).as_millis() as u64;
