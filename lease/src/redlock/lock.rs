@@ -8,7 +8,7 @@ use crate::local_queue::{Claiming, Offer, OfferState, Refused};
 use crate::owner;
 use crate::policy::{after, LeaseKind, Wait};
 use crate::scripts::{self, Acquire, Grant, Release};
-use crate::watchdog::{self, Hold, Watchdog};
+use crate::watchdog::{Hold, Watchdog};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -226,8 +226,7 @@ impl RedLock {
                 Answer::Silent => {}
             }
         }
-        let valid_until = sent_at + lease.saturating_sub(watchdog::drift(lease));
-        if granted.len() >= inner.quorum && inner.watchdog.now() < valid_until {
+        if granted.len() >= inner.quorum && inner.watchdog.still_valid(sent_at, lease) {
             return Ok(Some(sent_at));
         }
         if !granted.is_empty() {
@@ -344,8 +343,7 @@ impl RedLock {
         let mut handed_over = false;
         let grant_lease = grant.as_ref().map(|grant| grant.lease);
         if let (Some(claim), Some(grant_lease), Some(withdraw)) = (claim, grant_lease, withdraw) {
-            let valid_until = sent_at + grant_lease.saturating_sub(watchdog::drift(grant_lease));
-            if granted.len() >= inner.quorum && inner.watchdog.now() < valid_until {
+            if granted.len() >= inner.quorum && inner.watchdog.still_valid(sent_at, grant_lease) {
                 // Other clients can only poll: they count as waiting, so that a run of grants
                 // ends and the lock is freed for them now and then.
                 claim.granted(0, sent_at, true);

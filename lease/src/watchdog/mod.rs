@@ -39,8 +39,14 @@ pub(crate) const DEFAULT_BATCH: usize = 100;
 
 /// The safety margin taken off every lease: clocks of client and server may run at slightly
 /// different rates, and the lease starts on the server after the command was sent.
-pub(crate) fn drift(lease: Duration) -> Duration {
+fn drift(lease: Duration) -> Duration {
     lease / 100 + Duration::from_millis(2)
+}
+
+/// Until when a lease whose command was sent at `sent` is known to be valid: `sent + lease -
+/// drift`.
+fn valid_until(sent: Instant, lease: Duration) -> Instant {
+    sent + lease.saturating_sub(drift(lease))
 }
 
 /// Checks the renewal batch size a builder was given.
@@ -237,6 +243,12 @@ impl Watchdog {
         table.remove(entry);
     }
 
+    /// Whether a lease whose command was sent at `sent` (on this watchdog's clock) is still
+    /// known to be valid.
+    pub(crate) fn still_valid(&self, sent: Instant, lease: Duration) -> bool {
+        self.now() < valid_until(sent, lease)
+    }
+
     /// Whether the hold is lost, reading its deadline against the clock too, so that a timer
     /// running late never makes a hold look valid past its deadline.
     pub(crate) fn is_lost(&self, status: &Status) -> bool {
@@ -252,8 +264,7 @@ impl Shared {
     /// Until when a lease sent at `sent` is known to be valid: `sent + lease - drift`, floored
     /// to a tick boundary.
     fn deadline_after(&self, sent: Instant, lease: Duration) -> Instant {
-        self.timer
-            .tick_floor(sent + lease.saturating_sub(drift(lease)))
+        self.timer.tick_floor(valid_until(sent, lease))
     }
 
     /// When a lease confirmed as sent at `sent` is next renewed: the round at or before a third
