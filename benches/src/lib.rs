@@ -3,6 +3,7 @@
 #![allow(missing_docs, clippy::unwrap_used)]
 
 pub mod baseline;
+pub mod figures;
 pub mod lock_peers;
 pub mod peers;
 pub mod threads;

@@ -9,6 +9,7 @@
 //! Run: `cargo run --release -p benches --bin lock_figures [quick] [single] [redlock]`.
 #![allow(clippy::print_stdout)]
 
+use benches::figures::{quantile, Request};
 use benches::lock_peers::{Lease, LeaseRedLock, LockPeer, Raw, Redlock, Rslock};
 use parking_lot::Mutex;
 use std::io::{BufRead, BufReader, Write};
@@ -34,7 +35,8 @@ fn main() {
         child_waiter(&args[1]);
         return;
     }
-    let quick = args.iter().any(|arg| arg == "quick");
+    let request = Request::from_args(&args);
+    let quick = request.quick;
     let scale = if quick {
         Scale {
             contention: Duration::from_millis(500),
@@ -48,12 +50,7 @@ fn main() {
             hold: Duration::from_millis(10),
         }
     };
-    let sections: Vec<&str> = args
-        .iter()
-        .map(String::as_str)
-        .filter(|arg| *arg != "quick")
-        .collect();
-    let wanted = |name: &str| sections.is_empty() || sections.contains(&name);
+    let wanted = |name: &str| request.wants(name);
     println!("# lock figures ({})", if quick { "quick" } else { "full" });
     if wanted("single") {
         single_server(&scale);
@@ -197,8 +194,11 @@ fn contention<P: LockPeer>(urls: &[String], scale: &Scale) {
 
 fn percentiles(mut samples: Vec<f64>) -> (f64, f64, f64) {
     samples.sort_by(f64::total_cmp);
-    let at = |q: f64| samples[((samples.len() - 1) as f64 * q) as usize];
-    (at(0.5), at(0.99), samples[samples.len() - 1])
+    (
+        quantile(&samples, 0.5),
+        quantile(&samples, 0.99),
+        samples[samples.len() - 1],
+    )
 }
 
 /// Holder and waiter are two threads of one process (for `lease`, sharing one client: the local

@@ -6,6 +6,7 @@
 //! of three runs unless marked otherwise. `quick` shrinks every workload, for a smoke test.
 #![allow(clippy::print_stdout)]
 
+use benches::figures::Request;
 use benches::peers::{DelayQueue, Heap, Hierarchical, Peer, TimerCrate, Wheel};
 use benches::threads::{named_thread, ThreadSample};
 use benches::workload::{
@@ -35,13 +36,9 @@ struct Scale {
 
 fn main() {
     let args: Vec<String> = std::env::args().skip(1).collect();
-    let quick = args.iter().any(|arg| arg == "quick");
-    let sections: Vec<&str> = args
-        .iter()
-        .map(String::as_str)
-        .filter(|arg| *arg != "quick")
-        .collect();
-    let wanted = |section: &str| sections.is_empty() || sections.contains(&section);
+    let request = Request::from_args(&args);
+    let quick = request.quick;
+    let wanted = |section: &str| request.wants(section);
     let scale = if quick {
         Scale {
             pending: 20_000,

@@ -11,6 +11,7 @@
 //! Run: `cargo run --release -p benches --bin watchdog_figures [quick] [SECTION...]`.
 #![allow(clippy::print_stdout)]
 
+use benches::figures::{quantile, Request};
 use benches::threads::{named_thread, ThreadSample};
 use lease::{Client, LostReason};
 use std::collections::HashMap;
@@ -27,13 +28,9 @@ struct Scale {
 
 fn main() {
     let args: Vec<String> = std::env::args().skip(1).collect();
-    let quick = args.iter().any(|arg| arg == "quick");
-    let sections: Vec<&str> = args
-        .iter()
-        .map(String::as_str)
-        .filter(|arg| *arg != "quick")
-        .collect();
-    let wanted = |name: &str| sections.is_empty() || sections.contains(&name);
+    let request = Request::from_args(&args);
+    let quick = request.quick;
+    let wanted = |name: &str| request.wants(name);
     let scale = if quick {
         Scale {
             leases: 1_000,
@@ -64,11 +61,6 @@ fn main() {
 
 fn tasks() -> usize {
     std::fs::read_dir("/proc/self/task").map_or(0, |tasks| tasks.count())
-}
-
-/// The `q` quantile of sorted samples.
-fn quantile<T: Copy>(sorted: &[T], q: f64) -> T {
-    sorted[((sorted.len() - 1) as f64 * q) as usize]
 }
 
 fn renewal(scale: &Scale) {
@@ -181,20 +173,12 @@ fn renewal_thread(client: &Client) -> Option<u64> {
 /// For every lease renewed twice in the log, the gap between consecutive renewals (server
 /// arrival of the calls) less a third of the lease, in milliseconds, sorted.
 fn renewal_lateness(log: &[Monitored], third: Duration) -> Vec<f64> {
-    let renew_sha = renew_sha();
     let mut last_seen: HashMap<&str, u64> = HashMap::new();
     let mut lateness = Vec::new();
-    for command in log.iter().filter(|command| !command.from_script) {
-        let [name, sha, keys, rest @ ..] = command.args.as_slice() else {
-            continue;
-        };
-        if name != "evalsha" || *sha != renew_sha {
-            continue;
-        }
-        let count: usize = keys.parse().unwrap_or(0);
-        for key in rest.iter().take(count) {
-            if let Some(previous) = last_seen.insert(key, command.at_micros) {
-                let gap = command.at_micros.saturating_sub(previous) as f64 / 1000.0;
+    for (at_micros, keys) in renewal_calls(log) {
+        for key in keys {
+            if let Some(previous) = last_seen.insert(key, at_micros) {
+                let gap = at_micros.saturating_sub(previous) as f64 / 1000.0;
                 lateness.push(gap - third.as_secs_f64() * 1000.0);
             }
         }
@@ -207,33 +191,45 @@ fn renewal_lateness(log: &[Monitored], third: Duration) -> Vec<f64> {
 /// grouped into rounds where more than `gap` separates two calls, and the first and last groups,
 /// which the log may have cut, are left out.
 fn renewal_rounds(log: &[Monitored], gap: Duration) -> Vec<(usize, usize)> {
-    let renew_sha = renew_sha();
     let gap = gap.as_micros() as u64;
     let mut rounds: Vec<(usize, usize)> = Vec::new();
     let mut last_at = None;
-    for command in log.iter().filter(|command| !command.from_script) {
-        let [name, sha, keys, ..] = command.args.as_slice() else {
-            continue;
-        };
-        if name != "evalsha" || *sha != renew_sha {
-            continue;
-        }
-        let keys: usize = keys.parse().unwrap_or(0);
+    for (at_micros, keys) in renewal_calls(log) {
         match last_at {
-            Some(at) if command.at_micros.saturating_sub(at) <= gap => {
+            Some(at) if at_micros.saturating_sub(at) <= gap => {
                 if let Some(round) = rounds.last_mut() {
                     round.0 += 1;
-                    round.1 += keys;
+                    round.1 += keys.len();
                 }
             }
-            _ => rounds.push((1, keys)),
+            _ => rounds.push((1, keys.len())),
         }
-        last_at = Some(command.at_micros);
+        last_at = Some(at_micros);
     }
     let whole = rounds.len().saturating_sub(2);
     let mut whole: Vec<(usize, usize)> = rounds.into_iter().skip(1).take(whole).collect();
     whole.sort();
     whole
+}
+
+/// The renewal script calls clients sent, in the log's order: when each arrived, and the lock
+/// keys it renewed.
+fn renewal_calls(log: &[Monitored]) -> Vec<(u64, Vec<&str>)> {
+    let renew_sha = renew_sha();
+    log.iter()
+        .filter(|command| !command.from_script)
+        .filter_map(|command| {
+            let [name, sha, keys, rest @ ..] = command.args.as_slice() else {
+                return None;
+            };
+            if name != "evalsha" || *sha != renew_sha {
+                return None;
+            }
+            let count: usize = keys.parse().unwrap_or(0);
+            let keys = rest.iter().take(count).map(String::as_str).collect();
+            Some((command.at_micros, keys))
+        })
+        .collect()
 }
 
 fn renew_sha() -> String {

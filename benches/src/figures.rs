@@ -1,0 +1,29 @@
+//! What the figures binaries share: their command line (`quick`, then section names) and their
+//! percentiles.
+
+/// What a figures binary was asked for.
+pub struct Request {
+    /// Small sizes, for a smoke run.
+    pub quick: bool,
+    sections: Vec<String>,
+}
+
+impl Request {
+    /// From the arguments after the program's name: `quick` anywhere, and any section names.
+    pub fn from_args(args: &[String]) -> Request {
+        Request {
+            quick: args.iter().any(|arg| arg == "quick"),
+            sections: args.iter().filter(|arg| *arg != "quick").cloned().collect(),
+        }
+    }
+
+    /// Whether to run `section`: named, or no section named at all.
+    pub fn wants(&self, section: &str) -> bool {
+        self.sections.is_empty() || self.sections.iter().any(|name| name == section)
+    }
+}
+
+/// The `q` quantile of sorted samples (the sample at rank `q * (n - 1)`, rounded down).
+pub fn quantile<T: Copy>(sorted: &[T], q: f64) -> T {
+    sorted[((sorted.len() - 1) as f64 * q) as usize]
+}
