@@ -1,6 +1,6 @@
 //! Fault injection for `lease`: client processes that append what they did to a history, a
 //! fenced resource that refuses stale tokens, faults injected into servers and clients, and a
-//! checker over the merged histories. `faults` (the binary) runs the scenarios; `fault_client`
+//! checker over the merged histories and the lock server's own log. `faults` (the binary) runs the scenarios; `fault_client`
 //! is the process each client runs.
 // An internal tool (never published): event fields and small helpers speak for themselves.
 #![allow(clippy::print_stdout, missing_docs)]
@@ -11,3 +11,4 @@ pub mod history;
 pub mod proxy;
 pub mod resource;
 pub mod scenario;
+pub mod touches;
