@@ -6,7 +6,9 @@ use crate::clock::now_ns;
 use crate::history::{self, Event};
 use crate::proxy::{Mode as ProxyMode, Proxy};
 use crate::resource;
+use crate::touches::{self, Touches};
 use redis::Commands;
+use std::collections::BTreeMap;
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
@@ -54,6 +56,8 @@ pub enum Fault {
     /// Through a proxy: bytes dropped both ways for this many leases (with RedLock, to one
     /// master), then every connection reset.
     Partition(u32),
+    /// Each time one of [`Fault::mix`], drawn from the seed: the soak.
+    Mix,
 }
 
 impl Fault {
@@ -64,7 +68,30 @@ impl Fault {
                 | Fault::SlowMaster(_)
                 | Fault::HoldReplies(_)
                 | Fault::Partition(_)
+                | Fault::Mix
         )
+    }
+
+    /// Whether the clients' wall clock is faked, so that it can be stepped.
+    fn fakes_clock(self, mode: Mode) -> bool {
+        self == Fault::ClockJumps || (self == Fault::Mix && mode == Mode::Single)
+    }
+
+    /// The faults of `mode` that stay inside the timing assumptions, which the soak mixes.
+    pub fn mix(mode: Mode) -> &'static [Fault] {
+        use Fault::*;
+        match mode {
+            Mode::Single => &[
+                FreezeServer(2),
+                ClientPause(2),
+                DebugSleep(2),
+                DelayReplies(2),
+                HoldReplies(2),
+                Partition(2),
+                ClockJumps,
+            ],
+            Mode::Red => &[KillMaster(2), Partition(2), FreezeServer(2), SlowMaster(2)],
+        }
     }
 }
 
@@ -162,10 +189,33 @@ pub fn all() -> Vec<Scenario> {
     ]
 }
 
+/// The soak: a random mix of the faults inside the timing assumptions, for one server and for
+/// RedLock. It must pass like any scenario inside them.
+pub fn soak() -> Vec<Scenario> {
+    vec![
+        Scenario {
+            name: "soak: a random mix of faults (one server)",
+            inside: true,
+            mode: Mode::Single,
+            fault: Fault::Mix,
+        },
+        Scenario {
+            name: "soak: a random mix of faults (RedLock)",
+            inside: true,
+            mode: Mode::Red,
+            fault: Fault::Mix,
+        },
+    ]
+}
+
 /// How a scenario is run.
 #[derive(Debug, Clone)]
 pub struct Settings {
+    /// Client processes.
     pub clients: usize,
+    /// Threads per client process, sharing its `lease` client; each is a client of its own in
+    /// the histories.
+    pub threads: usize,
     pub lease: Duration,
     pub duration: Duration,
     /// Time between two faults.
@@ -180,8 +230,13 @@ pub struct Settings {
 pub struct Outcome {
     pub scenario: Scenario,
     pub injected: usize,
+    /// How many of each kind were injected.
+    pub kinds: BTreeMap<String, usize>,
     pub effective: bool,
     pub findings: Findings,
+    /// Script writes to leases not their caller's, from the lock server's log (one server only:
+    /// RedLock's masters restart, which ends the log).
+    pub touches: Option<Touches>,
 }
 
 impl Outcome {
@@ -190,7 +245,8 @@ impl Outcome {
     pub fn verdict(&self) -> &'static str {
         let f = &self.findings;
         let broken_fencing = f.stale_accepted > 0 || f.token_violations > 0;
-        if broken_fencing {
+        let foreign = self.touches.as_ref().is_some_and(|t| t.foreign > 0);
+        if broken_fencing || foreign {
             "FAIL"
         } else if !self.effective {
             "inconclusive"
@@ -208,6 +264,15 @@ impl Outcome {
 struct Lcg(u64);
 
 impl Lcg {
+    /// A number below `n`.
+    fn below(&mut self, n: usize) -> usize {
+        self.0 = self
+            .0
+            .wrapping_mul(6_364_136_223_846_793_005)
+            .wrapping_add(1_442_695_040_888_963_407);
+        ((self.0 >> 33) % n.max(1) as u64) as usize
+    }
+
     fn jitter(&mut self, around: Duration) -> Duration {
         self.0 = self
             .0
@@ -241,22 +306,35 @@ pub fn run(scenario: &Scenario, settings: &Settings) -> std::io::Result<Outcome>
     } else {
         proxies.iter().map(Proxy::url).collect()
     };
-    let histories: Vec<PathBuf> = (0..settings.clients)
-        .map(|n| dir.join(format!("client-{n}.jsonl")))
+    let prefixes: Vec<PathBuf> = (0..settings.clients)
+        .map(|n| dir.join(format!("client-{n}")))
+        .collect();
+    let histories: Vec<PathBuf> = prefixes
+        .iter()
+        .flat_map(|prefix| {
+            (0..settings.threads)
+                .map(move |k| PathBuf::from(format!("{}-{k}.jsonl", prefix.display())))
+        })
         .collect();
     for history in &histories {
         let _ = std::fs::remove_file(history);
     }
     let clock_file = dir.join("faketime");
     std::fs::write(&clock_file, "+0\n")?;
-    let faked = (scenario.fault == Fault::ClockJumps).then_some(clock_file.as_path());
-    if scenario.fault == Fault::ClockJumps && !Path::new(FAKETIME).is_file() {
+    let faked = scenario
+        .fault
+        .fakes_clock(scenario.mode)
+        .then_some(clock_file.as_path());
+    if faked.is_some() && !Path::new(FAKETIME).is_file() {
         return Err(std::io::Error::new(
             std::io::ErrorKind::NotFound,
             format!("{FAKETIME} is missing: install Debian's faketime"),
         ));
     }
-    let mut clients: Vec<Child> = histories
+    // The lock server's own log of what it ran, to check that no script touched a lease that
+    // was not its caller's.
+    let monitor = (scenario.mode == Mode::Single).then(|| lock_servers[0].monitor());
+    let mut clients: Vec<Child> = prefixes
         .iter()
         .enumerate()
         .map(|(n, history)| {
@@ -273,6 +351,7 @@ pub fn run(scenario: &Scenario, settings: &Settings) -> std::io::Result<Outcome>
         .collect::<std::io::Result<_>>()?;
     let mut random = Lcg(settings.seed);
     let mut faults: Vec<(u64, u64)> = Vec::new();
+    let mut kinds: BTreeMap<String, usize> = BTreeMap::new();
     let end = Instant::now() + settings.duration;
     // Let every client start before the first fault.
     thread::sleep(Duration::from_millis(500));
@@ -284,14 +363,23 @@ pub fn run(scenario: &Scenario, settings: &Settings) -> std::io::Result<Outcome>
                 break;
             }
             thread::sleep(pause);
-            let count = faults.len();
+            let fault = match scenario.fault {
+                Fault::Mix => {
+                    let mix = Fault::mix(scenario.mode);
+                    mix[random.below(mix.len())]
+                }
+                fault => fault,
+            };
+            let name = format!("{fault:?}");
+            let count = kinds.get(&name).copied().unwrap_or(0);
             let targets = Targets {
                 servers: &mut lock_servers,
                 proxies: &proxies,
                 histories: &histories,
             };
-            if let Some(window) = inject(scenario.fault, settings, targets, count) {
+            if let Some(window) = inject(fault, settings, targets, count) {
                 faults.push(window);
+                *kinds.entry(name).or_default() += 1;
             }
         }
     }
@@ -306,6 +394,7 @@ pub fn run(scenario: &Scenario, settings: &Settings) -> std::io::Result<Outcome>
         }
         let _ = client.wait();
     }
+    let touches = monitor.map(|monitor| touches::check(&monitor.stop(), LOCK_KEY));
     let events = history::merge(&histories);
     let mut store = resource_server.connection();
     let log = resource::log(&mut store).unwrap_or_default();
@@ -322,7 +411,7 @@ pub fn run(scenario: &Scenario, settings: &Settings) -> std::io::Result<Outcome>
     let effective = match scenario.fault {
         Fault::None => true,
         // One master of three cut off, frozen or slow changes nothing the clients see, by design.
-        Fault::Partition(_) | Fault::FreezeServer(_) | Fault::SlowMaster(_)
+        Fault::Partition(_) | Fault::FreezeServer(_) | Fault::SlowMaster(_) | Fault::Mix
             if scenario.mode == Mode::Red =>
         {
             true
@@ -340,14 +429,20 @@ pub fn run(scenario: &Scenario, settings: &Settings) -> std::io::Result<Outcome>
         Fault::KillMaster(_) | Fault::RestartMasterNow => true,
         // The clients' wall clocks did jump (they record them).
         Fault::ClockJumps => wall_clock_jumped(&events),
+        Fault::Mix => f.errors + f.lost_told + f.release_failed > 0 || wall_clock_jumped(&events),
     } && (scenario.fault == Fault::None || !faults.is_empty());
     Ok(Outcome {
         scenario: scenario.clone(),
         injected: faults.len(),
+        kinds,
         effective,
         findings,
+        touches,
     })
 }
+
+/// The lock the clients take, `jobs`, as a Redis key.
+const LOCK_KEY: &str = "{jobs}";
 
 /// libfaketime, as Debian's `faketime` package installs it.
 const FAKETIME: &str = "/usr/lib/x86_64-linux-gnu/faketime/libfaketime.so.1";
@@ -396,6 +491,7 @@ fn spawn_client(
         })
         .arg(settings.lease.as_millis().to_string())
         .arg(settings.duration.as_millis().to_string())
+        .arg(settings.threads.to_string())
         .args(urls)
         .stdout(Stdio::null())
         .spawn()
@@ -423,7 +519,7 @@ fn inject(
     let lease = settings.lease;
     let start = now_ns();
     match fault {
-        Fault::None => return None,
+        Fault::None | Fault::Mix => return None,
         Fault::FreezeServer(leases) => {
             let victim = count % servers.len();
             servers[victim].pause();
@@ -460,7 +556,7 @@ fn inject(
             signal(pid, "-CONT");
         }
         Fault::ExpireKey => {
-            let cut: redis::RedisResult<i64> = servers[0].connection().pexpire("{jobs}", 1);
+            let cut: redis::RedisResult<i64> = servers[0].connection().pexpire(LOCK_KEY, 1);
             if cut.ok()? == 0 {
                 return None;
             }
@@ -505,7 +601,7 @@ fn inject(
 /// The process id of the client holding `{jobs}` on `server`, from the owner ids the clients
 /// recorded when they started.
 fn holder_pid(server: &RedisServer, histories: &[PathBuf]) -> Option<u32> {
-    let holders: Vec<String> = server.connection().hkeys("{jobs}").ok()?;
+    let holders: Vec<String> = server.connection().hkeys(LOCK_KEY).ok()?;
     let owner = holders.first()?;
     history::merge(histories)
         .into_iter()

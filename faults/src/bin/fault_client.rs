@@ -1,8 +1,10 @@
-//! One client process of a fault scenario: it takes the lock again and again until its time is
-//! up, and under the lock writes to the fenced store and increments the unfenced counter, checking
-//! between steps that its hold is not lost. Everything it does goes to its history file.
+//! One client process of a fault scenario. Each of its threads takes the lock again and again
+//! until its time is up, and under the lock writes to the fenced store and increments the
+//! unfenced counter, checking between steps that its hold is not lost. The threads share one
+//! `lease` client (so they also queue locally and hand the lock to each other); each has its own
+//! owner id and writes what it does to its own history file, `HISTORY-<thread>.jsonl`.
 //!
-//! `fault_client CLIENT HISTORY RESOURCE_URL single|redlock LEASE_MS RUN_MS URL...`
+//! `fault_client CLIENT HISTORY RESOURCE_URL single|redlock LEASE_MS RUN_MS THREADS URL...`
 
 #![allow(clippy::print_stderr, clippy::print_stdout, missing_docs)]
 
@@ -19,9 +21,44 @@ const STEP_PAUSE: Duration = Duration::from_millis(5);
 const LONG_EVERY: u64 = 20;
 const WAIT: Duration = Duration::from_secs(1);
 
+/// The lock as one thread sees it.
 enum Locks {
     Single(lease::Lock),
     Red(lease::RedLock),
+}
+
+/// What the threads of the process share: one client (or one set of masters).
+#[derive(Clone)]
+enum Shared {
+    Single(lease::Client),
+    Red(lease::Masters),
+}
+
+impl Shared {
+    fn open(mode: &str, lease: Duration, urls: &[String]) -> lease::Result<Shared> {
+        Ok(match mode {
+            "single" => Shared::Single(
+                lease::Client::builder(urls[0].as_str())
+                    .default_lease(lease)
+                    .command_timeout(lease / 2)
+                    .connect_timeout(lease / 2)
+                    .build()?,
+            ),
+            _ => Shared::Red(
+                lease::Masters::builder(urls.iter().cloned())
+                    .default_lease(lease)
+                    .node_timeout(lease / 10)
+                    .build()?,
+            ),
+        })
+    }
+
+    fn lock(&self) -> lease::Result<Locks> {
+        Ok(match self {
+            Shared::Single(client) => Locks::Single(client.lock("jobs")?),
+            Shared::Red(masters) => Locks::Red(masters.redlock("jobs")?),
+        })
+    }
 }
 
 enum Held {
@@ -75,72 +112,69 @@ impl Held {
 
 fn main() {
     let args: Vec<String> = std::env::args().skip(1).collect();
-    if args.len() < 7 {
+    if args.len() < 8 {
         eprintln!(
-            "usage: fault_client CLIENT HISTORY RESOURCE_URL single|redlock LEASE_MS RUN_MS URL..."
+            "usage: fault_client CLIENT HISTORY RESOURCE_URL single|redlock LEASE_MS RUN_MS THREADS URL..."
         );
         std::process::exit(64);
     }
     let (client, history, resource_url, mode) = (&args[0], &args[1], &args[2], &args[3]);
     let lease = Duration::from_millis(args[4].parse().unwrap_or(500));
     let run_for = Duration::from_millis(args[5].parse().unwrap_or(10_000));
-    let urls = &args[6..];
-    let mut recorder = match Recorder::create(Path::new(history)) {
-        Ok(recorder) => recorder,
+    let threads: usize = args[6].parse().unwrap_or(1);
+    let urls = &args[7..];
+    let shared = match Shared::open(mode, lease, urls) {
+        Ok(shared) => shared,
         Err(error) => {
-            eprintln!("fault_client: cannot write {history}: {error}");
+            eprintln!("fault_client {client}: {error}");
             std::process::exit(1);
         }
     };
-    let outcome = run(
-        client,
-        &mut recorder,
-        resource_url,
-        mode,
-        lease,
-        run_for,
-        urls,
-    );
-    if let Err(error) = outcome {
-        eprintln!("fault_client {client}: {error}");
+    let workers: Vec<_> = (0..threads)
+        .map(|k| {
+            let name = format!("{client}.{k}");
+            let path = format!("{history}-{k}.jsonl");
+            let (shared, resource_url) = (shared.clone(), resource_url.clone());
+            std::thread::spawn(move || {
+                let mut recorder = Recorder::create(Path::new(&path))
+                    .map_err(|error| format!("cannot write {path}: {error}"))?;
+                run(&name, &mut recorder, &resource_url, &shared, lease, run_for)
+                    .map_err(|error| format!("{name}: {error}"))
+            })
+        })
+        .collect();
+    let mut failed = false;
+    for worker in workers {
+        let outcome = worker
+            .join()
+            .unwrap_or_else(|_| Err("a thread panicked".into()));
+        if let Err(error) = outcome {
+            eprintln!("fault_client {error}");
+            failed = true;
+        }
+    }
+    if failed {
         std::process::exit(1);
     }
 }
 
 fn run(
-    client: &str,
+    name: &str,
     recorder: &mut Recorder,
     resource_url: &str,
-    mode: &str,
+    shared: &Shared,
     lease: Duration,
     run_for: Duration,
-    urls: &[String],
 ) -> Result<(), Box<dyn std::error::Error>> {
     let stamp = Stamp::new();
     let mut store = redis::Client::open(resource_url)?.get_connection()?;
     store.set_read_timeout(Some(Duration::from_secs(5)))?;
-    let locks = match mode {
-        "single" => Locks::Single(
-            lease::Client::builder(urls[0].as_str())
-                .default_lease(lease)
-                .command_timeout(lease / 2)
-                .connect_timeout(lease / 2)
-                .build()?
-                .lock("jobs")?,
-        ),
-        _ => Locks::Red(
-            lease::Masters::builder(urls.iter().cloned())
-                .default_lease(lease)
-                .node_timeout(lease / 10)
-                .build()?
-                .redlock("jobs")?,
-        ),
-    };
+    let locks = shared.lock()?;
     let owner = match &locks {
         Locks::Single(lock) => lock.owner(),
         Locks::Red(lock) => lock.owner(),
     };
-    let name = client.to_owned();
+    let name = name.to_owned();
     recorder.record(&Event::Start {
         t: now_ns(),
         client: name.clone(),

@@ -1,7 +1,10 @@
 //! Runs the fault scenarios and prints the checker's table (Markdown). Exits 1 if a scenario
 //! failed: an overlap or a lost update inside the timing assumptions, or fencing broken anywhere.
 //!
-//! `faults [--profile short|default] [--seed N] [--report FILE] [--only TEXT] [--keep]`
+//! `faults [--profile short|default|soak] [--minutes N] [--seed N] [--report FILE] [--only TEXT] [--keep]`
+//!
+//! The soak runs a random mix of the faults inside the timing assumptions, for one server and for
+//! RedLock, `--minutes` each (10 unless told).
 //!
 //! Needs `fault_client` beside it (`cargo build --release -p faults` builds both) and
 //! `redis-server` on PATH.
@@ -22,11 +25,20 @@ fn main() {
     let profile = value("--profile").unwrap_or_else(|| "default".into());
     let seed: u64 = value("--seed").and_then(|s| s.parse().ok()).unwrap_or(1);
     let only = value("--only");
-    let (clients, duration) = match profile.as_str() {
-        "short" => (4, Duration::from_secs(10)),
-        "default" => (8, Duration::from_secs(60)),
+    let minutes: u64 = match value("--minutes").map(|m| m.parse()) {
+        None => 10,
+        Some(Ok(minutes)) if minutes > 0 => minutes,
+        Some(_) => {
+            eprintln!("faults: --minutes takes a whole number of minutes, at least 1");
+            std::process::exit(64);
+        }
+    };
+    let (clients, threads, duration, scenarios) = match profile.as_str() {
+        "short" => (4, 2, Duration::from_secs(10), scenario::all()),
+        "default" => (8, 2, Duration::from_secs(45), scenario::all()),
+        "soak" => (8, 2, Duration::from_secs(60 * minutes), scenario::soak()),
         other => {
-            eprintln!("faults: unknown profile {other:?} (short, default)");
+            eprintln!("faults: unknown profile {other:?} (short, default, soak)");
             std::process::exit(64);
         }
     };
@@ -48,6 +60,7 @@ fn main() {
     let lease = Duration::from_secs(1);
     let settings = Settings {
         clients,
+        threads,
         lease,
         duration,
         every: lease * 3,
@@ -57,16 +70,19 @@ fn main() {
     };
     let mut lines = vec![
         format!(
-            "Profile `{profile}`, seed {seed}: {clients} client processes per scenario, {duration:?} each, \
+            "Profile `{profile}`, seed {seed}: {clients} client processes of {threads} threads per scenario \
+             ({} clients; the threads of a process share its `lease` client), {duration:?} each, \
              lease {lease:?} (renewed), a fault about every {:?}.",
+            clients * threads,
             settings.every
         ),
         String::new(),
-        "| scenario | assumptions | cycles | faults injected | overlaps (max ms) | stale writes accepted | stale writes refused | superseded writes accepted | token errors | lost updates | holders told lost | told after deadline p50 / max ms | recovery max ms | verdict |".into(),
-        "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|".into(),
+        "| scenario | assumptions | cycles | faults injected | overlaps (max ms) | stale writes accepted | stale writes refused | superseded writes accepted | token errors | leases of others touched (writes checked) | lost updates | holders told lost | told after deadline p50 / max ms | recovery max ms | verdict |".into(),
+        "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|".into(),
     ];
     let mut failed = false;
-    for scenario in scenario::all() {
+    let mut mixes = Vec::new();
+    for scenario in scenarios {
         if only
             .as_ref()
             .is_some_and(|text| !scenario.name.contains(text.as_str()))
@@ -77,6 +93,12 @@ fn main() {
         match scenario::run(&scenario, &settings) {
             Ok(outcome) => {
                 failed |= outcome.verdict() == "FAIL";
+                if outcome.scenario.fault == scenario::Fault::Mix {
+                    mixes.push(mix(&outcome));
+                }
+                if let Some(first) = outcome.touches.as_ref().and_then(|t| t.first.as_ref()) {
+                    eprintln!("faults: a lease of another owner touched: {first}");
+                }
                 lines.push(row(&outcome));
             }
             Err(error) => {
@@ -84,6 +106,10 @@ fn main() {
                 lines.push(format!("| {} | could not run: {error} |", scenario.name));
             }
         }
+    }
+    if !mixes.is_empty() {
+        lines.push(String::new());
+        lines.extend(mixes);
     }
     let report = lines.join("\n");
     println!("{report}");
@@ -107,7 +133,7 @@ fn row(outcome: &Outcome) -> String {
     let fenced = outcome.scenario.mode == scenario::Mode::Single;
     let dash = |text: String| if fenced { text } else { "n/a".into() };
     format!(
-        "| {} | {} | {} | {} | {} ({:.1}) | {} | {} | {} | {} | {} | {} | {} | {} | {} |",
+        "| {} | {} | {} | {} | {} ({:.1}) | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} |",
         outcome.scenario.name,
         if outcome.scenario.inside {
             "inside"
@@ -122,6 +148,10 @@ fn row(outcome: &Outcome) -> String {
         dash(f.stale_rejected.to_string()),
         dash(f.superseded_accepted.to_string()),
         dash(f.token_violations.to_string()),
+        outcome
+            .touches
+            .as_ref()
+            .map_or("n/a".into(), |t| format!("{} ({})", t.foreign, t.checked)),
         f.lost_updates,
         f.lost_told,
         f.lost_lateness_ms
@@ -130,4 +160,14 @@ fn row(outcome: &Outcome) -> String {
             .map_or("-".into(), |max| format!("{max:.0}")),
         outcome.verdict(),
     )
+}
+
+/// The faults a soak drew, by kind.
+fn mix(outcome: &Outcome) -> String {
+    let kinds: Vec<String> = outcome
+        .kinds
+        .iter()
+        .map(|(kind, count)| format!("{kind} {count}"))
+        .collect();
+    format!("- {}: {}.", outcome.scenario.name, kinds.join(", "))
 }
