@@ -14,7 +14,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::thread;
 use std::time::{Duration, Instant};
-use testkit::RedisServer;
+use testkit::{Monitor, RedisServer};
 
 /// Which lock the clients take.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -70,6 +70,12 @@ impl Fault {
                 | Fault::Partition(_)
                 | Fault::Mix
         )
+    }
+
+    /// Whether the fault restarts servers, which ends their `MONITOR` logs.
+    fn restarts_servers(self, mode: Mode) -> bool {
+        matches!(self, Fault::KillMaster(_) | Fault::RestartMasterNow)
+            || (self == Fault::Mix && mode == Mode::Red)
     }
 
     /// Whether the clients' wall clock is faked, so that it can be stepped.
@@ -234,8 +240,8 @@ pub struct Outcome {
     pub kinds: BTreeMap<String, usize>,
     pub effective: bool,
     pub findings: Findings,
-    /// Script writes to leases not their caller's, from the lock server's log (one server only:
-    /// RedLock's masters restart, which ends the log).
+    /// Script writes to leases not their caller's, from the lock servers' logs (not when the
+    /// fault restarts servers, which ends their logs).
     pub touches: Option<Touches>,
 }
 
@@ -331,9 +337,10 @@ pub fn run(scenario: &Scenario, settings: &Settings) -> std::io::Result<Outcome>
             format!("{FAKETIME} is missing: install Debian's faketime"),
         ));
     }
-    // The lock server's own log of what it ran, to check that no script touched a lease that
-    // was not its caller's.
-    let monitor = (scenario.mode == Mode::Single).then(|| lock_servers[0].monitor());
+    // The lock servers' own logs of what they ran, to check that no script touched a lease
+    // that was not its caller's.
+    let monitors: Option<Vec<Monitor>> = (!scenario.fault.restarts_servers(scenario.mode))
+        .then(|| lock_servers.iter().map(RedisServer::monitor).collect());
     let mut clients: Vec<Child> = prefixes
         .iter()
         .enumerate()
@@ -394,7 +401,12 @@ pub fn run(scenario: &Scenario, settings: &Settings) -> std::io::Result<Outcome>
         }
         let _ = client.wait();
     }
-    let touches = monitor.map(|monitor| touches::check(&monitor.stop(), LOCK_KEY));
+    let touches = monitors.map(|monitors| {
+        monitors
+            .into_iter()
+            .map(|monitor| touches::check(&monitor.stop(), LOCK_KEY))
+            .fold(Touches::default(), Touches::and)
+    });
     let events = history::merge(&histories);
     let mut store = resource_server.connection();
     let log = resource::log(&mut store).unwrap_or_default();

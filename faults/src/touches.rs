@@ -31,6 +31,17 @@ pub struct Touches {
     pub first: Option<String>,
 }
 
+impl Touches {
+    /// What two logs found together (RedLock's masters each have one).
+    pub fn and(self, other: Touches) -> Touches {
+        Touches {
+            checked: self.checked + other.checked,
+            foreign: self.foreign + other.foreign,
+            first: self.first.or(other.first),
+        }
+    }
+}
+
 #[derive(Default)]
 struct Hold {
     owner: Option<String>,
