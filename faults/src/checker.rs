@@ -37,6 +37,8 @@ pub struct Findings {
     pub token_violations: usize,
     /// Increments done under the lock that the counter does not show.
     pub lost_updates: i64,
+    /// Renewals the holders saw confirmed (their deadline moving on).
+    pub renewals: usize,
     /// Holders told their hold was lost.
     pub lost_told: usize,
     /// Releases that failed (not the owner any more, or no answer).
@@ -144,6 +146,7 @@ pub fn check(
                 ..
             } if *token < granted_max => findings.superseded_accepted += 1,
             Event::Increment { .. } => increments += 1,
+            Event::Renewed { .. } => findings.renewals += 1,
             Event::ReleaseDone { ok: false, .. } => findings.release_failed += 1,
             Event::Lost {
                 t,

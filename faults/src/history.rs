@@ -36,6 +36,12 @@ pub enum Event {
         client: String,
         error: String,
     },
+    /// The client saw its hold's local deadline move: a renewal was confirmed.
+    Renewed {
+        t: u64,
+        client: String,
+        valid_until: u64,
+    },
     /// A write to the fenced resource, and whether it was accepted.
     Write {
         t: u64,
@@ -66,6 +72,7 @@ impl Event {
             | Event::AcquireOk { t, .. }
             | Event::AcquireFail { t, .. }
             | Event::AcquireError { t, .. }
+            | Event::Renewed { t, .. }
             | Event::Write { t, .. }
             | Event::Increment { t, .. }
             | Event::Lost { t, .. }
@@ -81,6 +88,7 @@ impl Event {
             | Event::AcquireOk { client, .. }
             | Event::AcquireFail { client, .. }
             | Event::AcquireError { client, .. }
+            | Event::Renewed { client, .. }
             | Event::Write { client, .. }
             | Event::Increment { client, .. }
             | Event::Lost { client, .. }

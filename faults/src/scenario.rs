@@ -390,7 +390,7 @@ pub fn run(scenario: &Scenario, settings: &Settings) -> std::io::Result<Outcome>
             }
         }
     }
-    let limit = Instant::now() + settings.duration + Duration::from_secs(30);
+    let limit = end + Duration::from_secs(30);
     for client in &mut clients {
         while client.try_wait()?.is_none() {
             if Instant::now() > limit {

@@ -20,6 +20,8 @@ const STEPS: usize = 3;
 const STEP_PAUSE: Duration = Duration::from_millis(5);
 const LONG_EVERY: u64 = 20;
 const WAIT: Duration = Duration::from_secs(1);
+/// How often a long step looks whether a renewal moved the hold's deadline.
+const LOOK: Duration = Duration::from_millis(50);
 
 /// The lock as one thread sees it.
 enum Locks {
@@ -122,6 +124,10 @@ fn main() {
     let lease = Duration::from_millis(args[4].parse().unwrap_or(500));
     let run_for = Duration::from_millis(args[5].parse().unwrap_or(10_000));
     let threads: usize = args[6].parse().unwrap_or(1);
+    // A client outliving the suite (stopped with Ctrl-C, or failed) would go on contending.
+    if let Err(error) = nix::sys::prctl::set_pdeathsig(nix::sys::signal::Signal::SIGKILL) {
+        eprintln!("fault_client {client}: cannot follow the suite's exit: {error}");
+    }
     let urls = &args[7..];
     let shared = match Shared::open(mode, lease, urls) {
         Ok(shared) => shared,
@@ -228,14 +234,32 @@ fn run(
         });
         let mut lost = None;
         let told = held.lost_signal();
+        let mut deadline = held.valid_until();
         for _ in 0..STEPS {
             if let Some(found) = held.lost() {
                 lost = Some(found);
                 break;
             }
             // The work between the check and the write: a pause here (a stop, a long
-            // collection) is what fencing tokens are for. The watchdog may speak meanwhile.
-            if let Ok(news) = told.recv_timeout(step_pause) {
+            // collection) is what fencing tokens are for. The watchdog may speak meanwhile,
+            // and renewals move the deadline, which is looked at every `LOOK`.
+            let until = Instant::now() + step_pause;
+            let news = loop {
+                let left = until.saturating_duration_since(Instant::now());
+                let news = told.recv_timeout(left.min(LOOK)).ok();
+                if held.valid_until() > deadline {
+                    deadline = held.valid_until();
+                    recorder.record(&Event::Renewed {
+                        t: now_ns(),
+                        client: name.clone(),
+                        valid_until: stamp.of(deadline),
+                    });
+                }
+                if news.is_some() || left <= LOOK {
+                    break news;
+                }
+            };
+            if let Some(news) = news {
                 lost = Some((format!("{:?}", news.reason), news.valid_until));
                 break;
             }

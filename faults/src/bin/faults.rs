@@ -77,8 +77,8 @@ fn main() {
             settings.every
         ),
         String::new(),
-        "| scenario | assumptions | cycles | faults injected | overlaps (max ms) | stale writes accepted | stale writes refused | superseded writes accepted | token errors | leases of others touched (writes checked) | lost updates | holders told lost | told after deadline p50 / max ms | recovery max ms | verdict |".into(),
-        "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|".into(),
+        "| scenario | assumptions | cycles | renewals seen | faults injected | overlaps (max ms) | stale writes accepted | stale writes refused | superseded writes accepted | token errors | leases of others touched (writes checked) | lost updates | holders told lost | told after deadline p50 / max ms | recovery max ms | verdict |".into(),
+        "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|".into(),
     ];
     let mut failed = false;
     let mut mixes = Vec::new();
@@ -90,7 +90,13 @@ fn main() {
             continue;
         }
         eprintln!("faults: {}", scenario.name);
-        match scenario::run(&scenario, &settings) {
+        // A panic in one scenario (a server that would not start) is reported as that
+        // scenario's failure; the others still run.
+        let ran = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+            scenario::run(&scenario, &settings)
+        }))
+        .unwrap_or_else(|_| Err(std::io::Error::other("it panicked")));
+        match ran {
             Ok(outcome) => {
                 failed |= outcome.verdict() == "FAIL";
                 if outcome.scenario.fault == scenario::Fault::Mix {
@@ -133,7 +139,7 @@ fn row(outcome: &Outcome) -> String {
     let fenced = outcome.scenario.mode == scenario::Mode::Single;
     let dash = |text: String| if fenced { text } else { "n/a".into() };
     format!(
-        "| {} | {} | {} | {} | {} ({:.1}) | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} |",
+        "| {} | {} | {} | {} | {} | {} ({:.1}) | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} |",
         outcome.scenario.name,
         if outcome.scenario.inside {
             "inside"
@@ -141,6 +147,7 @@ fn row(outcome: &Outcome) -> String {
             "outside"
         },
         f.cycles,
+        f.renewals,
         outcome.injected,
         f.overlaps,
         f.max_overlap_ms,
