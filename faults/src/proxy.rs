@@ -2,6 +2,7 @@
 //! replies delayed or held, a partition (bytes dropped both ways), connections reset.
 
 use parking_lot::{Condvar, Mutex};
+use std::collections::HashMap;
 use std::io::{Read, Write};
 use std::net::{Shutdown, SocketAddr, TcpListener, TcpStream};
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -25,7 +26,9 @@ pub enum Mode {
 struct Shared {
     mode: Mutex<Mode>,
     changed: Condvar,
-    open: Mutex<Vec<TcpStream>>,
+    /// The connections carried now, by number: both ends, to reset them. A connection leaves when
+    /// its first pump stops.
+    open: Mutex<HashMap<u64, [TcpStream; 2]>>,
     stop: AtomicBool,
 }
 
@@ -42,12 +45,12 @@ impl Proxy {
         let shared = Arc::new(Shared {
             mode: Mutex::new(Mode::Pass),
             changed: Condvar::new(),
-            open: Mutex::new(Vec::new()),
+            open: Mutex::new(HashMap::new()),
             stop: AtomicBool::new(false),
         });
         let accepting = Arc::clone(&shared);
         thread::spawn(move || {
-            for client in listener.incoming() {
+            for (number, client) in (0u64..).zip(listener.incoming()) {
                 if accepting.stop.load(Ordering::SeqCst) {
                     break;
                 }
@@ -57,7 +60,7 @@ impl Proxy {
                 };
                 let _ = client.set_nodelay(true);
                 let _ = server.set_nodelay(true);
-                carry(&accepting, client, server);
+                carry(&accepting, number, client, server);
             }
         });
         Ok(Proxy { port, shared })
@@ -73,9 +76,14 @@ impl Proxy {
         self.shared.changed.notify_all();
     }
 
+    /// How many connections it carries now.
+    pub fn carried(&self) -> usize {
+        self.shared.open.lock().len()
+    }
+
     /// Closes every connection it carries.
     pub fn reset(&self) {
-        for stream in self.shared.open.lock().drain(..) {
+        for stream in self.shared.open.lock().drain().flat_map(|(_, ends)| ends) {
             let _ = stream.shutdown(Shutdown::Both);
         }
     }
@@ -91,26 +99,22 @@ impl Drop for Proxy {
     }
 }
 
-fn carry(shared: &Arc<Shared>, client: TcpStream, server: TcpStream) {
+fn carry(shared: &Arc<Shared>, number: u64, client: TcpStream, server: TcpStream) {
     let (Ok(client_reader), Ok(server_reader)) = (client.try_clone(), server.try_clone()) else {
         return;
     };
-    {
-        let mut open = shared.open.lock();
-        for stream in [&client, &server] {
-            if let Ok(copy) = stream.try_clone() {
-                open.push(copy);
-            }
-        }
-    }
+    let (Ok(client_end), Ok(server_end)) = (client.try_clone(), server.try_clone()) else {
+        return;
+    };
+    shared.open.lock().insert(number, [client_end, server_end]);
     let requests = Arc::clone(shared);
-    thread::spawn(move || pump(&requests, client_reader, server, false));
+    thread::spawn(move || pump(&requests, number, client_reader, server, false));
     let replies = Arc::clone(shared);
-    thread::spawn(move || pump(&replies, server_reader, client, true));
+    thread::spawn(move || pump(&replies, number, server_reader, client, true));
 }
 
-/// Copies `from` to `to` under the proxy's mode until either side closes.
-fn pump(shared: &Shared, mut from: TcpStream, mut to: TcpStream, replies: bool) {
+/// Copies `from` to `to` under the proxy's mode until either side closes, then closes both.
+fn pump(shared: &Shared, number: u64, mut from: TcpStream, mut to: TcpStream, replies: bool) {
     let mut buffer = [0u8; 16 * 1024];
     loop {
         let read = match from.read(&mut buffer) {
@@ -135,4 +139,31 @@ fn pump(shared: &Shared, mut from: TcpStream, mut to: TcpStream, replies: bool) 
     }
     let _ = to.shutdown(Shutdown::Both);
     let _ = from.shutdown(Shutdown::Both);
+    shared.open.lock().remove(&number);
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use testkit::RedisServer;
+
+    #[test]
+    fn connections_closed_by_their_clients_are_let_go() {
+        let server = RedisServer::start();
+        let proxy = Proxy::start(SocketAddr::from(([127, 0, 0, 1], server.port())))
+            .expect("a free port");
+        let client = redis::Client::open(proxy.url()).expect("a valid URL");
+        for _ in 0..50 {
+            let mut connection = client.get_connection().expect("through the proxy");
+            let pong: String = redis::cmd("PING")
+                .query(&mut connection)
+                .expect("an answer");
+            assert_eq!(pong, "PONG");
+        }
+        let deadline = std::time::Instant::now() + Duration::from_secs(10);
+        while proxy.carried() > 0 && std::time::Instant::now() < deadline {
+            thread::sleep(Duration::from_millis(10));
+        }
+        assert_eq!(proxy.carried(), 0, "closed connections still held open");
+    }
 }
