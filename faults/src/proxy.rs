@@ -150,8 +150,8 @@ mod tests {
     #[test]
     fn connections_closed_by_their_clients_are_let_go() {
         let server = RedisServer::start();
-        let proxy = Proxy::start(SocketAddr::from(([127, 0, 0, 1], server.port())))
-            .expect("a free port");
+        let proxy =
+            Proxy::start(SocketAddr::from(([127, 0, 0, 1], server.port()))).expect("a free port");
         let client = redis::Client::open(proxy.url()).expect("a valid URL");
         for _ in 0..50 {
             let mut connection = client.get_connection().expect("through the proxy");
