@@ -1,5 +1,5 @@
-//! Scenarios: servers, client processes, one kind of fault injected again and again, and the
-//! checker's verdict.
+//! Scenarios: servers, client processes, one kind of fault (in the soak, a random mix) injected
+//! again and again, and the checker's verdict.
 
 use crate::checker::{self, Findings};
 use crate::clock::now_ns;
@@ -235,8 +235,7 @@ pub struct Settings {
 #[derive(Debug, Clone)]
 pub struct Outcome {
     pub scenario: Scenario,
-    pub injected: usize,
-    /// How many of each kind were injected.
+    /// How many faults of each kind were injected.
     pub kinds: BTreeMap<String, usize>,
     pub effective: bool,
     pub findings: Findings,
@@ -246,6 +245,11 @@ pub struct Outcome {
 }
 
 impl Outcome {
+    /// How many faults were injected.
+    pub fn injected(&self) -> usize {
+        self.kinds.values().sum()
+    }
+
     /// `pass`, `FAIL`, `inconclusive` (the fault never took effect) or, outside the timing
     /// assumptions, `as expected` when only overlaps and lost updates were found.
     pub fn verdict(&self) -> &'static str {
@@ -271,21 +275,17 @@ struct Lcg(u64);
 
 impl Lcg {
     /// A number below `n`.
-    fn below(&mut self, n: usize) -> usize {
+    fn below(&mut self, n: u64) -> u64 {
         self.0 = self
             .0
             .wrapping_mul(6_364_136_223_846_793_005)
             .wrapping_add(1_442_695_040_888_963_407);
-        ((self.0 >> 33) % n.max(1) as u64) as usize
+        (self.0 >> 33) % n.max(1)
     }
 
     fn jitter(&mut self, around: Duration) -> Duration {
-        self.0 = self
-            .0
-            .wrapping_mul(6_364_136_223_846_793_005)
-            .wrapping_add(1_442_695_040_888_963_407);
         let spread = around.as_millis() as u64 / 2 + 1;
-        around / 2 + Duration::from_millis((self.0 >> 33) % (spread * 2))
+        around / 2 + Duration::from_millis(self.below(spread * 2))
     }
 }
 
@@ -373,7 +373,7 @@ pub fn run(scenario: &Scenario, settings: &Settings) -> std::io::Result<Outcome>
             let fault = match scenario.fault {
                 Fault::Mix => {
                     let mix = Fault::mix(scenario.mode);
-                    mix[random.below(mix.len())]
+                    mix[random.below(mix.len() as u64) as usize]
                 }
                 fault => fault,
             };
@@ -445,7 +445,6 @@ pub fn run(scenario: &Scenario, settings: &Settings) -> std::io::Result<Outcome>
     } && (scenario.fault == Fault::None || !faults.is_empty());
     Ok(Outcome {
         scenario: scenario.clone(),
-        injected: faults.len(),
         kinds,
         effective,
         findings,

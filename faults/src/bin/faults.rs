@@ -1,5 +1,6 @@
 //! Runs the fault scenarios and prints the checker's table (Markdown). Exits 1 if a scenario
-//! failed: an overlap or a lost update inside the timing assumptions, or fencing broken anywhere.
+//! failed: an overlap or a lost update inside the timing assumptions, or, anywhere, fencing
+//! broken or a lease of another owner touched.
 //!
 //! `faults [--profile short|default|soak] [--minutes N] [--seed N] [--report FILE] [--only TEXT] [--keep]`
 //!
@@ -148,7 +149,7 @@ fn row(outcome: &Outcome) -> String {
         },
         f.cycles,
         f.renewals,
-        outcome.injected,
+        outcome.injected(),
         f.overlaps,
         f.max_overlap_ms,
         dash(f.stale_accepted.to_string()),
