@@ -85,6 +85,29 @@ pub fn windows(events: &[Event]) -> Vec<Window> {
     windows
 }
 
+/// Whether clients saw a fault active from `window.0` to `window.1`, up to `after` ns past its
+/// end: an acquisition that failed with an error, a hold told lost, a release that failed, or a
+/// write the fenced store refused. `events` are in time order.
+pub fn seen(events: &[Event], window: (u64, u64), after: u64) -> bool {
+    let (start, end) = window;
+    let first = events.partition_point(|event| event.t() < start);
+    events[first..]
+        .iter()
+        .take_while(|event| event.t() <= end + after)
+        .any(|event| {
+            matches!(
+                event,
+                Event::AcquireError { .. }
+                    | Event::Lost { .. }
+                    | Event::ReleaseDone { ok: false, .. }
+                    | Event::Write {
+                        accepted: false,
+                        ..
+                    }
+            )
+        })
+}
+
 fn percentile(sorted: &[f64], q: f64) -> f64 {
     sorted[((sorted.len() - 1) as f64 * q) as usize]
 }
@@ -259,6 +282,24 @@ mod tests {
             findings.recovery_max_ms,
             Some(2e-6),
             "acquired 2 ns after the fault ended"
+        );
+    }
+
+    #[test]
+    fn a_fault_is_seen_by_a_symptom_in_its_window_or_shortly_after() {
+        let lost = |t| Event::Lost {
+            t,
+            client: "a".into(),
+            reason: "Unconfirmed".into(),
+            valid_until: t,
+        };
+        let events = vec![ok(10, "a", 1), lost(50), release(60, "a")];
+        assert!(seen(&events, (40, 45), 10), "lost 5 ns after the end");
+        assert!(!seen(&events, (40, 45), 4), "too late to be this fault's");
+        assert!(!seen(&events, (55, 70), 10), "before the fault");
+        assert!(
+            !seen(&events[..1], (0, 100), 0),
+            "an acquisition is no symptom"
         );
     }
 

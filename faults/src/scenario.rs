@@ -237,7 +237,9 @@ pub struct Outcome {
     pub scenario: Scenario,
     /// How many faults of each kind were injected.
     pub kinds: BTreeMap<String, usize>,
-    pub effective: bool,
+    /// How many of the faults showed in what the clients saw (or, where clients cannot see
+    /// them by design, were in place).
+    pub effective: usize,
     pub findings: Findings,
     /// Script writes to leases not their caller's, from the lock servers' logs (not when the
     /// fault restarts servers, which ends their logs).
@@ -258,7 +260,7 @@ impl Outcome {
         let foreign = self.touches.as_ref().is_some_and(|t| t.foreign > 0);
         if broken_fencing || foreign {
             "FAIL"
-        } else if !self.effective {
+        } else if self.scenario.fault != Fault::None && self.effective == 0 {
             "inconclusive"
         } else if !self.scenario.inside {
             "as expected"
@@ -357,7 +359,9 @@ pub fn run(scenario: &Scenario, settings: &Settings) -> std::io::Result<Outcome>
         })
         .collect::<std::io::Result<_>>()?;
     let mut random = Lcg(settings.seed);
+    // When each fault was active, and which it was.
     let mut faults: Vec<(u64, u64)> = Vec::new();
+    let mut injected: Vec<Fault> = Vec::new();
     let mut kinds: BTreeMap<String, usize> = BTreeMap::new();
     let end = Instant::now() + settings.duration;
     // Let every client start before the first fault.
@@ -386,6 +390,7 @@ pub fn run(scenario: &Scenario, settings: &Settings) -> std::io::Result<Outcome>
             };
             if let Some(window) = inject(fault, settings, targets, count) {
                 faults.push(window);
+                injected.push(fault);
                 *kinds.entry(name).or_default() += 1;
             }
         }
@@ -418,31 +423,21 @@ pub fn run(scenario: &Scenario, settings: &Settings) -> std::io::Result<Outcome>
         scenario.mode == Mode::Single,
         &faults,
     );
-    // Whether the fault showed in what the clients saw.
-    let f = &findings;
-    let effective = match scenario.fault {
-        Fault::None => true,
-        // One master of three cut off, frozen or slow changes nothing the clients see, by design.
-        Fault::Partition(_) | Fault::FreezeServer(_) | Fault::SlowMaster(_) | Fault::Mix
-            if scenario.mode == Mode::Red =>
-        {
-            true
-        }
-        Fault::FreezeServer(_)
-        | Fault::ClientPause(_)
-        | Fault::DebugSleep(_)
-        | Fault::DelayReplies(_)
-        | Fault::SlowMaster(_)
-        | Fault::HoldReplies(_)
-        | Fault::Partition(_) => f.errors + f.lost_told + f.release_failed > 0,
-        Fault::FreezeHolder(_) => f.lost_told + f.stale_rejected + f.overlaps > 0,
-        Fault::ExpireKey => f.lost_told + f.release_failed + f.overlaps > 0,
-        // The master was down, or lost its keys: by construction.
-        Fault::KillMaster(_) | Fault::RestartMasterNow => true,
-        // The clients' wall clocks did jump (they record them).
-        Fault::ClockJumps => wall_clock_jumped(&events),
-        Fault::Mix => f.errors + f.lost_told + f.release_failed > 0 || wall_clock_jumped(&events),
-    } && (scenario.fault == Fault::None || !faults.is_empty());
+    // Which faults showed in what the clients saw.
+    let jumped = wall_clock_jumped(&events);
+    let horizon = (settings.lease * 2).as_nanos() as u64;
+    let effective = faults
+        .iter()
+        .zip(&injected)
+        .filter(|&(&window, &fault)| match fault {
+            // One master of three cut off, frozen, slow, down or emptied changes nothing the
+            // clients see, by design: it was in place.
+            _ if scenario.mode == Mode::Red => true,
+            // The clients record their wall clock.
+            Fault::ClockJumps => jumped,
+            _ => checker::seen(&events, window, horizon),
+        })
+        .count();
     Ok(Outcome {
         scenario: scenario.clone(),
         kinds,

@@ -78,7 +78,7 @@ fn main() {
             settings.every
         ),
         String::new(),
-        "| scenario | assumptions | cycles | renewals seen | faults injected | overlaps (max ms) | stale writes accepted | stale writes refused | superseded writes accepted | token errors | leases of others touched (writes checked) | lost updates | holders told lost | told after deadline p50 / max ms | recovery max ms | verdict |".into(),
+        "| scenario | assumptions | cycles | renewals seen | faults injected (effective) | overlaps (max ms) | stale writes accepted | stale writes refused | superseded writes accepted | token errors | leases of others touched (writes checked) | lost updates | holders told lost | told after deadline p50 / max ms | recovery max ms | verdict |".into(),
         "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|".into(),
     ];
     let mut failed = false;
@@ -140,7 +140,7 @@ fn row(outcome: &Outcome) -> String {
     let fenced = outcome.scenario.mode == scenario::Mode::Single;
     let dash = |text: String| if fenced { text } else { "n/a".into() };
     format!(
-        "| {} | {} | {} | {} | {} | {} ({:.1}) | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} |",
+        "| {} | {} | {} | {} | {} ({}) | {} ({:.1}) | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} |",
         outcome.scenario.name,
         if outcome.scenario.inside {
             "inside"
@@ -150,6 +150,7 @@ fn row(outcome: &Outcome) -> String {
         f.cycles,
         f.renewals,
         outcome.injected(),
+        outcome.effective,
         f.overlaps,
         f.max_overlap_ms,
         dash(f.stale_accepted.to_string()),
