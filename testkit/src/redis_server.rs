@@ -2,6 +2,7 @@
 //! killed on drop. It can be paused (SIGSTOP), resumed, restarted on the same port, and have its
 //! scripts flushed. A missing binary fails the test with a message saying so.
 
+use std::hash::{BuildHasher, RandomState};
 use std::net::TcpListener;
 use std::path::PathBuf;
 use std::process::{Child, Command, Stdio};
@@ -32,9 +33,20 @@ fn binary() -> PathBuf {
         })
 }
 
+/// Ports the servers use: below Linux's ephemeral range (32768 and up), so that no outgoing
+/// connection takes a stopped server's port as its own. A client reconnecting to a stopped
+/// server on an ephemeral port can even connect to itself, and then the server cannot start again.
+const PORTS: std::ops::Range<u16> = 20_000..32_768;
+
+/// A free loopback port from [`PORTS`], drawn at random so that test processes running side by
+/// side rarely try the same one.
 fn free_port() -> u16 {
-    let listener = TcpListener::bind("127.0.0.1:0").expect("bind a free loopback port");
-    listener.local_addr().expect("bound address").port()
+    let random = RandomState::new();
+    let span = u64::from(PORTS.end - PORTS.start);
+    (0u32..10_000)
+        .map(|attempt| PORTS.start + (random.hash_one(attempt) % span) as u16)
+        .find(|&port| TcpListener::bind(("127.0.0.1", port)).is_ok())
+        .expect("a free loopback port between 20000 and 32767")
 }
 
 impl RedisServer {
@@ -45,11 +57,19 @@ impl RedisServer {
             port: free_port(),
             dir,
         };
-        server.spawn();
-        server
+        // Another process may take the port between the check and the server's bind.
+        for _ in 0..5 {
+            if server.spawn() {
+                return server;
+            }
+            server.port = free_port();
+        }
+        panic!("redis-server did not start on any of 5 free ports");
     }
 
-    fn spawn(&mut self) {
+    /// Starts the server on its port and waits until it answers; `false` if it exited first (its
+    /// port was taken).
+    fn spawn(&mut self) -> bool {
         let child = Command::new(binary())
             .args(["--port", &self.port.to_string(), "--bind", "127.0.0.1"])
             .args(["--save", "", "--appendonly", "no"])
@@ -60,20 +80,37 @@ impl RedisServer {
             .stderr(Stdio::null())
             .spawn()
             .expect("start redis-server");
-        self.child = Some(child);
+        let child = self.child.insert(child);
         let deadline = Instant::now() + Duration::from_secs(10);
         loop {
-            let ready = redis::Client::open(self.url())
+            if child.try_wait().ok().flatten().is_some() {
+                self.child = None;
+                return false;
+            }
+            let ready = redis::Client::open(format!("redis://127.0.0.1:{}", self.port))
                 .and_then(|client| client.get_connection_with_timeout(Duration::from_millis(200)))
                 .and_then(|mut con| redis::cmd("PING").query::<String>(&mut con));
             if ready.is_ok() {
-                return;
+                return true;
             }
             assert!(
                 Instant::now() < deadline,
                 "redis-server did not answer within 10 s"
             );
             thread::sleep(Duration::from_millis(20));
+        }
+    }
+
+    /// Starts the server again on the same port, waiting for the port to be free for up to 10 s.
+    fn respawn(&mut self) {
+        let deadline = Instant::now() + Duration::from_secs(10);
+        while !self.spawn() {
+            assert!(
+                Instant::now() < deadline,
+                "redis-server could not take its port {} again within 10 s",
+                self.port
+            );
+            thread::sleep(Duration::from_millis(100));
         }
     }
 
@@ -116,7 +153,7 @@ impl RedisServer {
     /// Kills the server and starts a fresh one (empty: nothing is persisted) on the same port.
     pub fn restart(&mut self) {
         self.kill();
-        self.spawn();
+        self.respawn();
     }
 
     /// Kills the server: connections to its port are refused until [`RedisServer::start_again`].
@@ -127,7 +164,7 @@ impl RedisServer {
     /// Starts a fresh server (empty) on the same port after [`RedisServer::stop`].
     pub fn start_again(&mut self) {
         if self.child.is_none() {
-            self.spawn();
+            self.respawn();
         }
     }
 
