@@ -14,7 +14,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::thread;
 use std::time::{Duration, Instant};
-use testkit::{Monitor, RedisServer};
+use testkit::{Lcg, Monitor, RedisServer};
 
 /// Which lock the clients take.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -272,23 +272,10 @@ impl Outcome {
     }
 }
 
-/// A small deterministic generator, so that a failing run can be replayed with its seed.
-struct Lcg(u64);
-
-impl Lcg {
-    /// A number below `n`.
-    fn below(&mut self, n: u64) -> u64 {
-        self.0 = self
-            .0
-            .wrapping_mul(6_364_136_223_846_793_005)
-            .wrapping_add(1_442_695_040_888_963_407);
-        (self.0 >> 33) % n.max(1)
-    }
-
-    fn jitter(&mut self, around: Duration) -> Duration {
-        let spread = around.as_millis() as u64 / 2 + 1;
-        around / 2 + Duration::from_millis(self.below(spread * 2))
-    }
+/// A pause of about `around`: from half of it to one and a half, drawn from the seeded `random`.
+fn jitter(random: &mut Lcg, around: Duration) -> Duration {
+    let spread = around.as_millis() as u64 / 2 + 1;
+    around / 2 + Duration::from_millis(random.below(spread * 2))
 }
 
 pub fn run(scenario: &Scenario, settings: &Settings) -> std::io::Result<Outcome> {
@@ -368,7 +355,7 @@ pub fn run(scenario: &Scenario, settings: &Settings) -> std::io::Result<Outcome>
     thread::sleep(Duration::from_millis(500));
     if scenario.fault != Fault::None {
         loop {
-            let pause = random.jitter(settings.every);
+            let pause = jitter(&mut random, settings.every);
             // Room for the fault and the recovery after it.
             if Instant::now() + pause + settings.lease * 4 >= end {
                 break;

@@ -18,7 +18,7 @@ use std::collections::HashMap;
 use std::process::Command;
 use std::thread;
 use std::time::{Duration, Instant};
-use testkit::{Monitored, RedisServer};
+use testkit::{Lcg, Monitored, RedisServer};
 
 struct Scale {
     leases: usize,
@@ -236,19 +236,6 @@ fn renew_sha() -> String {
     redis::Script::new(include_str!("../../../lease/src/scripts/renew.lua"))
         .get_hash()
         .to_owned()
-}
-
-/// A small deterministic generator, so that runs pause at the same offsets.
-struct Lcg(u64);
-
-impl Lcg {
-    fn below(&mut self, bound: u64) -> u64 {
-        self.0 = self
-            .0
-            .wrapping_mul(6_364_136_223_846_793_005)
-            .wrapping_add(1_442_695_040_888_963_407);
-        (self.0 >> 33) % bound.max(1)
-    }
 }
 
 fn lost(scale: &Scale) {
