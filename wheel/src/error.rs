@@ -22,6 +22,12 @@ pub enum BuildError {
     /// `max_pending` is zero.
     #[error("max_pending must be at least 1")]
     ZeroMaxPending,
+    /// The shard count is zero or above [`MAX_SHARDS`](crate::MAX_SHARDS) (before rounding up).
+    #[error("shards must be from 1 to {max}, not {given}", max = crate::MAX_SHARDS)]
+    Shards {
+        /// The count asked for.
+        given: usize,
+    },
     /// The worker thread could not be started.
     #[error("could not start the timer thread: {0}")]
     Spawn(#[from] std::io::Error),

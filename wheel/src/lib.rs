@@ -7,8 +7,9 @@
 //!
 //! * [`Wheel`]: the timing wheel as plain data over `u64` ticks. No clock, no thread, no lock.
 //!   Use it directly to drive timeouts from your own event loop.
-//! * [`Timer`]: a wheel behind a lock, a worker thread that sleeps until the next due tick and runs
-//!   tasks outside every lock, and cheap cloneable handles.
+//! * [`Timer`]: wheels in shards, each behind its own lock so that threads scheduling at once do
+//!   not wait for each other, one worker thread that sleeps until the next due tick and runs tasks
+//!   outside every lock, and cheap cloneable handles.
 //!
 //! ```
 //! use std::sync::mpsc;
@@ -56,5 +57,5 @@ pub use clock::ManualClock;
 pub use error::{BuildError, ScheduleError};
 pub use metrics::Metrics;
 pub use task::UnrunTask;
-pub use timer::{Periodic, Timeout, Timer, TimerBuilder, MAX_PENDING, MIN_TICK};
+pub use timer::{Periodic, Timeout, Timer, TimerBuilder, MAX_PENDING, MAX_SHARDS, MIN_TICK};
 pub use wheel::{Advance, InvalidSlots, Key, Wheel, WheelFull, MAX_LEN, MAX_SLOTS};

@@ -1,7 +1,8 @@
 //! The handles `schedule*` returns: [`Timeout`] for a one-shot task, [`Periodic`] for a
-//! recurring one.
+//! recurring one. Each holds the shard its task is stored in, so everything it does takes that
+//! shard's lock alone.
 
-use super::shared::Shared;
+use super::shard::Shard;
 use crate::task::PeriodicState;
 use crate::wheel::Key;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -11,19 +12,20 @@ use std::time::Instant;
 /// Set in a [`Timeout`]'s raw key once its `cancel` has succeeded.
 const CANCELLED: u64 = 1 << 63;
 
-/// A one-shot task waiting in a [`Timer`](crate::Timer). Two words: the timer and the task's key.
+/// A one-shot task waiting in a [`Timer`](crate::Timer). Two words: the task's shard of the
+/// timer and the task's key.
 ///
 /// Dropping the handle does not cancel the task.
 pub struct Timeout {
-    shared: Arc<Shared>,
+    shard: Arc<Shard>,
     /// The task's [`Key`], with [`CANCELLED`] set once cancelled.
     key: AtomicU64,
 }
 
 impl Timeout {
-    pub(crate) fn new(shared: Arc<Shared>, key: Key) -> Self {
+    pub(crate) fn new(shard: Arc<Shard>, key: Key) -> Self {
         Timeout {
-            shared,
+            shard,
             key: AtomicU64::new(key.to_raw()),
         }
     }
@@ -36,15 +38,12 @@ impl Timeout {
     /// the worker did: a `false` means it has run, is running, was cancelled already, or was handed
     /// back by [`Timer::stop`](crate::Timer::stop).
     pub fn cancel(&self) -> bool {
-        let mut state = self.shared.state.lock();
-        let Some(task) = state.wheel.cancel(self.key()) else {
+        let Some(task) = self.shard.cancel(self.key()) else {
             return false;
         };
-        state.metrics.cancelled += 1;
-        // Only `cancel` writes the key, under the timer's lock: a plain store will do.
+        // Only the one `cancel` that took the task out writes the key: a plain store will do.
         let raw = self.key.load(Ordering::Relaxed);
         self.key.store(raw | CANCELLED, Ordering::Release);
-        drop(state);
         drop(task);
         true
     }
@@ -59,19 +58,19 @@ impl Timeout {
         if self.is_cancelled() {
             return false;
         }
-        let state = self.shared.state.lock();
+        let state = self.shard.state.lock();
         !state.wheel.contains(self.key()) && !state.drained.contains(&self.key())
     }
 
     /// Whether the task is still waiting for its deadline.
     pub fn is_pending(&self) -> bool {
-        self.shared.state.lock().wheel.contains(self.key())
+        self.shard.state.lock().wheel.contains(self.key())
     }
 
     /// The tick boundary the task waits for, while it is pending.
     pub fn deadline(&self) -> Option<Instant> {
-        let tick = self.shared.state.lock().wheel.deadline(self.key())?;
-        self.shared.ticks.instant_of(tick)
+        let tick = self.shard.state.lock().wheel.deadline(self.key())?;
+        self.shard.ticks.instant_of(tick)
     }
 }
 
@@ -86,30 +85,33 @@ impl std::fmt::Debug for Timeout {
 
 /// A recurring task in a [`Timer`](crate::Timer). Dropping the handle does not cancel it.
 pub struct Periodic {
-    shared: Arc<Shared>,
+    shard: Arc<Shard>,
     state: Arc<PeriodicState>,
 }
 
 impl Periodic {
-    pub(crate) fn new(shared: Arc<Shared>, state: Arc<PeriodicState>) -> Self {
-        Periodic { shared, state }
+    pub(crate) fn new(shard: Arc<Shard>, state: Arc<PeriodicState>) -> Self {
+        Periodic { shard, state }
     }
 
     /// Stops the task: it is taken out of the wheel and dropped at once, and if a run is in
     /// progress, that run is its last. Returns `true` if this call stopped it, `false` if it was
     /// already cancelled or gone (stopped timer, panicked run).
     pub fn cancel(&self) -> bool {
-        let mut timer = self.shared.state.lock();
+        let mut shard = self.shard.state.lock();
         if self.state.cancelled.load(Ordering::Acquire)
             || self.state.finished.load(Ordering::Acquire)
         {
             return false;
         }
         self.state.cancelled.store(true, Ordering::Release);
-        timer.metrics.cancelled += 1;
+        shard.cancelled += 1;
         let key = Key::from_raw(self.state.key.load(Ordering::Acquire));
-        let task = timer.wheel.cancel(key);
-        drop(timer);
+        let task = shard.wheel.cancel(key);
+        drop(shard);
+        if task.is_some() {
+            self.shard.release(1);
+        }
         drop(task);
         true
     }

@@ -1,7 +1,10 @@
-//! [`Timer`]: a [`Wheel`](crate::Wheel) on its own worker thread, and its builder.
+//! [`Timer`]: shards of [`Wheel`]s advanced by one worker thread, and its builder.
 
 mod handle;
+mod limit;
+mod shard;
 mod shared;
+mod sleep;
 mod worker;
 
 pub use handle::{Periodic, Timeout};
@@ -12,6 +15,8 @@ use crate::metrics::Metrics;
 use crate::task::{Cadence, Job, Once, PeriodicJob, PeriodicState, UnrunTask};
 use crate::tick::Ticks;
 use crate::wheel::{Key, Wheel, MAX_LEN, MAX_SLOTS};
+use limit::PendingLimit;
+use shard::{Shard, ShardState};
 use shared::{Jobs, Shared};
 use std::sync::Arc;
 use std::thread;
@@ -20,26 +25,33 @@ use std::time::{Duration, Instant};
 /// The shortest tick a timer accepts.
 pub const MIN_TICK: Duration = Duration::from_millis(1);
 
-/// The largest `max_pending` (and the default): the wheel's capacity less room for the recurring
-/// tasks of one batch in flight, so that putting those back can never find the wheel full.
+/// The largest `max_pending`, and the most tasks one shard holds: a wheel's capacity less room
+/// for the recurring tasks of one batch in flight, so that putting those back can never find the
+/// wheel full.
 pub const MAX_PENDING: usize = MAX_LEN - worker::BATCH;
 
-/// Why a new task cannot be stored now, as the error that hands it back; counts a rejection.
-fn refusal<F>(shared: &Shared, state: &mut shared::State) -> Option<fn(F) -> ScheduleError<F>> {
+/// The most shards a timer may have.
+pub const MAX_SHARDS: usize = 256;
+
+/// Why a new task cannot be stored in this shard now, as the error that hands it back; counts a
+/// rejection. Takes the task's place in the pending limit when it is stored.
+fn refusal<F>(shard: &Shard, state: &mut ShardState) -> Option<fn(F) -> ScheduleError<F>> {
     if state.stopped {
         return Some(ScheduleError::Stopped);
     }
-    if state.wheel.len() >= shared.max_pending {
-        state.metrics.rejected += 1;
+    let full = state.wheel.len() >= MAX_PENDING
+        || shard.limit.as_ref().is_some_and(|limit| !limit.try_take());
+    if full {
+        state.rejected += 1;
         return Some(ScheduleError::TooManyPending);
     }
     None
 }
 
-/// Stores a new task under the lock that checked `len < max_pending <= MAX_PENDING`, so the
-/// wheel has room: only a broken invariant could make this fail.
-fn store_checked(shared: &Shared, state: &mut shared::State, tick: u64, job: Box<dyn Job>) -> Key {
-    match shared.store(state, tick, job) {
+/// Stores a new task under the lock that checked `len < MAX_PENDING`, so the wheel has room:
+/// only a broken invariant could make this fail.
+fn store_checked(state: &mut ShardState, tick: u64, job: Box<dyn Job>) -> Key {
+    match state.wheel.insert(tick, job) {
         Ok(key) => key,
         Err(_) => unreachable!("room was checked under the same lock"),
     }
@@ -50,6 +62,11 @@ fn store_checked(shared: &Shared, state: &mut shared::State, tick: u64, job: Box
 /// `Timer` is a cheap handle: clone it freely, one worker thread serves every clone. The worker
 /// ends when [`Timer::stop`] is called or the last clone is dropped (pending tasks are then dropped
 /// unrun).
+///
+/// Threads scheduling at once do not wait for each other: the timer keeps several wheels
+/// ([`TimerBuilder::shards`]), each under its own lock, and each thread schedules on its own
+/// (threads that started one after another get different ones). One worker advances them all, a
+/// tick at a time, earliest first.
 ///
 /// ```
 /// use std::sync::mpsc;
@@ -81,10 +98,7 @@ struct Owner {
 
 impl Drop for Owner {
     fn drop(&mut self) {
-        let unrun = {
-            let mut state = self.shared.state.lock();
-            self.shared.stop_locked(&mut state)
-        };
+        let unrun = self.shared.stop();
         if !unrun.is_empty() {
             log::debug!(
                 "last timer handle dropped: {} tasks dropped unrun",
@@ -95,7 +109,8 @@ impl Drop for Owner {
 }
 
 impl Timer {
-    /// A timer with the default settings: 1 ms tick, 512 ticks per wheel, no pending limit.
+    /// A timer with the default settings: 1 ms tick, 512 ticks per wheel, no pending limit, four
+    /// shards per core.
     pub fn new() -> Result<Timer, BuildError> {
         Timer::builder().build()
     }
@@ -134,14 +149,17 @@ impl Timer {
         F: FnOnce() + Send + 'static,
     {
         let shared = self.shared();
-        let mut state = shared.state.lock();
-        if let Some(refuse) = refusal(shared, &mut state) {
+        let shard = shared.home_shard();
+        let mut state = shard.state.lock();
+        if let Some(refuse) = refusal(shard, &mut state) {
             return Err(refuse(task));
         }
-        state.metrics.scheduled += 1;
-        let key = store_checked(shared, &mut state, tick, Box::new(Once(task)));
+        state.scheduled += 1;
+        let key = store_checked(&mut state, tick, Box::new(Once(task)));
+        shard.stored_due_at(tick);
         drop(state);
-        Ok(Timeout::new(Arc::clone(shared), key))
+        shared.sleep.wake_before(tick);
+        Ok(Timeout::new(Arc::clone(shard), key))
     }
 
     /// Runs `task` at `first` from now, then every `period` after that first deadline:
@@ -192,8 +210,9 @@ impl Timer {
         let shared = self.shared();
         let now = shared.clock.now();
         let tick = shared.ticks.delay_tick(now, first);
-        let mut state = shared.state.lock();
-        if let Some(refuse) = refusal(shared, &mut state) {
+        let shard = shared.home_shard();
+        let mut state = shard.state.lock();
+        if let Some(refuse) = refusal(shard, &mut state) {
             return Err(refuse(task));
         }
         // A first delay past the range of `Instant` has the tick NEVER, so `due` is never used.
@@ -206,13 +225,15 @@ impl Timer {
             period,
             cadence,
         };
-        state.metrics.scheduled += 1;
-        let key = store_checked(shared, &mut state, tick, Box::new(job));
+        state.scheduled += 1;
+        let key = store_checked(&mut state, tick, Box::new(job));
+        shard.stored_due_at(tick);
         periodic
             .key
             .store(key.to_raw(), std::sync::atomic::Ordering::Release);
         drop(state);
-        Ok(Periodic::new(Arc::clone(shared), periodic))
+        shared.sleep.wake_before(tick);
+        Ok(Periodic::new(Arc::clone(shard), periodic))
     }
 
     /// Stops the timer and hands back every task that had not started, in deadline order. Tasks
@@ -221,10 +242,7 @@ impl Timer {
     /// [`ScheduleError::Stopped`]. Safe to call from inside a task.
     pub fn stop(&self) -> Vec<UnrunTask> {
         let shared = self.shared();
-        let unrun: Jobs = {
-            let mut state = shared.state.lock();
-            shared.stop_locked(&mut state)
-        };
+        let unrun: Jobs = shared.stop();
         unrun
             .into_iter()
             .map(|(_, tick, job)| UnrunTask::new(job, shared.ticks.instant_of(tick)))
@@ -233,7 +251,7 @@ impl Timer {
 
     /// Whether the timer has been stopped.
     pub fn is_stopped(&self) -> bool {
-        self.shared().state.lock().stopped
+        self.shared().is_stopped()
     }
 
     /// Waits up to `limit` for the worker thread to exit after a stop. Returns whether it has.
@@ -242,18 +260,20 @@ impl Timer {
         self.shared().await_exit(limit)
     }
 
-    /// Tasks waiting for their deadline.
+    /// Tasks waiting for their deadline. Exact while no other thread schedules or cancels;
+    /// otherwise a count taken one shard at a time.
     pub fn pending(&self) -> usize {
-        self.shared().state.lock().wheel.len()
+        self.shared().pending()
     }
 
-    /// A snapshot of the timer's counters.
+    /// A snapshot of the timer's counters, taken one shard at a time.
     pub fn metrics(&self) -> Metrics {
-        let state = self.shared().state.lock();
-        Metrics {
-            pending: state.wheel.len(),
-            ..state.metrics
-        }
+        self.shared().metrics()
+    }
+
+    /// How many wheels the timer keeps, each under its own lock.
+    pub fn shards(&self) -> usize {
+        self.shared().shards.len()
     }
 
     /// The tick duration.
@@ -294,6 +314,7 @@ pub struct TimerBuilder {
     tick: Duration,
     ticks_per_wheel: usize,
     max_pending: Option<usize>,
+    shards: Option<usize>,
     thread_name: String,
     clock: Clock,
 }
@@ -304,6 +325,7 @@ impl Default for TimerBuilder {
             tick: Duration::from_millis(1),
             ticks_per_wheel: 512,
             max_pending: None,
+            shards: None,
             thread_name: "wheel-timer".to_owned(),
             clock: Clock::Monotonic,
         }
@@ -325,10 +347,27 @@ impl TimerBuilder {
         self
     }
 
-    /// The most tasks that may wait at once; more are refused with
-    /// [`ScheduleError::TooManyPending`]. Default and upper bound: [`MAX_PENDING`].
+    /// The most tasks that may wait at once, in all shards together; more are refused with
+    /// [`ScheduleError::TooManyPending`]. The bound is exact: a schedule is refused only while
+    /// `max` tasks are pending. Upper bound: [`MAX_PENDING`].
+    ///
+    /// Keeping it exact costs one compare-and-swap on a count that every scheduling thread shares
+    /// (and a subtraction when a task leaves), so threads scheduling at once contend on it. By
+    /// default there is no such count: each shard alone holds at most [`MAX_PENDING`] tasks.
     pub fn max_pending(mut self, max: usize) -> Self {
         self.max_pending = Some(max);
+        self
+    }
+
+    /// How many wheels the timer keeps, each under its own lock, for threads that schedule at
+    /// once; rounded up to a power of two, from 1 to [`MAX_SHARDS`]. Default: four per core the
+    /// machine has (`std::thread::available_parallelism`), at most 64.
+    ///
+    /// A thread schedules on one shard (chosen by the order in which threads first scheduled), so
+    /// up to this many threads schedule without sharing a lock. Each shard costs about 9 KiB
+    /// when empty, and the worker looks at every shard each time it wakes.
+    pub fn shards(mut self, shards: usize) -> Self {
+        self.shards = Some(shards);
         self
     }
 
@@ -356,16 +395,29 @@ impl TimerBuilder {
         }
         let max_pending = match self.max_pending {
             Some(0) => return Err(BuildError::ZeroMaxPending),
-            Some(max) => max.min(MAX_PENDING),
-            None => MAX_PENDING,
+            Some(max) => Some(max.min(MAX_PENDING)),
+            None => None,
+        };
+        let shards = match self.shards {
+            Some(given) if given == 0 || given > MAX_SHARDS => {
+                return Err(BuildError::Shards { given })
+            }
+            Some(given) => given.next_power_of_two(),
+            None => default_shards(),
         };
         let slots = self.ticks_per_wheel.next_power_of_two();
-        let wheel: Wheel<Box<dyn Job>> =
-            Wheel::new(slots).map_err(|_| BuildError::TicksPerWheel {
-                given: self.ticks_per_wheel,
-            })?;
         let ticks = Ticks::new(self.clock.now(), self.tick);
-        let shared = Arc::new(Shared::new(wheel, ticks, self.clock.clone(), max_pending));
+        let limit = max_pending.map(|max| Arc::new(PendingLimit::new(max)));
+        let shards = (0..shards)
+            .map(|_| {
+                let wheel: Wheel<Box<dyn Job>> =
+                    Wheel::new(slots).map_err(|_| BuildError::TicksPerWheel {
+                        given: self.ticks_per_wheel,
+                    })?;
+                Ok(Shard::new(wheel, ticks, limit.clone()))
+            })
+            .collect::<Result<Vec<Shard>, BuildError>>()?;
+        let shared = Arc::new(Shared::new(shards, ticks, self.clock.clone()));
         if let Clock::Manual(manual) = &self.clock {
             let follower: Arc<dyn crate::clock::Follower> = shared.clone();
             manual.follow(Arc::downgrade(&follower));
@@ -381,4 +433,10 @@ impl TimerBuilder {
             shared,
         })
     }
+}
+
+/// Four shards per core, as a power of two from 1 to 64.
+fn default_shards() -> usize {
+    let cores = thread::available_parallelism().map_or(1, |cores| cores.get());
+    (cores * 4).next_power_of_two().min(64)
 }

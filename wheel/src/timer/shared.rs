@@ -1,120 +1,149 @@
-//! The state a timer's handles and its worker share, behind one lock.
+//! What a timer's handles and its worker share: the shards, the worker's sleep, the clock.
 //!
-//! # Ground rules
+//! # Ground rules: the life of a task
 //!
-//! * Everything in [`State`] changes only with the lock held, and the lock is held only for wheel
-//!   operations and counters: no user code (a task, or a task's destructor) ever runs under it.
-//!   Values taken out of the wheel are dropped or run after the guard is released.
-//! * A task's life is one transition out of "pending" (stored in the wheel): to *cancelled* by its
-//!   handle ([`Wheel::cancel`] under the lock), to *expired* by the worker ([`Wheel::advance`]
-//!   under the lock), or to *unrun* by a stop ([`Wheel::drain`] under the lock, its key recorded
-//!   in `drained`). Whoever removes it from the wheel owns it; the others find its key dead.
-//! * `wake_at` is the tick the sleeping worker will wake at, and 0 while it is awake. A scheduler
-//!   that stores an earlier tick wakes it; otherwise no one does, so an idle worker costs nothing.
+//! A task is *pending* from the moment a `schedule*` call stores it in a shard's wheel. It leaves
+//! that state exactly once, by one of three transitions, each made by whoever takes it out of the
+//! wheel under the shard's lock:
+//!
+//! * pending -> *cancelled*, by its handle ([`Wheel::cancel`](crate::Wheel::cancel)); the handle
+//!   then sets its own cancelled bit and drops the task before `cancel` returns;
+//! * pending -> *expired*, by the worker ([`Wheel::advance`](crate::Wheel::advance)), which runs
+//!   it after unlocking;
+//! * pending -> *unrun*, by a stop ([`Wheel::drain`](crate::Wheel::drain)), which records its key
+//!   in the shard's `drained` set and hands it back to the caller of
+//!   [`Timer::stop`](crate::Timer::stop).
+//!
+//! The other two find its key dead and do nothing: `cancel` returns `false`, the worker never
+//! sees it, the stop does not return it. Nobody else changes a stored task. A recurring task that
+//! ran goes back to pending in the same shard (the worker stores it again), unless its handle
+//! cancelled it meanwhile or the shard was stopped.
 
+use super::shard::{caller_number, Shard, Stored};
+use super::sleep::Sleep;
 use crate::clock::{Clock, Follower};
 use crate::metrics::Metrics;
-use crate::task::Job;
-use crate::tick::{Ticks, NEVER};
-use crate::wheel::{Key, Wheel, WheelFull};
-use parking_lot::{Condvar, Mutex};
-use std::collections::HashSet;
-use std::sync::OnceLock;
+use crate::tick::Ticks;
+use crate::wheel::Key;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, OnceLock};
 use std::thread::{self, ThreadId};
 use std::time::{Duration, Instant};
 
-pub(crate) type Jobs = Vec<(Key, u64, Box<dyn Job>)>;
+/// Tasks a stop took out, with their keys and deadline ticks.
+pub(crate) type Jobs = Vec<(Key, u64, Stored)>;
 
 pub(crate) struct Shared {
-    pub(crate) state: Mutex<State>,
-    /// The worker sleeps here.
-    pub(crate) wake: Condvar,
-    /// Callers waiting for the worker's progress (a manual clock catching up, a termination) sleep
-    /// here.
-    pub(crate) progress: Condvar,
+    pub(crate) shards: Box<[Arc<Shard>]>,
+    pub(crate) sleep: Sleep,
+    /// Set once, by the first stop. Each shard also records it under its own lock.
+    pub(crate) stopped: AtomicBool,
     pub(crate) ticks: Ticks,
     pub(crate) clock: Clock,
-    pub(crate) max_pending: usize,
     pub(crate) worker: OnceLock<ThreadId>,
+    /// The worker's own counters: only the worker writes them.
+    pub(crate) counters: WorkerCounters,
 }
 
-pub(crate) struct State {
-    pub(crate) wheel: Wheel<Box<dyn Job>>,
-    pub(crate) stopped: bool,
-    pub(crate) exited: bool,
-    pub(crate) wake_at: u64,
-    /// Set when a manual clock moved: the worker must read the time again before it sleeps.
-    pub(crate) kick: bool,
-    /// How many times the worker has run everything due and gone to sleep.
-    pub(crate) passes: u64,
-    /// The time up to which the worker has run everything due.
-    pub(crate) caught_up_to: Instant,
-    /// Keys of the tasks a stop took out of the wheel: they are neither cancelled nor expired.
-    pub(crate) drained: HashSet<Key>,
-    pub(crate) metrics: Metrics,
+/// Counters only the worker thread writes.
+#[derive(Default)]
+pub(crate) struct WorkerCounters {
+    pub(crate) fired: AtomicU64,
+    pub(crate) panicked: AtomicU64,
+    pub(crate) wakeups: AtomicU64,
+    pub(crate) max_lateness_nanos: AtomicU64,
+}
+
+impl WorkerCounters {
+    /// Adds to a counter that only the worker writes: a load and a store, no read-modify-write.
+    pub(crate) fn add(counter: &AtomicU64, by: u64) {
+        counter.store(counter.load(Ordering::Relaxed) + by, Ordering::Relaxed);
+    }
 }
 
 impl Shared {
-    pub(crate) fn new(
-        wheel: Wheel<Box<dyn Job>>,
-        ticks: Ticks,
-        clock: Clock,
-        max_pending: usize,
-    ) -> Self {
+    pub(crate) fn new(shards: Vec<Shard>, ticks: Ticks, clock: Clock) -> Self {
         let now = clock.now();
         Shared {
-            state: Mutex::new(State {
-                wheel,
-                stopped: false,
-                exited: false,
-                wake_at: 0,
-                kick: false,
-                passes: 0,
-                caught_up_to: now,
-                drained: HashSet::new(),
-                metrics: Metrics::default(),
-            }),
-            wake: Condvar::new(),
-            progress: Condvar::new(),
+            shards: shards.into_iter().map(Arc::new).collect(),
+            sleep: Sleep::new(now),
+            stopped: AtomicBool::new(false),
             ticks,
             clock,
-            max_pending,
             worker: OnceLock::new(),
+            counters: WorkerCounters::default(),
         }
+    }
+
+    /// The shard the calling thread schedules on.
+    pub(crate) fn home_shard(&self) -> &Arc<Shard> {
+        // The shard count is a power of two.
+        &self.shards[caller_number() & (self.shards.len() - 1)]
     }
 
     pub(crate) fn on_worker(&self) -> bool {
         self.worker.get() == Some(&thread::current().id())
     }
 
-    /// Stores a job due at `tick`, and wakes the worker if it sleeps past it. Fails only when the
-    /// wheel holds [`MAX_LEN`](crate::MAX_LEN) entries, which `max_pending` (capped at
-    /// [`MAX_PENDING`](super::MAX_PENDING)) and the size of a batch in flight rule out.
-    pub(crate) fn store(
-        &self,
-        state: &mut State,
-        tick: u64,
-        job: Box<dyn Job>,
-    ) -> Result<Key, WheelFull<Box<dyn Job>>> {
-        let key = state.wheel.insert(tick, job)?;
-        if tick < state.wake_at {
-            self.wake.notify_one();
+    /// Marks the timer stopped, takes every pending task out of every shard and wakes the
+    /// worker so that it exits. Returns the tasks in deadline order; the caller drops or returns
+    /// them. Only the first call finds any.
+    pub(crate) fn stop(&self) -> Jobs {
+        {
+            let mut sleep = self.sleep.state.lock();
+            if sleep.stopped {
+                return Vec::new();
+            }
+            sleep.stopped = true;
+            self.stopped.store(true, Ordering::SeqCst);
+            self.sleep.wake.notify_one();
+            self.sleep.progress.notify_all();
         }
-        Ok(key)
+        let mut unrun: Jobs = Vec::new();
+        for shard in self.shards.iter() {
+            let mut state = shard.state.lock();
+            state.stopped = true;
+            let drained = state.wheel.drain();
+            state.drained.extend(drained.iter().map(|&(key, _, _)| key));
+            drop(state);
+            shard.release(drained.len());
+            unrun.extend(drained);
+        }
+        unrun.sort_by_key(|&(_, tick, _)| tick);
+        unrun
     }
 
-    /// Marks the timer stopped and takes every pending task out. The caller drops or returns them
-    /// after releasing the lock.
-    pub(crate) fn stop_locked(&self, state: &mut State) -> Jobs {
-        if state.stopped {
-            return Vec::new();
+    pub(crate) fn is_stopped(&self) -> bool {
+        self.stopped.load(Ordering::SeqCst)
+    }
+
+    /// Tasks stored in every shard now.
+    pub(crate) fn pending(&self) -> usize {
+        self.shards
+            .iter()
+            .map(|shard| shard.state.lock().wheel.len())
+            .sum()
+    }
+
+    /// The counters of every shard and of the worker, added up.
+    pub(crate) fn metrics(&self) -> Metrics {
+        let mut metrics = Metrics {
+            fired: self.counters.fired.load(Ordering::Relaxed),
+            panicked: self.counters.panicked.load(Ordering::Relaxed),
+            wakeups: self.counters.wakeups.load(Ordering::Relaxed),
+            max_lateness: Duration::from_nanos(
+                self.counters.max_lateness_nanos.load(Ordering::Relaxed),
+            ),
+            ..Metrics::default()
+        };
+        for shard in self.shards.iter() {
+            let state = shard.state.lock();
+            metrics.scheduled += state.scheduled;
+            metrics.cancelled += state.cancelled;
+            metrics.rejected += state.rejected;
+            metrics.pending += state.wheel.len();
         }
-        state.stopped = true;
-        let unrun = state.wheel.drain();
-        state.drained.extend(unrun.iter().map(|&(key, _, _)| key));
-        self.wake.notify_one();
-        self.progress.notify_all();
-        unrun
+        metrics
     }
 
     pub(crate) fn await_exit(&self, limit: Duration) -> bool {
@@ -122,15 +151,20 @@ impl Shared {
             return false;
         }
         let deadline = Instant::now().checked_add(limit);
-        let mut state = self.state.lock();
+        let mut state = self.sleep.state.lock();
         while !state.exited {
             match deadline {
                 Some(deadline) => {
-                    if self.progress.wait_until(&mut state, deadline).timed_out() {
+                    if self
+                        .sleep
+                        .progress
+                        .wait_until(&mut state, deadline)
+                        .timed_out()
+                    {
                         return state.exited;
                     }
                 }
-                None => self.progress.wait(&mut state),
+                None => self.sleep.progress.wait(&mut state),
             }
         }
         true
@@ -139,26 +173,24 @@ impl Shared {
 
 impl Follower for Shared {
     fn catch_up(&self, now: Instant, limit: Duration) -> bool {
-        let mut state = self.state.lock();
+        let mut state = self.sleep.state.lock();
         state.kick = true;
-        self.wake.notify_one();
+        self.sleep.wake.notify_one();
         if self.on_worker() {
             return true;
         }
         let deadline = Instant::now() + limit;
         let start = state.passes;
         while (state.passes == start || state.caught_up_to < now) && !state.exited {
-            if self.progress.wait_until(&mut state, deadline).timed_out() {
+            if self
+                .sleep
+                .progress
+                .wait_until(&mut state, deadline)
+                .timed_out()
+            {
                 return false;
             }
         }
         true
-    }
-}
-
-impl State {
-    /// The tick the worker should next wake at, or [`NEVER`].
-    pub(crate) fn next_wake(&self) -> u64 {
-        self.wheel.next_due().unwrap_or(NEVER)
     }
 }

@@ -1,11 +1,14 @@
 //! Node storage for the wheel: one vector of slots addressed by generational keys, threaded into
 //! intrusive doubly linked lists (one list per bucket, and the free list).
 //!
-//! A slot holds its value, deadline, list links and generation together, so reaching an entry
-//! touches one cache line. Indices are `u32` so that a slot stays small (40 bytes for a boxed
-//! closure); [`NIL`] marks the end of a list. A slot's generation is bumped every time its value is
-//! removed, so a [`Key`] kept after its entry expired or was cancelled never matches the slot's
-//! next occupant.
+//! A slot's value, deadline and generation sit together in one vector, its two list links in a
+//! second vector beside it, indexed alike. Taking an entry out of a list rewrites the links of its
+//! neighbours, which are anywhere in the arena: in the links vector (8 bytes an entry, a fifth of
+//! the slots' size) those writes land in far fewer cache lines, and more often in a cache, than
+//! they would in whole slots. Indices are `u32` so that an entry stays small (32 + 8 bytes for a
+//! boxed closure); [`NIL`] marks the end of a list. A slot's generation is bumped every time its
+//! value is removed, so a [`Key`] kept after its entry expired or was cancelled never matches the
+//! slot's next occupant.
 
 /// The end of a list.
 pub(crate) const NIL: u32 = u32::MAX;
@@ -47,10 +50,22 @@ struct Slot<T> {
     /// `None` while the slot is on the free list.
     value: Option<T>,
     deadline: u64,
+    generation: u32,
+}
+
+/// A slot's place in its list.
+#[derive(Clone, Copy)]
+struct Links {
     prev: u32,
     /// The next node of the slot's bucket list, or of the free list while vacant.
     next: u32,
-    generation: u32,
+}
+
+impl Links {
+    const NONE: Links = Links {
+        prev: NIL,
+        next: NIL,
+    };
 }
 
 /// A doubly linked list of nodes, by index.
@@ -77,6 +92,8 @@ impl List {
 
 pub(crate) struct Arena<T> {
     slots: Vec<Slot<T>>,
+    /// The list links of each slot, by the same index.
+    links: Vec<Links>,
     /// Head of the list of vacant slots, linked through `next`.
     free: u32,
     len: usize,
@@ -86,6 +103,7 @@ impl<T> Arena<T> {
     pub(crate) fn new() -> Self {
         Arena {
             slots: Vec::new(),
+            links: Vec::new(),
             free: NIL,
             len: 0,
         }
@@ -99,12 +117,12 @@ impl<T> Arena<T> {
     pub(crate) fn insert(&mut self, deadline: u64, value: T) -> Result<(Key, u32), T> {
         let index = if self.free != NIL {
             let index = self.free;
+            let links = &mut self.links[index as usize];
+            self.free = links.next;
+            *links = Links::NONE;
             let slot = &mut self.slots[index as usize];
-            self.free = slot.next;
             slot.value = Some(value);
             slot.deadline = deadline;
-            slot.prev = NIL;
-            slot.next = NIL;
             index
         } else {
             let Ok(index) = u32::try_from(self.slots.len()) else {
@@ -116,10 +134,9 @@ impl<T> Arena<T> {
             self.slots.push(Slot {
                 value: Some(value),
                 deadline,
-                prev: NIL,
-                next: NIL,
                 generation: 0,
             });
+            self.links.push(Links::NONE);
             index
         };
         self.len += 1;
@@ -147,41 +164,38 @@ impl<T> Arena<T> {
         let slot = &mut self.slots[index as usize];
         let value = slot.value.take()?;
         slot.generation = slot.generation.wrapping_add(1) & GENERATION_MASK;
-        slot.next = self.free;
+        let deadline = slot.deadline;
+        self.links[index as usize].next = self.free;
         self.free = index;
         self.len -= 1;
-        Some((slot.deadline, value))
+        Some((deadline, value))
     }
 
     pub(crate) fn push_back(&mut self, list: &mut List, index: u32) {
         let tail = list.tail;
-        {
-            let slot = &mut self.slots[index as usize];
-            slot.prev = tail;
-            slot.next = NIL;
-        }
+        self.links[index as usize] = Links {
+            prev: tail,
+            next: NIL,
+        };
         if tail == NIL {
             list.head = index;
         } else {
-            self.slots[tail as usize].next = index;
+            self.links[tail as usize].next = index;
         }
         list.tail = index;
     }
 
     pub(crate) fn unlink(&mut self, list: &mut List, index: u32) {
-        let (prev, next) = {
-            let slot = &self.slots[index as usize];
-            (slot.prev, slot.next)
-        };
+        let Links { prev, next } = self.links[index as usize];
         if prev == NIL {
             list.head = next;
         } else {
-            self.slots[prev as usize].next = next;
+            self.links[prev as usize].next = next;
         }
         if next == NIL {
             list.tail = prev;
         } else {
-            self.slots[next as usize].prev = prev;
+            self.links[next as usize].prev = prev;
         }
     }
 
@@ -199,8 +213,8 @@ impl<T> Arena<T> {
         if dst.is_empty() {
             *dst = *src;
         } else {
-            self.slots[dst.tail as usize].next = src.head;
-            self.slots[src.head as usize].prev = dst.tail;
+            self.links[dst.tail as usize].next = src.head;
+            self.links[src.head as usize].prev = dst.tail;
             dst.tail = src.tail;
         }
         *src = List::EMPTY;
@@ -225,8 +239,9 @@ mod tests {
     use super::*;
 
     #[test]
-    fn a_slot_for_a_boxed_closure_is_forty_bytes() {
-        assert_eq!(std::mem::size_of::<Slot<Box<dyn FnOnce() + Send>>>(), 40);
+    fn an_entry_for_a_boxed_closure_is_forty_bytes() {
+        let slot = std::mem::size_of::<Slot<Box<dyn FnOnce() + Send>>>();
+        assert_eq!(slot + std::mem::size_of::<Links>(), 40);
     }
 
     #[test]
