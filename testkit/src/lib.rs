@@ -1,11 +1,47 @@
 //! Test support shared by the workspace's tests and benchmarks. No mocks: a [`RedisServer`] is a
-//! real `redis-server` process on a free loopback port.
-#![allow(missing_docs, clippy::unwrap_used)]
+//! real `redis-server` process on a free loopback port; [`RedisServer::start_tls`] starts one
+//! that speaks TLS with certificates made at test time; [`RedisCluster`] and [`SentinelSet`]
+//! are real topologies of such processes on loopback. Every process is killed when the value
+//! that started it is dropped, also when a test panics.
+//!
+//! ```no_run
+//! use testkit::{Failover, RedisCluster, RedisServer, SentinelSet, TlsOptions};
+//!
+//! // rediss://127.0.0.1:port, with the CA, a client certificate and its key as PEM files.
+//! let tls = RedisServer::start_tls(TlsOptions::default());
+//! let files = tls.tls_certificates().expect("a TLS server");
+//! let _ = (tls.url(), files.ca_cert(), files.client_cert(), files.client_key());
+//!
+//! // Three masters and three replicas; the replica of a key's master takes over.
+//! let cluster = RedisCluster::start(3, 1);
+//! let master = cluster.master_for_key("{lock}");
+//! cluster.failover(cluster.replicas_of(master)[0], Failover::Coordinated);
+//!
+//! // A primary, a replica and three Sentinels; a failover on request.
+//! let sentinels = SentinelSet::start();
+//! let _ = (sentinels.sentinel_urls(), sentinels.master_name());
+//! let new_primary = sentinels.failover();
+//! # let _ = new_primary;
+//! ```
+#![allow(clippy::unwrap_used)]
 
+mod acl;
+mod cli;
+mod cluster;
+mod hostile;
+mod info;
 mod lcg;
 mod monitor;
 mod redis_server;
+mod sentinel;
+mod tls;
+mod wait;
 
+pub use cli::redis_cli;
+pub use cluster::{slot, ClusterNode, Failover, RedisCluster, Role, SLOTS};
+pub use hostile::{Drip, Silent};
 pub use lcg::Lcg;
 pub use monitor::{Monitor, Monitored};
 pub use redis_server::RedisServer;
+pub use sentinel::SentinelSet;
+pub use tls::{ClientAuth, TlsCertificates, TlsOptions};

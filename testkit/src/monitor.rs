@@ -1,8 +1,7 @@
 //! A `MONITOR` connection: every command the server runs, including those a Lua script runs, in
 //! the server's execution order, parsed into its arguments.
 
-use std::io::{BufRead, BufReader, Write};
-use std::net::TcpStream;
+use std::io::{BufRead, BufReader, Read, Write};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::thread::{self, JoinHandle};
@@ -26,12 +25,10 @@ pub struct Monitor {
 }
 
 impl Monitor {
-    pub(crate) fn start(port: u16) -> Monitor {
-        let mut stream = TcpStream::connect(("127.0.0.1", port)).expect("connect for MONITOR");
+    /// Sends `MONITOR` on `stream`, a connection to the server whose reads time out after a
+    /// short while (so that the reader sees [`Monitor::stop`]).
+    pub(crate) fn start<S: Read + Write + Send + 'static>(mut stream: S) -> Monitor {
         stream.write_all(b"MONITOR\r\n").expect("send MONITOR");
-        stream
-            .set_read_timeout(Some(Duration::from_millis(50)))
-            .expect("set a read timeout");
         let mut reader = BufReader::new(stream);
         let mut ok = String::new();
         reader.read_line(&mut ok).expect("MONITOR reply");

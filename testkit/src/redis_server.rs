@@ -1,11 +1,20 @@
 //! A real `redis-server` for tests: started on a free loopback port in a temporary directory,
 //! killed on drop. It can be paused (SIGSTOP), resumed, restarted on the same port, and have its
-//! scripts flushed. A missing binary fails the test with a message saying so.
+//! scripts flushed. A missing binary fails the test with a message saying so, and a server that
+//! exits at start fails it with the end of the server's log.
+//!
+//! Beside its TCP port, every server listens on a unix socket in its directory. The same process
+//! type serves as a TLS server ([`crate::tls`]), a cluster node ([`crate::cluster`]) and a Sentinel
+//! ([`crate::sentinel`]): what differs is said once, in [`Launch`].
 
+use std::fs::{self, OpenOptions};
 use std::hash::{BuildHasher, RandomState};
+use std::io::{Read, Seek, SeekFrom};
 use std::net::TcpListener;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Mutex;
 use std::thread;
 use std::time::{Duration, Instant};
 
@@ -13,21 +22,49 @@ use std::time::{Duration, Instant};
 pub struct RedisServer {
     child: Option<Child>,
     port: u16,
+    /// The cluster bus port of a cluster node.
+    bus_port: Option<u16>,
     dir: tempfile::TempDir,
+    launch: Launch,
+    /// Whether the process is stopped by SIGSTOP.
+    paused: AtomicBool,
+    /// The ACL users set so far, as `ACL SETUSER` arguments, set again after a restart.
+    pub(crate) acl_users: Mutex<Vec<Vec<String>>>,
 }
 
-fn binary() -> PathBuf {
+/// How a server is started: what kind of server, and the settings given beside the defaults.
+pub(crate) struct Launch {
+    pub(crate) mode: Mode,
+    /// Whether the server is a cluster node, which takes a second free port for its cluster bus.
+    pub(crate) cluster_bus: bool,
+    /// Settings given beside the defaults, as `--name value` pairs.
+    pub(crate) extra: Vec<String>,
+}
+
+/// The kind of server, which decides how it listens and how it is seen to be ready.
+pub(crate) enum Mode {
+    /// A plain TCP server.
+    Plain,
+    /// A server whose port speaks TLS only (no plain TCP port).
+    Tls(crate::tls::TlsSettings),
+    /// `redis-server --sentinel` with its configuration file (which Sentinel rewrites).
+    Sentinel { config: PathBuf },
+}
+
+/// Where a program is: on `PATH`, else in `/usr/bin` or `/usr/local/bin`. Panics saying so when
+/// it is nowhere.
+pub(crate) fn binary(name: &str) -> PathBuf {
     let candidates = std::env::var_os("PATH")
         .map(|path| std::env::split_paths(&path).collect::<Vec<_>>())
         .unwrap_or_default();
     candidates
         .into_iter()
         .chain([PathBuf::from("/usr/bin"), PathBuf::from("/usr/local/bin")])
-        .map(|dir| dir.join("redis-server"))
+        .map(|dir| dir.join(name))
         .find(|path| path.is_file())
         .unwrap_or_else(|| {
             panic!(
-                "redis-server not found on PATH: these tests need a real server \
+                "{name} not found on PATH: these tests need a real server \
                  (scripts/test installs it with apt-get)"
             )
         })
@@ -38,66 +75,148 @@ fn binary() -> PathBuf {
 /// server on an ephemeral port can even connect to itself, and then the server cannot start again.
 const PORTS: std::ops::Range<u16> = 20_000..32_768;
 
-/// A free loopback port from [`PORTS`], drawn at random so that test processes running side by
-/// side rarely try the same one.
-fn free_port() -> u16 {
+/// A free loopback port from [`PORTS`], other than `except`, drawn at random so that test
+/// processes running side by side rarely try the same one.
+fn free_port(except: Option<u16>) -> u16 {
     let random = RandomState::new();
     let span = u64::from(PORTS.end - PORTS.start);
     (0u32..10_000)
         .map(|attempt| PORTS.start + (random.hash_one(attempt) % span) as u16)
+        .filter(|&port| Some(port) != except)
         .find(|&port| TcpListener::bind(("127.0.0.1", port)).is_ok())
         .expect("a free loopback port between 20000 and 32767")
 }
 
+/// What a server that cannot bind its port writes to its log before it exits.
+const PORT_TAKEN: &str = "Address already in use";
+
 impl RedisServer {
+    /// A plain server with the default settings.
     pub fn start() -> Self {
+        Self::start_with(&[])
+    }
+
+    /// A server with more settings, such as `["--requirepass", "s3cret"]`.
+    pub fn start_with(extra: &[&str]) -> Self {
+        Self::launch(Launch {
+            mode: Mode::Plain,
+            cluster_bus: false,
+            extra: extra.iter().map(|arg| (*arg).to_owned()).collect(),
+        })
+    }
+
+    /// Starts a server as `launch` says, on free ports.
+    pub(crate) fn launch(launch: Launch) -> Self {
         let dir = tempfile::tempdir().expect("a temporary directory");
         let mut server = RedisServer {
             child: None,
-            port: free_port(),
+            port: 0,
+            bus_port: None,
             dir,
+            launch,
+            paused: AtomicBool::new(false),
+            acl_users: Mutex::new(Vec::new()),
         };
-        // Another process may take the port between the check and the server's bind.
+        // Another process may take a port between the check and the server's bind.
         for _ in 0..5 {
+            server.port = free_port(None);
+            if server.launch.cluster_bus {
+                server.bus_port = Some(free_port(Some(server.port)));
+            }
             if server.spawn() {
                 return server;
             }
-            server.port = free_port();
         }
         panic!("redis-server did not start on any of 5 free ports");
     }
 
-    /// Starts the server on its port and waits until it answers; `false` if it exited first (its
-    /// port was taken).
+    /// Starts the server on its port and waits until it answers; `false` if it exited first
+    /// because its port was taken. Any other exit fails the test with the server's log.
     fn spawn(&mut self) -> bool {
-        let child = Command::new(binary())
-            .args(["--port", &self.port.to_string(), "--bind", "127.0.0.1"])
-            .args(["--save", "", "--appendonly", "no"])
-            .args(["--enable-debug-command", "local"])
+        let log_path = self.log_path();
+        let log = OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(&log_path)
+            .expect("open the server's log");
+        let log_start = log.metadata().map(|meta| meta.len()).unwrap_or(0);
+        let mut command = Command::new(binary("redis-server"));
+        if let Mode::Sentinel { config } = &self.launch.mode {
+            command.arg(config).arg("--sentinel");
+        }
+        match &self.launch.mode {
+            Mode::Tls(tls) => command
+                .args(["--port", "0"])
+                .args(tls.server_args(self.port)),
+            Mode::Plain | Mode::Sentinel { .. } => command.args(["--port", &self.port.to_string()]),
+        };
+        command
+            .args(["--bind", "127.0.0.1"])
             .arg("--dir")
             .arg(self.dir.path())
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
+            .arg("--unixsocket")
+            .arg(self.unix_socket());
+        if !matches!(self.launch.mode, Mode::Sentinel { .. }) {
+            command
+                .args(["--save", "", "--appendonly", "no"])
+                .args(["--enable-debug-command", "local"]);
+        }
+        if let Some(bus_port) = self.bus_port {
+            command.args(["--cluster-port", &bus_port.to_string()]);
+        }
+        let child = command
+            .args(&self.launch.extra)
+            .stdin(Stdio::null())
+            .stdout(log.try_clone().expect("share the log file"))
+            .stderr(log)
             .spawn()
             .expect("start redis-server");
-        let child = self.child.insert(child);
+        self.child = Some(child);
         let deadline = Instant::now() + Duration::from_secs(10);
         loop {
-            if child.try_wait().ok().flatten().is_some() {
+            let exited = self
+                .child
+                .as_mut()
+                .and_then(|child| child.try_wait().ok().flatten());
+            if let Some(status) = exited {
                 self.child = None;
-                return false;
+                let log = log_since(&log_path, log_start);
+                if log.contains(PORT_TAKEN) {
+                    return false;
+                }
+                let hint = match self.launch.mode {
+                    Mode::Tls(_) => {
+                        " (a redis-server built without TLS support exits so when given --tls-port)"
+                    }
+                    _ => "",
+                };
+                panic!("redis-server exited at start ({status}){hint}; its log:\n{log}");
             }
-            let ready = redis::Client::open(format!("redis://127.0.0.1:{}", self.port))
-                .and_then(|client| client.get_connection_with_timeout(Duration::from_millis(200)))
-                .and_then(|mut con| redis::cmd("PING").query::<String>(&mut con));
-            if ready.is_ok() {
-                return true;
+            match self.answers() {
+                Ok(()) => return true,
+                Err(last) => assert!(
+                    Instant::now() < deadline,
+                    "redis-server did not answer within 10 s: {last}; its log:\n{}",
+                    log_since(&log_path, log_start)
+                ),
             }
-            assert!(
-                Instant::now() < deadline,
-                "redis-server did not answer within 10 s"
-            );
             thread::sleep(Duration::from_millis(20));
+        }
+    }
+
+    /// Whether the server answers a PING (a refusal such as NOAUTH is an answer too); over TLS
+    /// for a TLS server.
+    fn answers(&self) -> Result<(), String> {
+        let ready = redis::Client::open(self.admin_url())
+            .and_then(|client| client.get_connection_with_timeout(Duration::from_millis(200)))
+            .and_then(|mut con| redis::cmd("PING").query::<String>(&mut con));
+        match ready {
+            Err(error) if error.code().is_none() => return Err(error.to_string()),
+            Ok(_) | Err(_) => {}
+        }
+        match &self.launch.mode {
+            Mode::Tls(tls) => tls.ping(self.port),
+            Mode::Plain | Mode::Sentinel { .. } => Ok(()),
         }
     }
 
@@ -112,24 +231,104 @@ impl RedisServer {
             );
             thread::sleep(Duration::from_millis(100));
         }
+        self.set_acl_users_again();
     }
 
+    /// The port clients connect to (TLS only on a TLS server).
     pub fn port(&self) -> u16 {
         self.port
     }
 
-    pub fn url(&self) -> String {
-        format!("redis://127.0.0.1:{}", self.port)
+    /// The kind of server this is.
+    pub(crate) fn mode(&self) -> &Mode {
+        &self.launch.mode
     }
 
+    /// The server's `--requirepass`, if it was given one.
+    pub(crate) fn requirepass(&self) -> Option<&str> {
+        self.launch
+            .extra
+            .windows(2)
+            .find(|pair| pair[0] == "--requirepass")
+            .map(|pair| pair[1].as_str())
+    }
+
+    /// `redis://127.0.0.1:port`, or `rediss://127.0.0.1:port` on a TLS server.
+    pub fn url(&self) -> String {
+        match self.launch.mode {
+            Mode::Tls(_) => format!("rediss://127.0.0.1:{}", self.port),
+            Mode::Plain | Mode::Sentinel { .. } => format!("redis://127.0.0.1:{}", self.port),
+        }
+    }
+
+    /// The unix socket the server also listens on, in its temporary directory.
+    pub fn unix_socket(&self) -> PathBuf {
+        self.dir.path().join("redis.sock")
+    }
+
+    /// `redis+unix:///path/to/redis.sock`: the server through its unix socket.
+    pub fn unix_url(&self) -> String {
+        format!("redis+unix://{}", self.unix_socket().display())
+    }
+
+    /// The server's temporary directory, which holds its log and, for a cluster node, its
+    /// `nodes.conf`.
+    pub fn dir(&self) -> &Path {
+        self.dir.path()
+    }
+
+    /// The file the server's standard output and standard error go to, across restarts.
+    pub fn log_path(&self) -> PathBuf {
+        self.dir.path().join("redis.log")
+    }
+
+    /// The last `lines` lines of the server's log, headed by its port, for a failure message.
+    pub(crate) fn log_tail(&self, lines: usize) -> String {
+        let text = fs::read_to_string(self.log_path()).unwrap_or_default();
+        let all: Vec<&str> = text.lines().collect();
+        let tail = all[all.len().saturating_sub(lines)..].join("\n");
+        format!("\n--- log of port {} ---\n{tail}", self.port)
+    }
+
+    /// The URL of the admin connection: plain TCP, except on a TLS server, which has no plain
+    /// port and is reached through its unix socket.
+    fn admin_url(&self) -> String {
+        match self.launch.mode {
+            Mode::Tls(_) => self.unix_url(),
+            Mode::Plain | Mode::Sentinel { .. } => self.url(),
+        }
+    }
+
+    /// A connection for test code (through the unix socket on a TLS server), with a 5 s connect
+    /// timeout and a 10 s read timeout. It does not authenticate.
     pub fn connection(&self) -> redis::Connection {
-        let client = redis::Client::open(self.url()).expect("valid url");
+        let client = redis::Client::open(self.admin_url()).expect("valid url");
         let con = client
             .get_connection_with_timeout(Duration::from_secs(5))
             .expect("connect to the test server");
         con.set_read_timeout(Some(Duration::from_secs(10)))
             .expect("set a read timeout");
         con
+    }
+
+    /// A connection for testkit's own commands: authenticated with the server's `--requirepass`
+    /// if it has one, and with 2 s / 5 s connect and read timeouts.
+    pub(crate) fn admin(&self) -> redis::RedisResult<redis::Connection> {
+        let mut con = redis::Client::open(self.admin_url())?
+            .get_connection_with_timeout(Duration::from_secs(2))?;
+        con.set_read_timeout(Some(Duration::from_secs(5)))?;
+        con.set_write_timeout(Some(Duration::from_secs(5)))?;
+        if let Some(password) = self.requirepass() {
+            redis::cmd("AUTH").arg(password).query::<()>(&mut con)?;
+        }
+        Ok(con)
+    }
+
+    /// Runs one command on an admin connection; `Err` says which server failed and how.
+    pub(crate) fn query<T: redis::FromRedisValue>(&self, cmd: &redis::Cmd) -> Result<T, String> {
+        self.admin()
+            .and_then(|mut con| cmd.query(&mut con))
+            .map_err(|error| format!("port {}: {error}", self.port))
     }
 
     fn signal(&self, signal: &str) {
@@ -144,13 +343,33 @@ impl RedisServer {
     /// Freezes the server (SIGSTOP): connections stay open, nothing answers.
     pub fn pause(&self) {
         self.signal("-STOP");
+        self.paused.store(true, Ordering::SeqCst);
     }
 
+    /// Lets a paused server run again (SIGCONT).
     pub fn resume(&self) {
         self.signal("-CONT");
+        self.paused.store(false, Ordering::SeqCst);
+    }
+
+    /// Whether the server is paused by [`RedisServer::pause`].
+    pub fn is_paused(&self) -> bool {
+        self.paused.load(Ordering::SeqCst)
+    }
+
+    /// Whether the process runs (paused or not): started, and not stopped since.
+    pub fn is_running(&self) -> bool {
+        self.child.is_some()
+    }
+
+    /// Whether the server runs and is not paused, so that it answers.
+    pub(crate) fn is_answering(&self) -> bool {
+        self.is_running() && !self.is_paused()
     }
 
     /// Kills the server and starts a fresh one (empty: nothing is persisted) on the same port.
+    /// ACL users set with [`RedisServer::acl_setuser`] are set again; a cluster node keeps its
+    /// identity (its `nodes.conf`) and a Sentinel its configuration file.
     pub fn restart(&mut self) {
         self.kill();
         self.respawn();
@@ -168,6 +387,7 @@ impl RedisServer {
         }
     }
 
+    /// Removes every Lua script from the server's cache (`SCRIPT FLUSH`).
     pub fn flush_scripts(&self) {
         let () = redis::cmd("SCRIPT")
             .arg("FLUSH")
@@ -177,7 +397,24 @@ impl RedisServer {
 
     /// Starts recording every command the server runs (`MONITOR`).
     pub fn monitor(&self) -> crate::Monitor {
-        crate::Monitor::start(self.port)
+        match self.launch.mode {
+            Mode::Tls(_) => {
+                let stream = std::os::unix::net::UnixStream::connect(self.unix_socket())
+                    .expect("connect for MONITOR");
+                stream
+                    .set_read_timeout(Some(Duration::from_millis(50)))
+                    .expect("set a read timeout");
+                crate::Monitor::start(stream)
+            }
+            Mode::Plain | Mode::Sentinel { .. } => {
+                let stream = std::net::TcpStream::connect(("127.0.0.1", self.port))
+                    .expect("connect for MONITOR");
+                stream
+                    .set_read_timeout(Some(Duration::from_millis(50)))
+                    .expect("set a read timeout");
+                crate::Monitor::start(stream)
+            }
+        }
     }
 
     /// Calls of a command so far, from `INFO commandstats` (0 if never called).
@@ -202,7 +439,19 @@ impl RedisServer {
             let _ = child.kill();
             let _ = child.wait();
         }
+        self.paused.store(false, Ordering::SeqCst);
     }
+}
+
+/// What the log at `path` holds past byte `start` (the last 40 lines of it).
+fn log_since(path: &Path, start: u64) -> String {
+    let mut text = String::new();
+    if let Ok(mut file) = fs::File::open(path) {
+        let _ = file.seek(SeekFrom::Start(start));
+        let _ = file.read_to_string(&mut text);
+    }
+    let lines: Vec<&str> = text.lines().collect();
+    lines[lines.len().saturating_sub(40)..].join("\n")
 }
 
 impl Drop for RedisServer {

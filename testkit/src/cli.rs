@@ -1,0 +1,84 @@
+//! `redis-cli` runs with a deadline: a command sent to a frozen server is killed, not waited on.
+
+use std::io::Read;
+use std::process::{Command, Stdio};
+use std::thread;
+use std::time::{Duration, Instant};
+
+/// Runs `redis-cli` with `args` and returns what it printed on standard output; `Err` with its
+/// standard error (or a timeout notice) when it exits unsuccessfully or runs past `timeout`.
+pub(crate) fn run(args: &[String], timeout: Duration) -> Result<String, String> {
+    let mut child = Command::new(crate::redis_server::binary("redis-cli"))
+        .args(args)
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("start redis-cli");
+    // Read both pipes on their own threads, so that a full pipe never stalls the child.
+    let mut stdout = child.stdout.take().expect("piped stdout");
+    let mut stderr = child.stderr.take().expect("piped stderr");
+    let out = thread::spawn(move || {
+        let mut text = String::new();
+        let _ = stdout.read_to_string(&mut text);
+        text
+    });
+    let err = thread::spawn(move || {
+        let mut text = String::new();
+        let _ = stderr.read_to_string(&mut text);
+        text
+    });
+    let deadline = Instant::now() + timeout;
+    let status = loop {
+        if let Some(status) = child.try_wait().expect("wait for redis-cli") {
+            break Some(status);
+        }
+        if Instant::now() >= deadline {
+            let _ = child.kill();
+            let _ = child.wait();
+            break None;
+        }
+        thread::sleep(Duration::from_millis(10));
+    };
+    let out = out.join().expect("redis-cli stdout reader");
+    let err = err.join().expect("redis-cli stderr reader");
+    match status {
+        Some(status) if status.success() => Ok(out),
+        Some(status) => Err(format!(
+            "redis-cli {}: {status}: {err}{out}",
+            args.join(" ")
+        )),
+        None => Err(format!(
+            "redis-cli {} killed after {timeout:?}: {err}{out}",
+            args.join(" ")
+        )),
+    }
+}
+
+/// Runs `redis-cli` with `args`, killed after `timeout`; returns what it printed on standard
+/// output, or `Err` with what it printed when it failed or ran too long. `redis-cli` exits
+/// successfully after an error reply (such as `NOAUTH`): the reply is in the output.
+pub fn redis_cli(args: &[&str], timeout: Duration) -> Result<String, String> {
+    let args: Vec<String> = args.iter().map(|&arg| arg.to_owned()).collect();
+    run(&args, timeout)
+}
+
+impl crate::RedisServer {
+    /// Runs `redis-cli` against this server with `args` (a command and its arguments, or options
+    /// such as `--cluster check`), connected as testkit connects: over TLS with the client
+    /// certificate on a TLS server, with the server's `--requirepass` if it has one. Killed
+    /// after 10 s.
+    pub fn cli(&self, args: &[&str]) -> Result<String, String> {
+        let mut all = match self.mode() {
+            crate::redis_server::Mode::Tls(tls) => tls.cli_args(),
+            _ => Vec::new(),
+        };
+        all.extend(["-h".to_owned(), "127.0.0.1".to_owned()]);
+        all.extend(["-p".to_owned(), self.port().to_string()]);
+        if let Some(password) = self.requirepass() {
+            all.extend(["-a", password, "--no-auth-warning"].map(String::from));
+        }
+        all.extend(args.iter().map(|&arg| arg.to_owned()));
+        run(&all, Duration::from_secs(10))
+    }
+}
