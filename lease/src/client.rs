@@ -1,24 +1,32 @@
-//! [`Client`]: the connection pool, the pub/sub subscriber and the local queues that every lock of
-//! one client shares, and its builder.
+//! [`Client`]: what every lock of one client shares (its backend, waiters, local queues and
+//! watchdog), and [`ClientBuilder`], the one set of settings for every deployment.
 
+use crate::backend::cluster::{Cluster, PoolSettings, Routes};
+use crate::backend::{quorum, server::Server, Backend};
+use crate::conn::{redact, tls_config, Endpoint, TlsFiles};
 use crate::error::{Error, Result};
+use crate::holds::LiveHolds;
 use crate::keys::LockKeys;
 use crate::local_queue::LocalQueues;
 use crate::lock::Lock;
-use crate::owner;
+use crate::owner::{self, Ids};
+use crate::policy::{check_lease, check_timeout};
 use crate::pool::Pool;
-use crate::pubsub::Subscriber;
+use crate::pubsub::Waiters;
+use crate::unsettled::UnsettledReleases;
 use crate::watchdog::{self, Watchdog, WatchdogMetrics};
-use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 use wheel::Timer;
 
-/// A handle to one Redis server for taking locks. Cheap to clone; clones share connections, the
-/// pub/sub thread, the watchdog and the local queues.
+/// A handle for taking locks on one Redis deployment: one server ([`Client::builder`]), a Redis
+/// Cluster ([`Client::cluster`]), or several independent masters (RedLock, [`Client::redlock`]).
+/// Every lock method works the same on each. Cheap to clone; clones share connections, threads
+/// and local queues.
 ///
-/// A client runs three threads whatever the number of locks: a timer, a renewal thread (both of
-/// the watchdog) and a pub/sub subscriber.
+/// A client runs a timer and a renewal thread (the watchdog's) whatever the number of locks, and
+/// a pub/sub subscriber per server it waits on (one on one server, one per master of a cluster,
+/// none on RedLock).
 ///
 /// ```no_run
 /// use std::time::Duration;
@@ -29,42 +37,38 @@ use wheel::Timer;
 ///     .build()?;
 /// let lock = client.lock("reports/nightly")?;
 /// if let Some(guard) = lock.try_lock_for(Duration::from_secs(2))? {
-///     println!("fencing token {}", guard.fencing_token());
+///     println!("fencing token {:?}", guard.fencing_token());
 ///     guard.unlock()?;
 /// }
 /// # Ok::<(), lease::Error>(())
 /// ```
 #[derive(Clone)]
 pub struct Client {
-    pub(crate) inner: Arc<Inner>,
+    core: Arc<Core>,
 }
 
-pub(crate) struct Inner {
-    pub(crate) pool: Arc<Pool>,
-    pub(crate) subscriber: Subscriber,
+/// The parts every lock of a client shares.
+pub(crate) struct Core {
+    pub(crate) backend: Box<dyn Backend>,
+    pub(crate) waiters: Waiters,
     pub(crate) queues: LocalQueues,
     pub(crate) watchdog: Watchdog,
-    pub(crate) unsettled: crate::unsettled::UnsettledReleases,
-    /// This client's random id: the first half of every owner id it makes.
-    pub(crate) id: String,
+    pub(crate) unsettled: UnsettledReleases,
+    pub(crate) holds: LiveHolds,
+    pub(crate) ids: Ids,
     pub(crate) default_lease: Duration,
-    pub(crate) command_timeout: Duration,
-    pub(crate) prefix: String,
-    /// The server's URL as given: it orders the locks of a [`MultiLock`](crate::MultiLock).
-    pub(crate) url: String,
-    release_seq: AtomicU64,
+    prefix: String,
 }
 
-impl Inner {
-    /// A release id no other release of any client will use.
-    pub(crate) fn next_release_id(&self) -> String {
-        let seq = self.release_seq.fetch_add(1, Ordering::Relaxed);
-        format!("{}:{seq}", self.id)
-    }
-
+impl Core {
     /// The owner id of the calling thread.
     pub(crate) fn thread_owner(&self) -> String {
-        format!("{}:{}", self.id, owner::thread_id())
+        format!("{}:{}", self.ids.client(), owner::thread_id())
+    }
+
+    /// The deadline of one call to the backend that starts now.
+    pub(crate) fn call_deadline(&self) -> Instant {
+        crate::policy::after(self.backend.call_timeout())
     }
 }
 
@@ -74,56 +78,114 @@ impl Client {
         Client::builder(url).build()
     }
 
-    /// Settings for a client of the server at `url` (`redis://[user:password@]host:port[/db]`).
+    /// Settings for a client of one server: `redis://[user:password@]host[:port][/db]`, or
+    /// `redis+unix:///path/to/socket[?db=N]`.
     pub fn builder(url: impl Into<String>) -> ClientBuilder {
-        ClientBuilder {
-            url: url.into(),
-            default_lease: Duration::from_secs(30),
-            connect_timeout: Duration::from_secs(2),
-            command_timeout: Duration::from_secs(2),
-            prefix: String::new(),
-            pool_size: 8,
-            max_local_waiters: 1024,
-            renewal_batch: watchdog::DEFAULT_BATCH,
-            timer: None,
-        }
+        ClientBuilder::new(Topology::Server(url.into()))
     }
 
-    /// A lock by name. Names are any non-empty text without `{` or `}`.
+    /// Settings for a client of a Redis Cluster, given the URL of one or more of its nodes (the
+    /// seeds): the client learns the other nodes and which master serves which slot from them,
+    /// and follows the cluster as slots move and replicas are promoted. Each lock lives in the
+    /// slot of its name, with its fencing counter.
+    ///
+    /// ```no_run
+    /// use lease::Client;
+    ///
+    /// let client = Client::cluster(["redis://10.0.0.1:7000", "redis://10.0.0.2:7000"]).build()?;
+    /// let guard = client.lock("reports/nightly")?.lock()?;
+    /// guard.unlock()?;
+    /// # Ok::<(), lease::Error>(())
+    /// ```
+    pub fn cluster<I, S>(seeds: I) -> ClientBuilder
+    where
+        I: IntoIterator<Item = S>,
+        S: Into<String>,
+    {
+        ClientBuilder::new(Topology::Cluster(
+            seeds.into_iter().map(Into::into).collect(),
+        ))
+    }
+
+    /// Settings for a client that takes each lock on a quorum of independent masters (RedLock),
+    /// each given by its URL. A master that is down when the client is built is allowed: it
+    /// counts as a failed vote until it answers. Its locks have no fencing tokens.
+    ///
+    /// ```no_run
+    /// use std::time::Duration;
+    /// use lease::Client;
+    ///
+    /// let masters = ["redis://10.0.0.1:6379", "redis://10.0.0.2:6379", "redis://10.0.0.3:6379"];
+    /// let client = Client::redlock(masters)
+    ///     .command_timeout(Duration::from_millis(50))
+    ///     .build()?;
+    /// let guard = client.lock("payments/settlement")?.lock()?;
+    /// // ... work while !guard.is_lost() ...
+    /// guard.unlock()?;
+    /// # Ok::<(), lease::Error>(())
+    /// ```
+    pub fn redlock<I, S>(urls: I) -> ClientBuilder
+    where
+        I: IntoIterator<Item = S>,
+        S: Into<String>,
+    {
+        ClientBuilder::new(Topology::RedLock(
+            urls.into_iter().map(Into::into).collect(),
+        ))
+    }
+
+    /// A lock by name: 1 to 1024 bytes, without `{` or `}`.
     pub fn lock(&self, name: &str) -> Result<Lock> {
-        let keys = LockKeys::new(&self.inner.prefix, name)?;
-        Ok(Lock::new(self.clone(), keys))
+        let keys = LockKeys::new(&self.core.prefix, name)?;
+        Ok(Lock::new(Arc::clone(&self.core), keys))
     }
 
     /// This client's random id, the first part of the owner ids it makes.
     pub fn id(&self) -> &str {
-        &self.inner.id
+        self.core.ids.client()
     }
 
     /// The lease of a lock taken without one.
     pub fn default_lease(&self) -> Duration {
-        self.inner.default_lease
+        self.core.default_lease
+    }
+
+    /// Whether this client's holds carry fencing tokens (not on RedLock).
+    pub fn has_fencing_tokens(&self) -> bool {
+        self.core.backend.fenced()
     }
 
     /// A snapshot of the watchdog's counters: holds watched, renewal calls, losses.
     pub fn watchdog_metrics(&self) -> WatchdogMetrics {
-        self.inner.watchdog.metrics()
+        self.core.watchdog.metrics()
     }
 }
 
 impl std::fmt::Debug for Client {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Client")
-            .field("id", &self.inner.id)
-            .field("prefix", &self.inner.prefix)
+            .field("id", &self.core.ids.client())
+            .field("place", &self.core.backend.place())
+            .field("prefix", &self.core.prefix)
             .finish_non_exhaustive()
     }
 }
 
-/// Settings for a [`Client`], from [`Client::builder`].
+/// Which deployment a client talks to.
 #[derive(Clone)]
+enum Topology {
+    Server(String),
+    Cluster(Vec<String>),
+    RedLock(Vec<String>),
+}
+
+/// Settings for a [`Client`], from [`Client::builder`] or [`Client::redlock`]. Every setting is
+/// checked by [`ClientBuilder::build`]; a bad one is an [`Error::InvalidArgument`] there, never a
+/// failure later.
+#[derive(Clone)]
+#[must_use = "a builder does nothing until `build` is called"]
 pub struct ClientBuilder {
-    url: String,
+    topology: Topology,
     default_lease: Duration,
     connect_timeout: Duration,
     command_timeout: Duration,
@@ -132,33 +194,117 @@ pub struct ClientBuilder {
     max_local_waiters: usize,
     renewal_batch: usize,
     timer: Option<Timer>,
+    quorum: Option<usize>,
+    retry_delay: Option<Duration>,
+    password: Option<String>,
+    tls: TlsFiles,
 }
 
 impl std::fmt::Debug for ClientBuilder {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let urls: Vec<String> = match &self.topology {
+            Topology::Server(url) => vec![redact(url)],
+            Topology::Cluster(urls) | Topology::RedLock(urls) => {
+                urls.iter().map(|url| redact(url)).collect()
+            }
+        };
         f.debug_struct("ClientBuilder")
-            .field("url", &self.url)
+            .field("urls", &urls)
             .field("default_lease", &self.default_lease)
+            .field("command_timeout", &self.command_timeout)
             .field("prefix", &self.prefix)
-            .field("renewal_batch", &self.renewal_batch)
+            .field("quorum", &self.quorum)
+            .field("password", &self.password.as_ref().map(|_| "***"))
+            .field("tls", &self.tls)
             .finish_non_exhaustive()
     }
 }
 
 impl ClientBuilder {
-    /// The lease of a lock taken without one; default 30 s.
+    fn new(topology: Topology) -> ClientBuilder {
+        ClientBuilder {
+            topology,
+            default_lease: Duration::from_secs(30),
+            connect_timeout: Duration::from_secs(2),
+            command_timeout: Duration::from_secs(2),
+            prefix: String::new(),
+            pool_size: 8,
+            max_local_waiters: 1024,
+            renewal_batch: watchdog::DEFAULT_BATCH,
+            timer: None,
+            quorum: None,
+            retry_delay: None,
+            password: None,
+            tls: TlsFiles::default(),
+        }
+    }
+
+    /// For `rediss://` servers: a PEM file of CA certificates to trust beside the system's (a
+    /// managed service's, or your own CA's). Read when the client is built.
+    pub fn tls_ca_file(mut self, path: impl Into<std::path::PathBuf>) -> Self {
+        self.tls.ca_file = Some(path.into());
+        self
+    }
+
+    /// For `rediss://` servers that ask for a client certificate: a PEM certificate chain and its
+    /// private key. Read when the client is built.
+    pub fn tls_client_cert(
+        mut self,
+        cert: impl Into<std::path::PathBuf>,
+        key: impl Into<std::path::PathBuf>,
+    ) -> Self {
+        self.tls.client_cert = Some((cert.into(), key.into()));
+        self
+    }
+
+    /// The password to log in with, in place of any in the URLs: to keep it out of a URL that
+    /// is shown (a command line, a configuration file). It is never shown itself.
+    pub fn password(mut self, password: impl Into<String>) -> Self {
+        self.password = Some(password.into());
+        self
+    }
+
+    /// The endpoints of the builder's URLs, with the password and TLS settings applied.
+    fn endpoints(&self) -> Result<Vec<Endpoint>> {
+        let urls: Vec<&String> = match &self.topology {
+            Topology::Server(url) => vec![url],
+            Topology::Cluster(urls) | Topology::RedLock(urls) => urls.iter().collect(),
+        };
+        let mut endpoints = Vec::with_capacity(urls.len());
+        let mut tls = None;
+        for url in urls {
+            let mut endpoint = Endpoint::parse(url)?;
+            if let Some(password) = &self.password {
+                endpoint = endpoint.with_password(password);
+            }
+            if endpoint.is_tls() {
+                let config = match &tls {
+                    Some(config) => config,
+                    None => tls.insert(tls_config(&self.tls)?),
+                };
+                endpoint = endpoint.with_tls(config);
+            }
+            endpoints.push(endpoint);
+        }
+        Ok(endpoints)
+    }
+
+    /// The lease of a lock taken without one, renewed every third of it while held; from 10 ms
+    /// to a year, in whole milliseconds; default 30 s.
     pub fn default_lease(mut self, lease: Duration) -> Self {
         self.default_lease = lease;
         self
     }
 
-    /// How long opening a connection may take; default 2 s.
+    /// How long opening a connection may take; default 2 s, at most an hour.
     pub fn connect_timeout(mut self, timeout: Duration) -> Self {
         self.connect_timeout = timeout;
         self
     }
 
-    /// How long one command may take; default 2 s.
+    /// How long one call to Redis may take in all, connecting included, however the server
+    /// answers; default 2 s, at most an hour. On RedLock, the time each call gives the masters
+    /// to answer: keep it far below the lease.
     pub fn command_timeout(mut self, timeout: Duration) -> Self {
         self.command_timeout = timeout;
         self
@@ -170,7 +316,8 @@ impl ClientBuilder {
         self
     }
 
-    /// Idle connections kept for reuse; default 8. Busy threads open more when all are in use.
+    /// Idle connections kept for reuse, per server; default 8. Busy threads open more when all
+    /// are in use.
     pub fn pool_size(mut self, size: usize) -> Self {
         self.pool_size = size;
         self
@@ -183,9 +330,7 @@ impl ClientBuilder {
         self
     }
 
-    /// How many leases one renewal call renews at most; default 100. The watchdog renews leases
-    /// taken with the default lease every lease/3, and sends the leases due together in calls of
-    /// at most this many.
+    /// How many leases one renewal call renews at most, from 1 to 10,000; default 100.
     pub fn renewal_batch(mut self, batch: usize) -> Self {
         self.renewal_batch = batch;
         self
@@ -199,54 +344,141 @@ impl ClientBuilder {
         self
     }
 
-    /// Checks the settings and starts the client's threads. Connects to nothing yet: an unreachable
-    /// server shows on the first lock operation, within the connect timeout.
+    /// RedLock only: how many masters must grant a lock, from N/2+1 (the default) to N.
+    pub fn quorum(mut self, quorum: usize) -> Self {
+        self.quorum = Some(quorum);
+        self
+    }
+
+    /// RedLock only: the longest random pause between two attempts of a waiting call; default
+    /// 20 ms.
+    pub fn retry_delay(mut self, delay: Duration) -> Self {
+        self.retry_delay = Some(delay);
+        self
+    }
+
+    /// Checks the settings and starts the client's threads. On one server it connects to
+    /// nothing yet: an unreachable server shows on the first lock operation. On RedLock it asks
+    /// the masters that answer who they are, to refuse two URLs of one server.
     pub fn build(self) -> Result<Client> {
-        let positive = [
-            ("default lease", self.default_lease),
-            ("connect timeout", self.connect_timeout),
-            ("command timeout", self.command_timeout),
-        ];
-        if let Some((what, _)) = positive.iter().find(|(_, value)| value.is_zero()) {
-            return Err(Error::InvalidArgument(format!(
-                "the {what} must be above zero"
-            )));
+        let default_lease = check_lease("the default lease", self.default_lease)?;
+        check_timeout("connect timeout", self.connect_timeout)?;
+        check_timeout("command timeout", self.command_timeout)?;
+        if self.retry_delay.is_some_and(|delay| delay.is_zero()) {
+            return Err(Error::InvalidArgument(
+                "the retry delay must be above zero".into(),
+            ));
         }
         watchdog::check_batch(self.renewal_batch)?;
         crate::keys::check_prefix(&self.prefix)?;
-        let redis_client = crate::pool::open_client(&self.url)?;
-        let pool = Arc::new(Pool::new(
-            redis_client,
-            self.pool_size,
-            self.connect_timeout,
-            self.command_timeout,
-        ));
         let id = owner::random_id()?;
         let short_id = &id[..8];
+        let mut endpoints = self.endpoints()?;
+        if !matches!(self.topology, Topology::RedLock(_))
+            && (self.quorum.is_some() || self.retry_delay.is_some())
+        {
+            return Err(Error::InvalidArgument(
+                "quorum and retry_delay are RedLock settings (Client::redlock)".into(),
+            ));
+        }
+        let backend: Box<dyn Backend> = match &self.topology {
+            Topology::Cluster(_) => {
+                if endpoints.is_empty() {
+                    return Err(Error::InvalidArgument(
+                        "a cluster client needs the URL of at least one node".into(),
+                    ));
+                }
+                if endpoints.iter().any(|endpoint| endpoint.db != 0) {
+                    return Err(Error::InvalidArgument(
+                        "a cluster has only database 0".into(),
+                    ));
+                }
+                let place = endpoints
+                    .iter()
+                    .map(|endpoint| endpoint.shown().to_owned())
+                    .collect::<Vec<_>>()
+                    .join(",");
+                let routes = Routes::new(
+                    endpoints,
+                    PoolSettings {
+                        max_idle: self.pool_size,
+                        connect_timeout: self.connect_timeout,
+                        command_timeout: self.command_timeout,
+                    },
+                );
+                Box::new(Cluster::new(routes, place))
+            }
+            Topology::Server(_) => {
+                let endpoint = endpoints.pop().ok_or_else(|| {
+                    Error::InvalidArgument("a client needs the URL of a server".into())
+                })?;
+                let pool = Pool::new(
+                    endpoint,
+                    self.pool_size,
+                    self.connect_timeout,
+                    self.command_timeout,
+                );
+                Box::new(Server::new(pool))
+            }
+            Topology::RedLock(_) => Box::new(self.quorum_backend(endpoints, &id)?),
+        };
         let timer = watchdog::timer_or_new(self.timer, format!("lease-timer-{short_id}"))?;
         let watchdog = Watchdog::start(
             timer,
-            Box::new(watchdog::OneServer::new(Arc::clone(&pool))),
+            backend.renewer(),
             self.renewal_batch,
-            self.command_timeout,
             format!("lease-renew-{short_id}"),
         )?;
-        let subscriber = Subscriber::start(Arc::clone(&pool), format!("lease-pubsub-{short_id}"))
-            .map_err(Error::Spawn)?;
+        let waiters = backend.waiters(format!("lease-pubsub-{short_id}"))?;
         Ok(Client {
-            inner: Arc::new(Inner {
-                pool,
-                subscriber,
+            core: Arc::new(Core {
+                backend,
+                waiters,
                 queues: LocalQueues::new(self.max_local_waiters),
                 watchdog,
-                unsettled: Default::default(),
-                id,
-                default_lease: self.default_lease,
-                command_timeout: self.command_timeout,
+                unsettled: UnsettledReleases::default(),
+                holds: LiveHolds::default(),
+                ids: Ids::new(id),
+                default_lease,
                 prefix: self.prefix,
-                url: self.url,
-                release_seq: AtomicU64::new(0),
             }),
+        })
+    }
+
+    fn quorum_backend(&self, endpoints: Vec<Endpoint>, id: &str) -> Result<quorum::Quorum> {
+        let count = endpoints.len();
+        if count == 0 {
+            return Err(Error::InvalidArgument(
+                "a RedLock needs at least one master".into(),
+            ));
+        }
+        let quorum = self.quorum.unwrap_or(count / 2 + 1);
+        if quorum <= count / 2 || quorum > count {
+            return Err(Error::InvalidArgument(format!(
+                "a quorum of {quorum} over {count} masters cannot work: it must be from {} to {count}",
+                count / 2 + 1
+            )));
+        }
+        let mut distinct: Vec<Endpoint> = Vec::with_capacity(count);
+        for endpoint in endpoints {
+            if let Some(twin) = distinct
+                .iter()
+                .find(|seen| seen.addr == endpoint.addr && seen.db == endpoint.db)
+            {
+                return Err(Error::InvalidArgument(format!(
+                    "masters {:?} and {:?} are one server: RedLock needs independent masters",
+                    twin.shown(),
+                    endpoint.shown()
+                )));
+            }
+            distinct.push(endpoint);
+        }
+        quorum::Quorum::new(quorum::Settings {
+            endpoints: distinct,
+            quorum,
+            node_timeout: self.command_timeout,
+            retry_delay: self.retry_delay.unwrap_or(Duration::from_millis(20)),
+            seed: u64::from_str_radix(&id[..16], 16).unwrap_or(0x9e37_79b9_7f4a_7c15),
         })
     }
 }

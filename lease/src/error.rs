@@ -1,6 +1,7 @@
 //! The one error type of the crate. Its variants tell apart what a caller handles differently:
-//! waiting that ran out of time, Redis that cannot be reached, a lease that is not the caller's,
-//! and bad input.
+//! waiting that ran out of time, Redis that cannot be reached (retry later), Redis that refuses
+//! (retrying will not help until someone changes a setting), a lease that is not the caller's,
+//! data in Redis that is not what a lock keeps, and bad input.
 
 use std::time::Duration;
 
@@ -16,11 +17,18 @@ pub enum Error {
         /// How long the call waited.
         waited: Duration,
     },
-    /// Redis could not be reached or did not answer in time. The operation may or may not have
-    /// taken effect.
+    /// Redis could not be reached, did not answer by the call's deadline, or answered that it
+    /// cannot serve now (loading its data, busy with a script, a failover in progress). The
+    /// operation may or may not have taken effect. Retrying later may succeed.
     #[error("redis unavailable: {0}")]
     Unavailable(#[source] redis::RedisError),
-    /// The lease is not held by this owner (it expired, was released, or was force-unlocked).
+    /// Redis refused the call for a reason that retrying will not fix until a setting changes: a
+    /// wrong password or an ACL rule (`WRONGPASS`, `NOAUTH`, `NOPERM`), a database index the
+    /// server does not have, a redirect to another node (a cluster node given as a single
+    /// server), a full server (`OOM` under `maxmemory`), a command it does not know.
+    #[error("redis refused the call: {0}")]
+    Refused(#[source] redis::RedisError),
+    /// The lease is not held by this hold (it expired, was released, or was force-unlocked).
     #[error("lock {name:?} is not held by {owner}")]
     NotOwner {
         /// The lock's name.
@@ -28,11 +36,21 @@ pub enum Error {
         /// The caller's owner identity.
         owner: String,
     },
-    /// The key at the lock's name holds another type of value.
-    #[error("key {key:?} holds a value of another type than a lock")]
+    /// A key of the lock holds another type of value than the lock keeps there.
+    #[error("key {key:?} holds a value of another type than a lock keeps there")]
     WrongType {
         /// The full Redis key.
         key: String,
+    },
+    /// A key of the lock holds a value the lock cannot use: a fencing counter that is not a
+    /// whole number from 0, or one that reached the largest token (2^63 - 1). Nothing was
+    /// written.
+    #[error("key {key:?} holds a value a lock cannot use: {detail}")]
+    BadValue {
+        /// The full Redis key.
+        key: String,
+        /// What is wrong with it.
+        detail: String,
     },
     /// More threads of this client wait for this lock than `max_local_waiters` allows.
     #[error("{waiting} threads already wait for lock {name:?} in this client")]
@@ -42,7 +60,7 @@ pub enum Error {
         /// How many wait.
         waiting: usize,
     },
-    /// An argument is out of range: empty name, zero lease, a bad URL, ...
+    /// An argument is out of range: empty name, a lease too short or too long, a bad URL, ...
     #[error("invalid argument: {0}")]
     InvalidArgument(String),
     /// A thread the client needs could not be started.
@@ -62,18 +80,121 @@ pub enum Error {
     Protocol(String),
 }
 
+/// Server error codes that say "not now": the same call may succeed later.
+const TRANSIENT: &[&str] = &[
+    "LOADING",
+    "BUSY",
+    "TRYAGAIN",
+    "CLUSTERDOWN",
+    "MASTERDOWN",
+    "READONLY",
+    "NOREPLICAS",
+    "UNBLOCKED",
+];
+
 impl Error {
-    /// Maps a Redis error to `WrongType` when that is what it says, `Unavailable` otherwise.
+    /// Sorts a Redis error: a key of the wrong type, a value this crate's scripts refused
+    /// (named in the script's error), unavailability, or a refusal.
     pub(crate) fn from_redis(error: redis::RedisError, key: &str) -> Error {
-        if error.code() == Some("WRONGTYPE") {
-            Error::WrongType {
-                key: key.to_owned(),
+        match error.code() {
+            Some("WRONGTYPE") => Error::WrongType {
+                key: scripted_key(&error).unwrap_or(key).to_owned(),
+            },
+            Some("BADVALUE") => {
+                let detail = error.detail().unwrap_or_default();
+                let (named, why) = detail.split_once(' ').unwrap_or((detail, ""));
+                Error::BadValue {
+                    key: named.to_owned(),
+                    detail: why.to_owned(),
+                }
             }
-        } else {
-            Error::Unavailable(error)
+            _ => Error::unavailable_or_refused(error),
         }
     }
+
+    /// `Unavailable` for I/O failures, timeouts and transient server states; `Refused` for every
+    /// other refusal.
+    pub(crate) fn unavailable_or_refused(error: redis::RedisError) -> Error {
+        let transient = match error.code() {
+            Some(code) => TRANSIENT.contains(&code),
+            None => error.is_io_error() || error.is_timeout() || error.is_connection_dropped(),
+        };
+        if transient {
+            Error::Unavailable(error)
+        } else {
+            Error::Refused(error)
+        }
+    }
+
+    /// Whether the operation failed for want of an answer, so that it may have taken effect.
+    pub(crate) fn is_unavailable(&self) -> bool {
+        matches!(self, Error::Unavailable(_))
+    }
+}
+
+/// The key a script named in its `WRONGTYPE` error (`WRONGTYPE <key> ...`), if it named one.
+fn scripted_key(error: &redis::RedisError) -> Option<&str> {
+    let detail = error.detail()?;
+    let key = detail.strip_prefix("key ")?;
+    key.split(" holds").next()
 }
 
 /// The crate's result type.
 pub type Result<T, E = Error> = std::result::Result<T, E>;
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn server(code: &str, detail: &str) -> redis::RedisError {
+        redis::make_extension_error(code.to_owned(), Some(detail.to_owned()))
+    }
+
+    #[test]
+    fn refusals_are_not_unavailability() {
+        for code in [
+            "WRONGPASS",
+            "NOAUTH",
+            "NOPERM",
+            "MOVED",
+            "OOM",
+            "ERR",
+            "CROSSSLOT",
+        ] {
+            assert!(
+                matches!(Error::from_redis(server(code, "x"), "k"), Error::Refused(_)),
+                "{code}"
+            );
+        }
+        for code in TRANSIENT {
+            assert!(
+                Error::from_redis(server(code, "x"), "k").is_unavailable(),
+                "{code}"
+            );
+        }
+        let io = redis::RedisError::from(std::io::Error::from(std::io::ErrorKind::TimedOut));
+        assert!(Error::from_redis(io, "k").is_unavailable());
+    }
+
+    #[test]
+    fn script_errors_name_their_key() {
+        let wrong = Error::from_redis(server("WRONGTYPE", "key app:{a}:fence holds a hash"), "x");
+        assert!(
+            matches!(&wrong, Error::WrongType { key } if key == "app:{a}:fence"),
+            "{wrong:?}"
+        );
+        let native = Error::from_redis(
+            server(
+                "WRONGTYPE",
+                "Operation against a key holding the wrong kind of value",
+            ),
+            "app:{a}",
+        );
+        assert!(matches!(&native, Error::WrongType { key } if key == "app:{a}"));
+        let bad = Error::from_redis(server("BADVALUE", "{a}:fence is negative"), "x");
+        assert!(
+            matches!(&bad, Error::BadValue { key, detail } if key == "{a}:fence" && detail == "is negative"),
+            "{bad:?}"
+        );
+    }
+}

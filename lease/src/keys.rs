@@ -3,18 +3,23 @@
 
 use crate::error::{Error, Result};
 
+/// The longest lock name or key prefix, in bytes: a key is sent with every call, and a name
+/// longer than this is a mistake rather than a lock.
+pub(crate) const MAX_NAME: usize = 1024;
+
 /// The Redis names belonging to one lock.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) struct LockKeys {
     /// The lock's name as the caller gave it.
     pub(crate) name: String,
-    /// Hash: owner -> hold count, with the lease as its TTL.
+    /// Hash: owner -> hold count, and the hold's id, token and acquisitions (fields starting
+    /// with ':'), with the lease as its TTL.
     pub(crate) lock: String,
     /// Counter: the last fencing token handed out. Never expires.
     pub(crate) fence: String,
-    /// Hash: owner -> id of its last applied release, so that a retried release is not applied
-    /// twice. Short TTL.
-    pub(crate) releases: String,
+    /// String: the id of the acquisition whose release last freed the lock, for 60 s, so that a
+    /// release retried after a lost reply is told it was applied.
+    pub(crate) released: String,
     /// Pub/sub channel announcing that the lock was freed.
     pub(crate) channel: String,
 }
@@ -26,6 +31,11 @@ pub(crate) fn check_prefix(prefix: &str) -> Result<()> {
             "the key prefix must not contain braces".into(),
         ));
     }
+    if prefix.len() > MAX_NAME {
+        return Err(Error::InvalidArgument(format!(
+            "the key prefix is longer than {MAX_NAME} bytes"
+        )));
+    }
     Ok(())
 }
 
@@ -35,6 +45,11 @@ impl LockKeys {
             return Err(Error::InvalidArgument(
                 "a lock name must not be empty".into(),
             ));
+        }
+        if name.len() > MAX_NAME {
+            return Err(Error::InvalidArgument(format!(
+                "a lock name must not be longer than {MAX_NAME} bytes"
+            )));
         }
         if name.contains(['{', '}']) {
             return Err(Error::InvalidArgument(format!(
@@ -46,7 +61,7 @@ impl LockKeys {
             name: name.to_owned(),
             lock: base.clone(),
             fence: format!("{base}:fence"),
-            releases: format!("{base}:releases"),
+            released: format!("{base}:released"),
             channel: format!("{base}:freed"),
         })
     }
@@ -60,20 +75,19 @@ mod tests {
     fn every_key_shares_the_hash_tag() {
         let keys = LockKeys::new("app:", "jobs/nightly").expect("valid");
         assert_eq!(keys.lock, "app:{jobs/nightly}");
-        for key in [&keys.fence, &keys.releases, &keys.channel] {
+        for key in [&keys.fence, &keys.released, &keys.channel] {
             assert!(key.starts_with("app:{jobs/nightly}:"), "{key}");
         }
     }
 
     #[test]
-    fn empty_and_braced_names_are_refused() {
-        assert!(matches!(
-            LockKeys::new("", ""),
-            Err(Error::InvalidArgument(_))
-        ));
-        assert!(matches!(
-            LockKeys::new("", "a{b}"),
-            Err(Error::InvalidArgument(_))
-        ));
+    fn empty_braced_and_huge_names_are_refused() {
+        for name in ["", "a{b}", &"x".repeat(MAX_NAME + 1)] {
+            assert!(
+                matches!(LockKeys::new("", name), Err(Error::InvalidArgument(_))),
+                "{name:.20}"
+            );
+        }
+        assert!(LockKeys::new("", &"x".repeat(MAX_NAME)).is_ok());
     }
 }

@@ -29,29 +29,43 @@
 //! write whose token is lower than one it has already accepted. The repository's
 //! `docs/guarantees.md` spells out the assumptions and the failure cases.
 //!
+//! # Deadlines and errors
+//!
+//! Every call that talks to Redis ends within the client's command timeout, whatever the server
+//! does (silent, frozen, or dripping its reply a byte at a time): the crate keeps its own socket
+//! and bounds whole calls, not single reads. Errors tell apart unavailability (retry later),
+//! refusals (a wrong password, an ACL rule, a full server: retrying will not help), keys a lock
+//! cannot use, a hold that is no longer the caller's, and bad input; see [`Error`].
+//!
 //! # Several masters, several locks
 //!
-//! [`Masters`] and [`RedLock`] take one lock on a quorum of independent Redis masters (no fencing
-//! token: no single counter exists across them); [`MultiLock`] takes several locks all or
-//! nothing, in a stable order.
+//! [`Client::redlock`] takes each lock on a quorum of independent Redis masters (no fencing
+//! token: no single counter exists across them), with the same [`Lock`] and [`LeaseGuard`];
+//! [`MultiLock`] takes several locks all or nothing, in a stable order.
 //!
 //! # Threads
 //!
 //! A client runs three threads whatever the number of locks: the watchdog's timer (unless one is
-//! given with [`ClientBuilder::timer`]), its renewal thread, and a pub/sub subscriber.
+//! given with [`ClientBuilder::timer`]), its renewal thread, and a pub/sub subscriber (on one
+//! server).
 //!
 //! # Logging
 //!
 //! Through the `log` crate: `warn` when a hold is lost (with the lock's name and the reason), when
-//! a renewal call fails, when a release on drop fails or the pub/sub connection is lost; `info`
-//! when a hold reaches its `max_hold`; `debug` on each acquisition and release. Nothing is
-//! printed.
+//! a renewal call fails, when a release on drop fails or the pub/sub connection is lost, and once
+//! per server that may evict keys (any `maxmemory-policy` but `noeviction`); `info` when a hold
+//! reaches its `max_hold`; `debug` on each acquisition and release. Nothing is printed, and no
+//! record carries a password or an owner id.
 
 #![forbid(unsafe_code)]
 
+mod acquire;
+mod backend;
 mod client;
+mod conn;
 mod error;
 mod guard;
+mod holds;
 mod keys;
 mod local_queue;
 mod lock;
@@ -61,18 +75,20 @@ mod owner;
 mod policy;
 mod pool;
 mod pubsub;
-mod redlock;
+mod release;
 mod scripts;
+mod state;
 mod unsettled;
 mod watchdog;
 
 pub use client::{Client, ClientBuilder};
 pub use error::{Error, Result};
 pub use guard::LeaseGuard;
-pub use lock::{Lock, LockState};
+pub use lock::Lock;
 pub use lost::{Lost, LostReason};
 pub use multilock::{MultiGuard, MultiLock};
-pub use redlock::{Masters, MastersBuilder, RedLock, RedLockGuard};
+pub use policy::{MAX_LEASE, MIN_LEASE};
+pub use state::LockState;
 pub use watchdog::WatchdogMetrics;
 /// The timer crate the watchdog runs on, for [`ClientBuilder::timer`].
 pub use wheel;

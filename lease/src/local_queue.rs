@@ -37,9 +37,13 @@ pub(crate) enum OfferState {
     Open,
     /// A releaser is running the release script with a grant for it.
     Claimed,
-    /// The lock was granted to the contender's owner with this fencing token, by a release sent
-    /// at `sent_at` (on the watchdog's clock): the grant's lease runs from no earlier than that.
-    Granted { token: u64, sent_at: Instant },
+    /// The lock was granted to the contender's owner (as the offer's hold) with this fencing
+    /// token where there are tokens, by a release sent at `sent_at` (on the watchdog's clock):
+    /// the grant's lease runs from no earlier than that.
+    Granted {
+        token: Option<u64>,
+        sent_at: Instant,
+    },
     /// A release with a grant for it failed or was retried: Redis knows whether it holds.
     Unknown,
 }
@@ -47,6 +51,8 @@ pub(crate) enum OfferState {
 /// A sleeping contender's readiness to be granted the lock.
 pub(crate) struct Offer {
     pub(crate) owner: String,
+    /// The id of the hold a grant makes (the contender's acquisition).
+    pub(crate) hold: Arc<str>,
     pub(crate) lease: Duration,
     state: Mutex<OfferState>,
     /// When the offer last went from closed to open: no grant can have been sent before.
@@ -120,7 +126,7 @@ impl Claim<'_> {
 
     /// The grant went through. `others_waiting`: connections besides this client's watch the
     /// lock; only then do grants count toward the run after which the lock is freed for them.
-    pub(crate) fn granted(mut self, token: u64, sent_at: Instant, others_waiting: bool) {
+    pub(crate) fn granted(mut self, token: Option<u64>, sent_at: Instant, others_waiting: bool) {
         self.resolved = true;
         if let Some(queue) = self.queues.queues.lock().get_mut(&self.name) {
             queue.granted_in_a_row = if others_waiting {
@@ -342,9 +348,10 @@ pub(crate) struct Turn<'a> {
 
 impl Turn<'_> {
     /// Leaves an offer (closed) for releasers of this client.
-    pub(crate) fn offer(&self, owner: String, lease: Duration) -> Arc<Offer> {
+    pub(crate) fn offer(&self, owner: String, hold: Arc<str>, lease: Duration) -> Arc<Offer> {
         let offer = Arc::new(Offer {
             owner,
+            hold,
             lease,
             state: Mutex::new(OfferState::Closed),
             opened_at: Mutex::new(None),

@@ -1,8 +1,38 @@
 //! What an acquisition asks for, shared by the single-server lock and RedLock: which lease, and
-//! how long it may wait.
+//! how long it may wait; and the bounds every lease and timeout is checked against.
 
 use crate::error::{Error, Result};
 use std::time::{Duration, Instant};
+
+/// The shortest lease: below it, the drift allowance (1% + 2 ms) and a timer tick leave next to
+/// nothing of the lease to hold the lock by.
+pub const MIN_LEASE: Duration = Duration::from_millis(10);
+/// The longest lease: a year, far inside what Redis and the monotonic clock can represent.
+pub const MAX_LEASE: Duration = Duration::from_secs(365 * 24 * 3600);
+/// The longest connect or command timeout.
+pub(crate) const MAX_TIMEOUT: Duration = Duration::from_secs(3600);
+
+/// Checks a lease and rounds it down to whole milliseconds, as Redis keeps it.
+pub(crate) fn check_lease(what: &str, lease: Duration) -> Result<Duration> {
+    let lease = Duration::from_millis(u64::try_from(lease.as_millis()).unwrap_or(u64::MAX));
+    if !(MIN_LEASE..=MAX_LEASE).contains(&lease) {
+        return Err(Error::InvalidArgument(format!(
+            "{what} must be from {MIN_LEASE:?} to {} days, not {lease:?}",
+            MAX_LEASE.as_secs() / 86_400
+        )));
+    }
+    Ok(lease)
+}
+
+/// Checks a timeout a builder was given: above zero and at most [`MAX_TIMEOUT`].
+pub(crate) fn check_timeout(what: &str, timeout: Duration) -> Result<()> {
+    if timeout.is_zero() || timeout > MAX_TIMEOUT {
+        return Err(Error::InvalidArgument(format!(
+            "the {what} must be above zero and at most an hour, not {timeout:?}"
+        )));
+    }
+    Ok(())
+}
 
 /// Which lease an acquisition asks for.
 #[derive(Clone, Copy, Debug)]
@@ -14,14 +44,11 @@ pub(crate) enum LeaseKind {
 }
 
 impl LeaseKind {
-    /// The lease to ask for; a zero lease is refused.
+    /// The lease to ask for (the default was checked when the client was built).
     pub(crate) fn lease(self, default: Duration) -> Result<Duration> {
         match self {
             LeaseKind::Renewed => Ok(default),
-            LeaseKind::Fixed(lease) if lease.is_zero() => {
-                Err(Error::InvalidArgument("a lease must be above zero".into()))
-            }
-            LeaseKind::Fixed(lease) => Ok(lease),
+            LeaseKind::Fixed(lease) => check_lease("a lease", lease),
         }
     }
 

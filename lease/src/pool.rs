@@ -1,138 +1,236 @@
-//! A small pool of blocking connections, so that threads do not queue on one connection. It keeps
-//! at most `max_idle` idle connections and opens more when all are in use.
+//! A small pool of connections to one server, so that threads do not queue on one connection. It
+//! keeps at most `max_idle` idle connections and opens more when all are in use. Every call made
+//! through it ends by one deadline, connecting included.
+//!
+//! The first connection also asks the server how it evicts keys: a lock is safe only on a server
+//! that never evicts (`maxmemory-policy noeviction`), and the pool says so once, at warn, if it
+//! finds another policy. A server that refuses to tell (`CONFIG` is often renamed or denied) is
+//! not complained about.
 
+use crate::conn::{Conn, Endpoint};
 use crate::error::{Error, Result};
 use parking_lot::Mutex;
-use redis::{Connection, ConnectionLike};
+use redis::Value;
 use std::ops::{Deref, DerefMut};
-use std::time::Duration;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+/// What a server says it is: its run id (`INFO server`) where it tells, and the address its
+/// socket was connected to. Two endpoints that report the same identity reach one server.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct Identity {
+    pub(crate) run_id: Option<String>,
+    pub(crate) peer: Option<String>,
+}
+
+impl Identity {
+    /// Whether both identities are of one server.
+    pub(crate) fn same_server(&self, other: &Identity) -> bool {
+        let same = |a: &Option<String>, b: &Option<String>| a.is_some() && a == b;
+        same(&self.run_id, &other.run_id) || same(&self.peer, &other.peer)
+    }
+}
+
+/// Told the identity of every new connection's server; refusing it refuses the connection.
+pub(crate) type IdentityCheck = Arc<dyn Fn(&Identity) -> Result<()> + Send + Sync>;
 
 pub(crate) struct Pool {
-    client: redis::Client,
-    idle: Mutex<Vec<Connection>>,
+    endpoint: Endpoint,
+    idle: Mutex<Vec<Conn>>,
     max_idle: usize,
     connect_timeout: Duration,
     command_timeout: Duration,
-}
-
-/// A client for the server at `url`. Connections it opens send nothing before the first command
-/// (no `CLIENT SETINFO`), so that opening one to a frozen server does not wait for it.
-pub(crate) fn open_client(url: &str) -> Result<redis::Client> {
-    let invalid =
-        |error: redis::RedisError| Error::InvalidArgument(format!("redis url {url:?}: {error}"));
-    let info = redis::IntoConnectionInfo::into_connection_info(url).map_err(invalid)?;
-    let settings = info.redis_settings().clone().set_skip_set_lib_name();
-    redis::Client::open(info.set_redis_settings(settings)).map_err(invalid)
+    /// Whether the eviction policy was looked at (by the first connection).
+    policy_checked: AtomicBool,
+    identity_check: Option<IdentityCheck>,
 }
 
 impl Pool {
     pub(crate) fn new(
-        client: redis::Client,
+        endpoint: Endpoint,
         max_idle: usize,
         connect_timeout: Duration,
         command_timeout: Duration,
     ) -> Self {
         Pool {
-            client,
+            endpoint,
             idle: Mutex::new(Vec::new()),
             max_idle,
             connect_timeout,
             command_timeout,
+            policy_checked: AtomicBool::new(false),
+            identity_check: None,
         }
     }
 
-    /// A connection with read and write timeouts set to the command timeout.
-    pub(crate) fn connect(&self) -> Result<Connection> {
-        self.connect_within(self.connect_timeout)
+    /// Has every new connection report its server's identity to `check` first.
+    pub(crate) fn with_identity_check(mut self, check: IdentityCheck) -> Self {
+        self.identity_check = Some(check);
+        self
     }
 
-    /// [`Pool::connect`], taking at most `limit` (and at most the connect timeout) to connect.
-    pub(crate) fn connect_within(&self, limit: Duration) -> Result<Connection> {
-        let limit = limit
-            .min(self.connect_timeout)
-            .max(Duration::from_millis(1));
-        let con = self
-            .client
-            .get_connection_with_timeout(limit)
-            .map_err(Error::Unavailable)?;
-        con.set_read_timeout(Some(self.command_timeout))
-            .and_then(|()| con.set_write_timeout(Some(self.command_timeout)))
-            .map_err(Error::Unavailable)?;
-        Ok(con)
+    pub(crate) fn endpoint(&self) -> &Endpoint {
+        &self.endpoint
     }
 
-    pub(crate) fn get(&self) -> Result<Pooled<'_>> {
-        self.get_within(self.connect_timeout)
+    pub(crate) fn command_timeout(&self) -> Duration {
+        self.command_timeout
     }
 
-    /// An idle connection, or a new one opened within `limit`.
-    pub(crate) fn get_within(&self, limit: Duration) -> Result<Pooled<'_>> {
-        let idle = self.idle.lock().pop();
-        let con = match idle {
-            Some(con) => con,
-            None => self.connect_within(limit)?,
+    /// The deadline of a call that starts now.
+    pub(crate) fn call_deadline(&self) -> Instant {
+        crate::policy::after(self.command_timeout)
+    }
+
+    /// A new connection, open by `deadline` and by the connect timeout, whichever is first; its
+    /// calls end by `deadline` until it is given another.
+    pub(crate) fn open(&self, deadline: Instant) -> Result<Conn> {
+        let connect_by = deadline.min(crate::policy::after(self.connect_timeout));
+        let mut conn =
+            Conn::open(&self.endpoint, connect_by).map_err(Error::unavailable_or_refused)?;
+        if !self.policy_checked.swap(true, Ordering::Relaxed) {
+            self.check_eviction_policy(&mut conn)?;
+        }
+        if let Some(check) = &self.identity_check {
+            let identity = self.identity(&mut conn)?;
+            check(&identity)?;
+        }
+        conn.set_deadline(deadline);
+        Ok(conn)
+    }
+
+    /// Warns once if the server may evict keys: an evicted lock key is a lock granted twice, an
+    /// evicted fencing counter makes tokens go back.
+    fn check_eviction_policy(&self, conn: &mut Conn) -> Result<()> {
+        let ask = redis::cmd("CONFIG")
+            .arg("GET")
+            .arg("maxmemory-policy")
+            .clone();
+        let reply = conn
+            .exchange(&[ask])
+            .map_err(Error::unavailable_or_refused)?;
+        if let Some(Value::Array(pair)) = reply.first() {
+            if let [_, Value::BulkString(policy)] = pair.as_slice() {
+                if policy.as_slice() != b"noeviction" {
+                    log::warn!(
+                        "redis at {} evicts keys (maxmemory-policy {}): locks are safe only with \
+                         noeviction, since an evicted lock can be taken twice",
+                        self.endpoint.shown(),
+                        String::from_utf8_lossy(policy)
+                    );
+                }
+            }
+        }
+        Ok(())
+    }
+
+    fn identity(&self, conn: &mut Conn) -> Result<Identity> {
+        let reply = conn
+            .exchange(&[redis::cmd("INFO").arg("server").clone()])
+            .map_err(Error::unavailable_or_refused)?;
+        let run_id = match reply.first() {
+            Some(Value::BulkString(info)) => String::from_utf8_lossy(info)
+                .lines()
+                .find_map(|line| line.strip_prefix("run_id:"))
+                .map(|id| id.trim().to_owned()),
+            _ => None,
         };
-        Ok(Pooled {
-            pool: self,
-            con: Some(con),
+        Ok(Identity {
+            run_id,
+            peer: conn.peer(),
         })
     }
 
-    pub(crate) fn redis_client(&self) -> &redis::Client {
-        &self.client
+    /// An idle connection, or a new one; its calls end by `deadline`.
+    pub(crate) fn get(&self, deadline: Instant) -> Result<Pooled<'_>> {
+        let idle = self.idle.lock().pop();
+        let conn = match idle {
+            Some(mut conn) => {
+                conn.set_deadline(deadline);
+                conn
+            }
+            None => self.open(deadline)?,
+        };
+        Ok(Pooled {
+            pool: self,
+            conn: Some(conn),
+        })
     }
 
-    pub(crate) fn connect_timeout(&self) -> Duration {
-        self.connect_timeout
+    /// Runs `op` on a pooled connection, all of it by `deadline`.
+    pub(crate) fn call<T>(
+        &self,
+        deadline: Instant,
+        op: impl FnOnce(&mut Conn) -> Result<T>,
+    ) -> Result<T> {
+        let mut conn = self.get(deadline)?;
+        op(&mut conn)
     }
 }
 
-/// A connection on loan; back to the pool on drop unless [`Pooled::discard`]ed.
+/// How an operation reaches a server: through its pool, and after `ASKING` when a cluster
+/// redirected it there for one command (`ASK`).
+#[derive(Clone, Copy)]
+pub(crate) struct Via<'a> {
+    pub(crate) pool: &'a Pool,
+    pub(crate) asking: bool,
+}
+
+impl<'a> Via<'a> {
+    pub(crate) fn direct(pool: &'a Pool) -> Via<'a> {
+        Via {
+            pool,
+            asking: false,
+        }
+    }
+
+    /// A connection whose calls end by `deadline`.
+    pub(crate) fn get(self, deadline: Instant) -> Result<Pooled<'a>> {
+        let mut conn = self.pool.get(deadline)?;
+        if self.asking {
+            conn.ask_next();
+        }
+        Ok(conn)
+    }
+
+    /// Runs `op` on a connection, all of it by `deadline`.
+    pub(crate) fn call<T>(
+        self,
+        deadline: Instant,
+        op: impl FnOnce(&mut Conn) -> Result<T>,
+    ) -> Result<T> {
+        let mut conn = self.get(deadline)?;
+        op(&mut conn)
+    }
+}
+
+/// A connection on loan; back to the pool on drop if it is still usable.
 pub(crate) struct Pooled<'a> {
     pool: &'a Pool,
-    con: Option<Connection>,
-}
-
-impl Pooled<'_> {
-    /// Closes the connection instead of returning it: after an I/O error its state is unknown.
-    pub(crate) fn discard(mut self) {
-        self.con = None;
-    }
+    conn: Option<Conn>,
 }
 
 impl Deref for Pooled<'_> {
-    type Target = Connection;
-    fn deref(&self) -> &Connection {
-        self.con.as_ref().expect("present until drop")
+    type Target = Conn;
+    fn deref(&self) -> &Conn {
+        self.conn.as_ref().expect("present until drop")
     }
 }
 
 impl DerefMut for Pooled<'_> {
-    fn deref_mut(&mut self) -> &mut Connection {
-        self.con.as_mut().expect("present until drop")
+    fn deref_mut(&mut self) -> &mut Conn {
+        self.conn.as_mut().expect("present until drop")
     }
 }
 
 impl Drop for Pooled<'_> {
     fn drop(&mut self) {
-        if let Some(con) = self.con.take() {
+        if let Some(conn) = self.conn.take() {
             let mut idle = self.pool.idle.lock();
-            if con.is_open() && idle.len() < self.pool.max_idle {
-                idle.push(con);
+            if conn.is_usable() && idle.len() < self.pool.max_idle {
+                idle.push(conn);
             }
         }
     }
-}
-
-/// Runs `op` on a pooled connection; a connection that failed with an I/O error is discarded.
-pub(crate) fn with_connection<T>(
-    pool: &Pool,
-    op: impl FnOnce(&mut Connection) -> Result<T>,
-) -> Result<T> {
-    let mut con = pool.get()?;
-    let result = op(&mut con);
-    if matches!(result, Err(Error::Unavailable(_))) {
-        con.discard();
-    }
-    result
 }

@@ -4,7 +4,7 @@
 
 mod support;
 
-use lease::{Error, LostReason, Masters, MultiLock};
+use lease::{Client, ClientBuilder, Error, LostReason, MultiLock};
 use redis::Commands;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::Arc;
@@ -16,10 +16,10 @@ fn servers(count: usize) -> Vec<RedisServer> {
     (0..count).map(|_| RedisServer::start()).collect()
 }
 
-fn masters(servers: &[RedisServer], lease: Duration, node_timeout: Duration) -> Masters {
-    Masters::builder(servers.iter().map(RedisServer::url))
+fn masters(servers: &[RedisServer], lease: Duration, node_timeout: Duration) -> Client {
+    Client::redlock(servers.iter().map(RedisServer::url))
         .default_lease(lease)
-        .node_timeout(node_timeout)
+        .command_timeout(node_timeout)
         .build()
         .expect("valid settings")
 }
@@ -56,7 +56,7 @@ fn every_mask_of_taken_or_down_masters_wins_exactly_with_a_quorum() {
             }
             let free = (0..count).filter(|i| !blocked(*i)).count();
             let up = (0..count).filter(|i| !blocked(*i) || i % 2 == 0).count();
-            let lock = redlock.redlock(&name).expect("valid name");
+            let lock = redlock.lock(&name).expect("valid name");
             let owner = lock.owner();
             let won = match lock.try_lock_with_lease(Duration::from_secs(10)) {
                 Ok(Some(guard)) => {
@@ -88,7 +88,7 @@ fn two_of_three_masters_frozen_fail_within_the_node_timeout_and_leave_no_key() {
     let servers = servers(3);
     let node_timeout = Duration::from_millis(100);
     let redlock = masters(&servers, Duration::from_secs(10), node_timeout);
-    let lock = redlock.redlock("frozen").expect("valid name");
+    let lock = redlock.lock("frozen").expect("valid name");
     let owner = lock.owner();
     // Connections are open before the freeze, as in a running service.
     lock.try_lock()
@@ -130,7 +130,7 @@ fn a_held_redlock_survives_a_master_killed_and_is_lost_without_a_quorum() {
     let redlock = masters(&servers, lease, Duration::from_millis(50));
     let rival = masters(&servers, lease, Duration::from_millis(50));
     let guard = redlock
-        .redlock("survivor")
+        .lock("survivor")
         .expect("valid")
         .lock()
         .expect("free");
@@ -138,7 +138,7 @@ fn a_held_redlock_survives_a_master_killed_and_is_lost_without_a_quorum() {
     let until = Instant::now() + lease * 3;
     while Instant::now() < until {
         let stolen = rival
-            .redlock("survivor")
+            .lock("survivor")
             .expect("valid")
             .try_lock_for(Duration::from_millis(100))
             .expect("two masters answer");
@@ -166,7 +166,7 @@ fn a_held_redlock_survives_a_master_killed_and_is_lost_without_a_quorum() {
 fn mutual_exclusion_holds_while_masters_restart_after_more_than_a_lease() {
     let mut servers = servers(3);
     let lease = Duration::from_millis(300);
-    let clients: Vec<Masters> = (0..2)
+    let clients: Vec<Client> = (0..2)
         .map(|_| masters(&servers, lease, Duration::from_millis(50)))
         .collect();
     let inside = Arc::new(AtomicUsize::new(0));
@@ -174,7 +174,7 @@ fn mutual_exclusion_holds_while_masters_restart_after_more_than_a_lease() {
     let stop = Arc::new(AtomicBool::new(false));
     let workers: Vec<_> = (0..8)
         .map(|n| {
-            let lock = clients[n % 2].redlock("counter").expect("valid name");
+            let lock = clients[n % 2].lock("counter").expect("valid name");
             let (inside, counter, stop) = (inside.clone(), counter.clone(), stop.clone());
             thread::spawn(move || {
                 let mut done = 0;
@@ -215,12 +215,12 @@ fn mutual_exclusion_holds_while_masters_restart_after_more_than_a_lease() {
 fn bad_settings_are_refused_and_a_down_master_is_allowed() {
     let server = RedisServer::start();
     let url = server.url();
-    let refused = |builder: lease::MastersBuilder| match builder.build() {
+    let refused = |builder: ClientBuilder| match builder.build() {
         Err(Error::InvalidArgument(text)) => text,
         other => panic!("expected a refusal, got {other:?}"),
     };
-    assert!(refused(Masters::builder(Vec::<String>::new())).contains("at least one"));
-    assert!(refused(Masters::builder([url.clone(), url.clone()])).contains("twice"));
+    assert!(refused(Client::redlock(Vec::<String>::new())).contains("at least one"));
+    assert!(refused(Client::redlock([url.clone(), url.clone()])).contains("one server"));
     let three = || {
         let others = servers(2);
         let urls: Vec<String> = std::iter::once(url.clone())
@@ -229,9 +229,12 @@ fn bad_settings_are_refused_and_a_down_master_is_allowed() {
         (others, urls)
     };
     let (_others, urls) = three();
-    assert!(refused(Masters::builder(urls.clone()).quorum(1)).contains("quorum"));
-    assert!(refused(Masters::builder(urls.clone()).quorum(4)).contains("quorum"));
-    assert!(refused(Masters::builder(urls.clone()).node_timeout(Duration::ZERO)).contains("zero"));
+    assert!(refused(Client::redlock(urls.clone()).quorum(1)).contains("quorum"));
+    assert!(refused(Client::redlock(urls.clone()).quorum(4)).contains("quorum"));
+    assert!(
+        refused(Client::redlock(urls.clone()).command_timeout(Duration::ZERO))
+            .contains("above zero")
+    );
 
     let closed = std::net::TcpListener::bind("127.0.0.1:0")
         .and_then(|listener| listener.local_addr())
@@ -239,12 +242,12 @@ fn bad_settings_are_refused_and_a_down_master_is_allowed() {
         .port();
     let mut with_down = urls[..2].to_vec();
     with_down.push(format!("redis://127.0.0.1:{closed}"));
-    let redlock = Masters::builder(with_down)
-        .node_timeout(Duration::from_millis(100))
+    let redlock = Client::redlock(with_down)
+        .command_timeout(Duration::from_millis(100))
         .build()
         .expect("a master down at build time is allowed");
     let guard = redlock
-        .redlock("two-of-three")
+        .lock("two-of-three")
         .expect("valid name")
         .try_lock()
         .expect("two masters answer")

@@ -167,9 +167,15 @@ fn no_renewal_reaches_a_released_lease_over_ten_thousand_cycles() {
     assert_eq!(metrics.watched, 0);
     assert_eq!(metrics.lost, 0, "{metrics:?}");
 
-    let renew_sha = redis::Script::new(include_str!("../src/scripts/renew.lua"))
-        .get_hash()
-        .to_owned();
+    let renew_sha = redis::Script::new(
+        &[
+            include_str!("../src/scripts/checks.lua"),
+            include_str!("../src/scripts/renew.lua"),
+        ]
+        .concat(),
+    )
+    .get_hash()
+    .to_owned();
     let checked = check_renewals_hit_only_held_leases(&monitor.stop(), &renew_sha);
     assert!(
         checked >= 50,
@@ -177,32 +183,42 @@ fn no_renewal_reaches_a_released_lease_over_ten_thousand_cycles() {
     );
 }
 
-/// Replays the server's command log: a lock is held by an owner from the `hset` that took it to
-/// the `del` that freed it; every owner check of the renewal script must find its owner holding.
-/// Returns the number of renewals checked.
+/// Replays the server's command log: a lock is held by a hold from the `hset` that took it to
+/// the `del` that freed it; every lease the renewal script extends must be held, by the very
+/// hold the renewal named. Returns the number of renewals checked.
 fn check_renewals_hit_only_held_leases(log: &[testkit::Monitored], renew_sha: &str) -> usize {
-    let mut holder: HashMap<&str, &str> = HashMap::new();
-    let mut in_renewal = false;
+    let mut holder: HashMap<String, String> = HashMap::new();
+    // The hold each key of the running renewal call names.
+    let mut named: HashMap<String, String> = HashMap::new();
     let mut checked = 0;
     for command in log {
         let args: Vec<&str> = command.args.iter().map(String::as_str).collect();
         if !command.from_script {
-            in_renewal = matches!(args.as_slice(), ["evalsha", sha, ..] if *sha == renew_sha);
+            named.clear();
+            if let ["evalsha", sha, count, rest @ ..] = args.as_slice() {
+                if *sha == renew_sha {
+                    let count: usize = count.parse().expect("a key count");
+                    let (keys, argv) = rest.split_at(count);
+                    for (key, pair) in keys.iter().zip(argv.chunks(2)) {
+                        named.insert(key.to_string(), pair[0].to_owned());
+                    }
+                }
+            }
             continue;
         }
         match args.as_slice() {
-            ["hset", key, owner, "1"] if key.starts_with("{cycle-") && key.ends_with('}') => {
-                holder.insert(key, owner);
+            ["hset", key, _owner, "1", ":hold", hold, ..] => {
+                holder.insert(key.to_string(), hold.to_string());
             }
             ["del", key] => {
-                holder.remove(key);
+                holder.remove(*key);
             }
-            ["hexists", key, owner] if in_renewal => {
+            ["pexpire", key, _] if !named.is_empty() => {
                 checked += 1;
                 assert_eq!(
-                    holder.get(key),
-                    Some(owner),
-                    "a renewal of {key} for {owner} reached a lease that was not theirs"
+                    holder.get(*key),
+                    named.get(*key),
+                    "a renewal of {key} reached a lease that was not its hold's"
                 );
             }
             _ => {}

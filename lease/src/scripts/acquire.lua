@@ -1,20 +1,46 @@
--- Acquire a lock, or re-enter it for the same owner.
--- KEYS[1]  the lock: a hash, owner -> hold count, whose TTL is the lease
+-- Acquire a lock as a new hold, or re-enter the hold the caller says it has.
+-- The lock is a hash: the owner id -> its hold count (as Redisson keeps it), and fields that
+-- start with ':' (owner ids never do): ':hold' -> the hold's id, ':token' -> its fencing token,
+-- ':a:<id>' -> 1 for each acquisition of the hold not yet released. Its TTL is the lease.
+-- KEYS[1]  the lock hash
 -- KEYS[2]  the fencing counter: the last token handed out (never expires)
 -- ARGV[1]  lease in milliseconds
 -- ARGV[2]  owner id
--- Reply    {1, hold count, fencing token}   acquired (count 1) or re-entered (count > 1);
---                                           a fresh acquisition takes the next token,
---                                           a re-entry returns the current one
---          {0, remaining TTL in ms}          held by another owner (-1: no TTL)
-if redis.call('exists', KEYS[1]) == 0 then
-  redis.call('hset', KEYS[1], ARGV[2], 1)
-  redis.call('pexpire', KEYS[1], ARGV[1])
-  return {1, 1, redis.call('incr', KEYS[2])}
+-- ARGV[3]  this acquisition's id, unique; also the hold's id if the lock is free
+-- ARGV[4]  the id of the hold the caller holds and may re-enter, or ''
+-- Reply    {1, 1, token}       acquired as a new hold with the next fencing token
+--          {1, holds, token}   re-entered (holds > 1): the hold keeps its token, and its lease
+--                              is extended to ARGV[1] if less than that is left
+--          {0, ttl}            held by another hold (-1: without expiry); that may be an earlier
+--                              hold of the same owner that the caller does not name
+-- Errors   WRONGTYPE, BADVALUE, ERR (invalid lease): before any write
+local err = bad_lease(ARGV[1])
+if err then
+  return err
 end
-if redis.call('hexists', KEYS[1], ARGV[2]) == 1 then
-  local count = redis.call('hincrby', KEYS[1], ARGV[2], 1)
+local last, bad = fence_value(KEYS[2])
+if bad then
+  return bad
+end
+if redis.call('exists', KEYS[1]) == 0 then
+  local token = next_token(KEYS[2], last)
+  redis.call('hset', KEYS[1], ARGV[2], 1, ':hold', ARGV[3], ':token', token, ':a:' .. ARGV[3], 1)
   redis.call('pexpire', KEYS[1], ARGV[1])
-  return {1, count, tonumber(redis.call('get', KEYS[2]) or '0')}
+  return {1, 1, token}
+end
+local held = redis.pcall('hmget', KEYS[1], ':hold', ARGV[2], ':token')
+if held.err then
+  if is_wrong_type(held) then
+    return wrong_type(KEYS[1], 'lock (a hash)')
+  end
+  return held
+end
+if ARGV[4] ~= '' and held[1] == ARGV[4] and held[2] then
+  local holds = redis.call('hincrby', KEYS[1], ARGV[2], 1)
+  redis.call('hset', KEYS[1], ':a:' .. ARGV[3], 1)
+  if redis.call('pttl', KEYS[1]) < tonumber(ARGV[1]) then
+    redis.call('pexpire', KEYS[1], ARGV[1])
+  end
+  return {1, holds, held[3] or last}
 end
 return {0, redis.call('pttl', KEYS[1])}

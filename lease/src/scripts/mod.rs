@@ -1,212 +1,322 @@
-//! The Lua scripts, and the only Rust code that knows their arguments and replies. Each script is
-//! loaded once per connection through [`redis::Script`]: EVALSHA, reloaded on NOSCRIPT.
+//! The Lua scripts, and the only Rust code that knows their arguments and replies. A script call
+//! is a [`Call`]: EVALSHA of a script loaded once per server through [`redis::Script`], sent
+//! again after loading the script where the server answers NOSCRIPT. The same `Call` is invoked
+//! on one connection or written to several at once (RedLock's fan-out).
+//!
+//! Every script checks the keys and arguments it is given before its first write (see
+//! `checks.lua`): a key of another type, a fencing counter that is not a whole number from 0 or
+//! cannot rise any more, and a malformed lease fail the call with nothing changed.
 
+mod direct;
+
+pub(crate) use direct::{force_release, granted, inspect};
+
+use crate::conn::Conn;
 use crate::error::{Error, Result};
 use crate::keys::LockKeys;
-use redis::{Connection, Script};
+use redis::{ConnectionLike, RedisResult, Script, Value};
 use std::sync::LazyLock;
 use std::time::Duration;
 
-static ACQUIRE: LazyLock<Script> = LazyLock::new(|| Script::new(include_str!("acquire.lua")));
-static RELEASE: LazyLock<Script> = LazyLock::new(|| Script::new(include_str!("release.lua")));
-static RENEW: LazyLock<Script> = LazyLock::new(|| Script::new(include_str!("renew.lua")));
-static FORCE_RELEASE: LazyLock<Script> =
-    LazyLock::new(|| Script::new(include_str!("force_release.lua")));
+static CHECKS: &str = include_str!("checks.lua");
+static ACQUIRE: LazyLock<Script> =
+    LazyLock::new(|| Script::new(&[CHECKS, include_str!("acquire.lua")].concat()));
+static RELEASE: LazyLock<Script> =
+    LazyLock::new(|| Script::new(&[CHECKS, include_str!("release.lua")].concat()));
+static RENEW: LazyLock<Script> =
+    LazyLock::new(|| Script::new(&[CHECKS, include_str!("renew.lua")].concat()));
 
-/// What an acquisition attempt came to.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum Acquire {
-    /// Held now, `holds` deep, with this fencing token.
-    Acquired { holds: u64, token: u64 },
-    /// Held by another owner for about this long (`None`: no expiry set).
-    Held { ttl: Option<Duration> },
+/// One script call, ready to send: which script, and its EVALSHA command with keys and
+/// arguments.
+pub(crate) struct Call {
+    script: &'static Script,
+    command: redis::Cmd,
 }
 
-/// What a release came to.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum Release {
-    /// Applied; this many holds are left (0: the lock was freed and announced).
-    Applied { holds_left: u64 },
-    /// Applied to the last hold, and the lock granted to the waiting owner with this token;
-    /// `subscribers` connections were watching the lock's channel.
-    Granted { token: u64, subscribers: u64 },
-    /// This very release had been applied before (the call is a retry).
-    AlreadyApplied,
-    /// The lock is not held by the owner.
-    NotOwner,
+impl Call {
+    fn new(script: &'static Script, keys: &[&str]) -> Call {
+        let mut command = redis::cmd("EVALSHA");
+        command.arg(script.get_hash()).arg(keys.len()).arg(keys);
+        Call { script, command }
+    }
+
+    fn arg(mut self, arg: impl redis::ToRedisArgs) -> Call {
+        self.command.arg(arg);
+        self
+    }
+
+    /// The call as bytes to write to a connection.
+    pub(crate) fn bytes(&self) -> Vec<u8> {
+        self.command.get_packed_command()
+    }
+
+    /// Loads the call's script on `con`, after the server answered NOSCRIPT.
+    pub(crate) fn load(&self, con: &mut Conn) -> RedisResult<()> {
+        self.script.load(con).map(drop)
+    }
+
+    /// Runs the call on `con` and returns its reply; a refusal is an error.
+    pub(crate) fn invoke(&self, con: &mut Conn) -> RedisResult<Value> {
+        let bytes = self.bytes();
+        match con.req_packed_command(&bytes)?.extract_error() {
+            Err(error) if is_noscript(&error) => {
+                self.load(con)?;
+                con.req_packed_command(&bytes)?.extract_error()
+            }
+            other => other,
+        }
+    }
+
+    /// [`Call::invoke`], with a refusal sorted into this crate's error (`key`: the lock's key,
+    /// named in errors that do not name one).
+    pub(crate) fn run(&self, con: &mut Conn, key: &str) -> Result<Value> {
+        self.invoke(con)
+            .map_err(|error| Error::from_redis(error, key))
+    }
 }
 
+/// Whether the server answered that it does not have the script (after a restart or a
+/// `SCRIPT FLUSH`).
+pub(crate) fn is_noscript(error: &redis::RedisError) -> bool {
+    error.code() == Some("NOSCRIPT")
+}
+
+/// A lease in whole milliseconds, as the scripts take it (at least 1).
 fn millis(duration: Duration) -> u64 {
     u64::try_from(duration.as_millis())
         .unwrap_or(u64::MAX)
         .max(1)
 }
 
+fn unexpected(what: &str, reply: &Value) -> Error {
+    Error::Protocol(format!("{what} replied {reply:?}"))
+}
+
+fn int(value: &Value) -> Option<i64> {
+    match value {
+        Value::Int(n) => Some(*n),
+        _ => None,
+    }
+}
+
+/// A fencing token, sent as a decimal string so that no double stands between it and Redis.
+fn token(value: &Value) -> Option<u64> {
+    match value {
+        Value::BulkString(bytes) => std::str::from_utf8(bytes).ok()?.parse().ok(),
+        Value::Int(n) => u64::try_from(*n).ok(),
+        _ => None,
+    }
+}
+
+fn items(reply: &Value) -> &[Value] {
+    match reply {
+        Value::Array(items) => items,
+        _ => &[],
+    }
+}
+
+/// What an acquisition attempt came to.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Acquire {
+    /// Held now: a new hold (`holds` 1) or a re-entry (`holds` > 1), with its fencing token.
+    Acquired { holds: u64, token: u64 },
+    /// Held by another hold for about this long (`None`: no expiry set).
+    Held { ttl: Option<Duration> },
+}
+
+/// An acquisition attempt: a new hold whose id (and first acquisition's) is `id`, or a re-entry
+/// of the hold `reenter` under the acquisition `id`.
 pub(crate) fn acquire(
-    con: &mut Connection,
     keys: &LockKeys,
     owner: &str,
     lease: Duration,
-) -> Result<Acquire> {
-    let reply: Vec<i64> = ACQUIRE
-        .key(&keys.lock)
-        .key(&keys.fence)
+    id: &str,
+    reenter: Option<&str>,
+) -> Call {
+    Call::new(&ACQUIRE, &[&keys.lock, &keys.fence])
         .arg(millis(lease))
         .arg(owner)
-        .invoke(con)
-        .map_err(|error| Error::from_redis(error, &keys.lock))?;
-    parse_acquire(&reply)
+        .arg(id)
+        .arg(reenter.unwrap_or(""))
 }
 
-pub(crate) fn parse_acquire(reply: &[i64]) -> Result<Acquire> {
-    match reply {
-        [1, holds, token] => Ok(Acquire::Acquired {
-            holds: u64::try_from(*holds).unwrap_or(0),
-            token: u64::try_from(*token).unwrap_or(0),
-        }),
-        [0, ttl] => Ok(Acquire::Held {
+pub(crate) fn parse_acquire(reply: &Value) -> Result<Acquire> {
+    let fields = items(reply);
+    match fields.iter().map(int).collect::<Vec<_>>().as_slice() {
+        [Some(1), Some(holds), _] if *holds >= 1 => match token(&fields[2]) {
+            Some(token) => Ok(Acquire::Acquired {
+                holds: *holds as u64,
+                token,
+            }),
+            None => Err(unexpected("acquire", reply)),
+        },
+        [Some(0), Some(ttl)] => Ok(Acquire::Held {
             ttl: u64::try_from(*ttl).ok().map(Duration::from_millis),
         }),
-        other => Err(Error::Protocol(format!("acquire replied {other:?}"))),
+        _ => Err(unexpected("acquire", reply)),
     }
 }
 
-/// A waiting owner that a release may grant the lock to.
+/// What a release came to.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Release {
+    /// Applied; this many acquisitions of the hold are left (0: the lock was freed and
+    /// announced).
+    Applied { holds_left: u64 },
+    /// Applied to the last acquisition, and the lock granted to the waiting owner with this
+    /// token; `subscribers` connections were watching the lock's channel.
+    Granted { token: u64, subscribers: u64 },
+    /// This very release had been applied before (the call is a retry).
+    AlreadyApplied,
+    /// The hold does not hold the lock.
+    NotOwner,
+}
+
+/// A waiting owner that a release may grant the lock to, as a new hold of id `hold`.
 pub(crate) struct Grant<'a> {
     pub(crate) owner: &'a str,
+    pub(crate) hold: &'a str,
     pub(crate) lease: Duration,
 }
 
-pub(crate) fn release(
-    con: &mut Connection,
-    keys: &LockKeys,
-    owner: &str,
-    release_id: &str,
-    lease: Duration,
-    grant: Option<&Grant<'_>>,
-) -> Result<Release> {
-    let reply: Vec<i64> = RELEASE
-        .key(&keys.lock)
-        .key(&keys.releases)
-        .key(&keys.fence)
-        .arg(owner)
-        .arg(release_id)
-        .arg(millis(lease))
-        .arg(&keys.channel)
-        .arg(grant.map_or("", |grant| grant.owner))
-        .arg(grant.map_or(1, |grant| millis(grant.lease)))
-        .invoke(con)
-        .map_err(|error| Error::from_redis(error, &keys.lock))?;
-    parse_release(&reply)
+/// How a lock's channel is announced on: a global channel (`PUBLISH`), or a sharded one on the
+/// master of its slot (`SPUBLISH`, Redis Cluster).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Announce {
+    Global,
+    Sharded,
 }
 
-pub(crate) fn parse_release(reply: &[i64]) -> Result<Release> {
-    match reply {
-        [-2] => Ok(Release::AlreadyApplied),
-        [-1] => Ok(Release::NotOwner),
-        [0, token, subscribers] => Ok(Release::Granted {
-            token: u64::try_from(*token).unwrap_or(0),
-            subscribers: u64::try_from(*subscribers).unwrap_or(0),
-        }),
-        [left] if *left >= 0 => Ok(Release::Applied {
+impl Announce {
+    pub(crate) fn command(self) -> &'static str {
+        match self {
+            Announce::Global => "publish",
+            Announce::Sharded => "spublish",
+        }
+    }
+}
+
+/// The release of acquisition `id` of hold `hold`; at the hold's last, it frees the lock (and
+/// announces it, as `announce` says) or grants it to `grant`'s owner.
+pub(crate) fn release(
+    keys: &LockKeys,
+    owner: &str,
+    hold: &str,
+    id: &str,
+    grant: Option<&Grant<'_>>,
+    announce: Announce,
+) -> Call {
+    Call::new(&RELEASE, &[&keys.lock, &keys.fence, &keys.released])
+        .arg(owner)
+        .arg(hold)
+        .arg(id)
+        .arg(&keys.channel)
+        .arg(grant.map_or("", |grant| grant.owner))
+        .arg(grant.map_or("", |grant| grant.hold))
+        .arg(grant.map_or(1, |grant| millis(grant.lease)))
+        .arg(announce.command())
+}
+
+pub(crate) fn parse_release(reply: &Value) -> Result<Release> {
+    let fields = items(reply);
+    match fields.iter().map(int).collect::<Vec<_>>().as_slice() {
+        [Some(-2)] => Ok(Release::AlreadyApplied),
+        [Some(-1)] => Ok(Release::NotOwner),
+        [Some(0), _, Some(subscribers)] => match token(&fields[1]) {
+            Some(token) => Ok(Release::Granted {
+                token,
+                subscribers: u64::try_from(*subscribers).unwrap_or(0),
+            }),
+            None => Err(unexpected("release", reply)),
+        },
+        [Some(left)] if *left >= 0 => Ok(Release::Applied {
             holds_left: *left as u64,
         }),
-        other => Err(Error::Protocol(format!("release replied {other:?}"))),
+        _ => Err(unexpected("release", reply)),
     }
 }
 
-/// One lease for [`renew`] to extend.
+/// One lease for [`renew`] to extend: the hold `hold` of the lock at `lock_key`.
 pub(crate) struct Renewal<'a> {
     pub(crate) lock_key: &'a str,
-    pub(crate) owner: &'a str,
+    pub(crate) hold: &'a str,
     pub(crate) lease: Duration,
 }
 
-/// Extends every lease whose owner still holds it, in one call. Returns one flag per lease, in
-/// order: whether it was extended.
-pub(crate) fn renew(con: &mut Connection, leases: &[Renewal<'_>]) -> Result<Vec<bool>> {
-    let mut invocation = RENEW.prepare_invoke();
-    for lease in leases {
-        invocation
-            .key(lease.lock_key)
-            .arg(lease.owner)
-            .arg(millis(lease.lease));
-    }
-    let reply: Vec<i64> = invocation.invoke(con).map_err(Error::Unavailable)?;
-    parse_renew(&reply, leases.len())
-}
-
-pub(crate) fn parse_renew(reply: &[i64], leases: usize) -> Result<Vec<bool>> {
-    if reply.len() != leases || reply.iter().any(|flag| !matches!(flag, 0 | 1)) {
-        return Err(Error::Protocol(format!(
-            "renewal of {leases} leases replied {reply:?}"
-        )));
-    }
-    Ok(reply.iter().map(|&flag| flag == 1).collect())
-}
-
-/// A script call packed to be sent by hand (to several masters at once, without waiting for
-/// each), with its script, to load where the server answers NOSCRIPT.
-pub(crate) struct Packed {
-    pub(crate) command: redis::Cmd,
-    pub(crate) script: &'static Script,
-}
-
-fn evalsha(script: &'static Script, keys: &[&str]) -> redis::Cmd {
-    let mut command = redis::cmd("EVALSHA");
-    command.arg(script.get_hash()).arg(keys.len()).arg(keys);
-    command
-}
-
-pub(crate) fn pack_acquire(keys: &LockKeys, owner: &str, lease: Duration) -> Packed {
-    let mut command = evalsha(&ACQUIRE, &[&keys.lock, &keys.fence]);
-    command.arg(millis(lease)).arg(owner);
-    Packed {
-        command,
-        script: &ACQUIRE,
-    }
-}
-
-/// A release; at the last hold it frees the lock, or grants it to `grant`'s owner.
-pub(crate) fn pack_release(
-    keys: &LockKeys,
-    owner: &str,
-    release_id: &str,
-    lease: Duration,
-    grant: Option<&Grant<'_>>,
-) -> Packed {
-    let mut command = evalsha(&RELEASE, &[&keys.lock, &keys.releases, &keys.fence]);
-    command
-        .arg(owner)
-        .arg(release_id)
-        .arg(millis(lease))
-        .arg(&keys.channel)
-        .arg(grant.map_or("", |grant| grant.owner))
-        .arg(grant.map_or(1, |grant| millis(grant.lease)));
-    Packed {
-        command,
-        script: &RELEASE,
-    }
-}
-
-pub(crate) fn pack_renew(leases: &[Renewal<'_>]) -> Packed {
+/// Extends every lease whose hold still holds its lock, in one call.
+pub(crate) fn renew(leases: &[Renewal<'_>]) -> Call {
     let keys: Vec<&str> = leases.iter().map(|lease| lease.lock_key).collect();
-    let mut command = evalsha(&RENEW, &keys);
+    let mut call = Call::new(&RENEW, &keys);
     for lease in leases {
-        command.arg(lease.owner).arg(millis(lease.lease));
+        call = call.arg(lease.hold).arg(millis(lease.lease));
     }
-    Packed {
-        command,
-        script: &RENEW,
+    call
+}
+
+/// One flag per lease, in order: whether it was extended.
+pub(crate) fn parse_renew(reply: &Value, leases: usize) -> Result<Vec<bool>> {
+    let flags: Option<Vec<bool>> = items(reply)
+        .iter()
+        .map(|flag| match int(flag) {
+            Some(0) => Some(false),
+            Some(1) => Some(true),
+            _ => None,
+        })
+        .collect();
+    match flags {
+        Some(flags) if flags.len() == leases => Ok(flags),
+        _ => Err(unexpected(&format!("renewal of {leases} leases"), reply)),
     }
 }
 
-/// Deletes the lock whoever holds it. Returns whether there was one.
-pub(crate) fn force_release(con: &mut Connection, keys: &LockKeys) -> Result<bool> {
-    let deleted: i64 = FORCE_RELEASE
-        .key(&keys.lock)
-        .arg(&keys.channel)
-        .invoke(con)
-        .map_err(|error| Error::from_redis(error, &keys.lock))?;
-    Ok(deleted == 1)
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn bulk(text: &str) -> Value {
+        Value::BulkString(text.as_bytes().to_vec())
+    }
+
+    #[test]
+    fn replies_are_read_exactly_and_anything_else_is_a_protocol_error() {
+        let acquired = Value::Array(vec![Value::Int(1), Value::Int(1), bulk("9007199254740993")]);
+        assert_eq!(
+            parse_acquire(&acquired).expect("valid"),
+            Acquire::Acquired {
+                holds: 1,
+                token: 9_007_199_254_740_993
+            },
+            "tokens above 2^53 stay exact"
+        );
+        let held = Value::Array(vec![Value::Int(0), Value::Int(-1)]);
+        assert_eq!(
+            parse_acquire(&held).expect("valid"),
+            Acquire::Held { ttl: None }
+        );
+        let granted = Value::Array(vec![Value::Int(0), bulk("7"), Value::Int(2)]);
+        assert_eq!(
+            parse_release(&granted).expect("valid"),
+            Release::Granted {
+                token: 7,
+                subscribers: 2
+            }
+        );
+        for junk in [
+            Value::Nil,
+            Value::Array(vec![Value::Int(1), Value::Int(1), bulk("-3")]),
+            Value::Array(vec![Value::Int(1), Value::Int(0), bulk("3")]),
+            Value::Array(vec![Value::Int(2)]),
+        ] {
+            assert!(parse_acquire(&junk).is_err(), "{junk:?}");
+        }
+        for junk in [
+            Value::Nil,
+            Value::Array(vec![Value::Int(-3)]),
+            Value::Array(vec![Value::Int(0), bulk("x"), Value::Int(1)]),
+        ] {
+            assert!(parse_release(&junk).is_err(), "{junk:?}");
+        }
+        assert!(parse_renew(&Value::Array(vec![Value::Int(2)]), 1).is_err());
+        assert!(parse_renew(&Value::Array(vec![Value::Int(1)]), 2).is_err());
+    }
 }

@@ -1,42 +1,74 @@
--- Release one hold of a lock; at the last hold, either free it (and announce it) or grant it
--- straight to a waiting owner of the same client. Applying the same release id twice changes
--- nothing, so a release retried after a lost reply never takes two holds away.
--- KEYS[1]  the lock hash (owner -> hold count)
--- KEYS[2]  the release log: a hash, owner -> id of its last applied release (TTL 60 s)
--- KEYS[3]  the fencing counter
+-- Release one acquisition of a hold; at the hold's last, free the lock (and announce it) or
+-- grant it to a waiting owner of the same client. A release names its hold and its acquisition,
+-- so it never touches a later hold of the same owner, and applying it twice changes nothing.
+-- KEYS[1]  the lock hash (see acquire.lua)
+-- KEYS[2]  the fencing counter
+-- KEYS[3]  the release log: the id of the acquisition whose release last freed or granted the
+--          lock, for 60 s, so that a retried release that freed it is told it was applied
 -- ARGV[1]  owner id
--- ARGV[2]  release id: unique per release, the same on a retry
--- ARGV[3]  lease in milliseconds, restored when holds remain
+-- ARGV[2]  the hold's id
+-- ARGV[3]  the acquisition's id
 -- ARGV[4]  the channel on which a freed lock is announced
--- ARGV[5]  owner id to grant the lock to at the last hold, or '' to free it
--- ARGV[6]  the lease of that grant, in milliseconds
--- Reply    {n}         n >= 1 holds left
---          {0}         the lock was freed and announced
---          {0, token, subscribers}
---                      the lock was granted to ARGV[5] with this fencing token; subscribers
---                      is how many connections watch the lock's channel (waiters of every
---                      client, the granting client's own included)
---          {-1}        the lock is not held by this owner
---          {-2}        this release was applied already
-if redis.call('hget', KEYS[2], ARGV[1]) == ARGV[2] then
-  return {-2}
+-- ARGV[5]  owner id to grant the lock to at the last acquisition, or '' to free it
+-- ARGV[6]  the id of the granted hold (its first acquisition)
+-- ARGV[7]  the lease of the grant in milliseconds ('1' when not granting)
+-- ARGV[8]  how the lock's channel is announced: 'publish', or 'spublish' for a sharded channel
+--          (Redis Cluster)
+-- Reply    {n}                     released; n >= 1 acquisitions of the hold are left
+--          {0}                     the lock was freed and announced
+--          {0, token, subscribers} the lock was granted to ARGV[5] with this fencing token;
+--                                  subscribers is how many connections watch the lock's
+--                                  channel (waiters of every client, the granting one's too)
+--          {-1}                    this hold does not hold the lock
+--          {-2}                    this release was applied already
+-- Errors   WRONGTYPE, BADVALUE (a hold count that is not a number), ERR (invalid lease): before
+--          any write
+local err = bad_lease(ARGV[7])
+if err then
+  return err
 end
-if redis.call('hexists', KEYS[1], ARGV[1]) == 0 then
+local acquisition = ':a:' .. ARGV[3]
+local state = redis.pcall('hmget', KEYS[1], ':hold', ARGV[1], acquisition)
+if state.err then
+  if is_wrong_type(state) then
+    return wrong_type(KEYS[1], 'lock (a hash)')
+  end
+  return state
+end
+if state[1] ~= ARGV[2] or not state[2] then
+  if redis.pcall('get', KEYS[3]) == ARGV[3] then
+    return {-2}
+  end
   return {-1}
 end
-local count = redis.call('hincrby', KEYS[1], ARGV[1], -1)
-redis.call('hset', KEYS[2], ARGV[1], ARGV[2])
-redis.call('pexpire', KEYS[2], 60000)
-if count > 0 then
-  redis.call('pexpire', KEYS[1], ARGV[3])
-  return {count}
+if not state[3] then
+  return {-2}
+end
+local left = tonumber(state[2])
+if not left then
+  return redis.error_reply('BADVALUE ' .. KEYS[1] .. ' has a hold count that is not a number')
+end
+left = left - 1
+if left > 0 then
+  redis.call('hincrby', KEYS[1], ARGV[1], -1)
+  redis.call('hdel', KEYS[1], acquisition)
+  return {left}
+end
+-- A grant needs a token; if the counter cannot give one, the lock is freed instead, and the
+-- waiter, trying by itself, is told what is wrong with the counter.
+local last
+if ARGV[5] ~= '' then
+  last = fence_value(KEYS[2])
 end
 redis.call('del', KEYS[1])
-if ARGV[5] ~= '' then
-  redis.call('hset', KEYS[1], ARGV[5], 1)
-  redis.call('pexpire', KEYS[1], ARGV[6])
-  local subscribers = redis.call('pubsub', 'numsub', ARGV[4])[2]
-  return {0, redis.call('incr', KEYS[3]), subscribers}
+redis.call('set', KEYS[3], ARGV[3], 'px', 60000)
+if last then
+  local token = next_token(KEYS[2], last)
+  redis.call('hset', KEYS[1], ARGV[5], 1, ':hold', ARGV[6], ':token', token, ':a:' .. ARGV[6], 1)
+  redis.call('pexpire', KEYS[1], ARGV[7])
+  local count = ARGV[8] == 'spublish' and 'shardnumsub' or 'numsub'
+  local subscribers = redis.call('pubsub', count, ARGV[4])[2]
+  return {0, token, subscribers}
 end
-redis.call('publish', ARGV[4], 'freed')
+redis.call(ARGV[8] == 'spublish' and 'spublish' or 'publish', ARGV[4], 'freed')
 return {0}

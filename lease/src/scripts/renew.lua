@@ -1,14 +1,21 @@
--- Renew many leases in one call: each lease is extended only if its owner still holds it, so a
--- renewal can never create, resurrect or take over a lock.
--- KEYS[i]      the lock hash of lease i (owner -> hold count)
--- ARGV[2i-1]   owner id of lease i
+-- Renew many leases in one call: each is extended only if its hold still holds the lock, so a
+-- renewal can never create, resurrect or take over a lock, nor extend a later hold of the same
+-- owner. A key of another type counts as not held; it does not fail the call.
+-- KEYS[i]      the lock hash of lease i (see acquire.lua)
+-- ARGV[2i-1]   the id of lease i's hold
 -- ARGV[2i]     lease i in milliseconds
--- Reply        {r1, r2, ...}: ri = 1 if lease i was extended, 0 if its owner no longer holds it
---              (expired, released, deleted, taken over, or the key is not a lock at all)
+-- Reply        {r1, r2, ...}: ri = 1 if lease i was extended, 0 if its hold no longer holds the
+--              lock (expired, released, deleted, taken over, or the key is not a lock at all)
+-- Errors       ERR (invalid lease): before any write
+for i = 1, #KEYS do
+  local err = bad_lease(ARGV[2 * i])
+  if err then
+    return err
+  end
+end
 local renewed = {}
 for i, key in ipairs(KEYS) do
-  local held = redis.pcall('hexists', key, ARGV[2 * i - 1])
-  if held == 1 then
+  if redis.pcall('hget', key, ':hold') == ARGV[2 * i - 1] then
     redis.call('pexpire', key, ARGV[2 * i])
     renewed[i] = 1
   else

@@ -21,7 +21,7 @@ mod renewer;
 mod table;
 
 pub use metrics::WatchdogMetrics;
-pub(crate) use renewer::{OneServer, Pending, Renewed, Renewer};
+pub(crate) use renewer::{Pending, Renewed, Renewer};
 pub(crate) use table::EntryRef;
 
 use crate::error::{Error, Result};
@@ -31,7 +31,7 @@ use crossbeam_channel::{Receiver, Sender};
 use parking_lot::{Condvar, Mutex};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
-use table::{NewEntry, Table};
+use table::{NewEntry, State, Table};
 use wheel::Timer;
 
 /// The renewal queue is served in calls of at most this many leases unless configured.
@@ -45,16 +45,19 @@ fn drift(lease: Duration) -> Duration {
 
 /// Until when a lease whose command was sent at `sent` is known to be valid: `sent + lease -
 /// drift`.
-fn valid_until(sent: Instant, lease: Duration) -> Instant {
+pub(crate) fn valid_until(sent: Instant, lease: Duration) -> Instant {
     sent + lease.saturating_sub(drift(lease))
 }
 
+/// The largest renewal batch: one call's keys and reply stay small.
+const MAX_BATCH: usize = 10_000;
+
 /// Checks the renewal batch size a builder was given.
 pub(crate) fn check_batch(batch: usize) -> Result<()> {
-    if batch == 0 {
-        return Err(Error::InvalidArgument(
-            "the renewal batch must be at least 1".into(),
-        ));
+    if batch == 0 || batch > MAX_BATCH {
+        return Err(Error::InvalidArgument(format!(
+            "the renewal batch must be from 1 to {MAX_BATCH}"
+        )));
     }
     Ok(())
 }
@@ -87,7 +90,6 @@ struct Shared {
     queue: Sender<EntryRef>,
     /// The origin of the renewal grid.
     origin: Instant,
-    command_timeout: Duration,
 }
 
 /// The two timeouts of a hold.
@@ -103,6 +105,8 @@ enum Trigger {
 pub(crate) struct Hold {
     pub(crate) keys: Arc<LockKeys>,
     pub(crate) owner: Arc<str>,
+    /// The hold's id, which renewals name.
+    pub(crate) hold: Arc<str>,
     pub(crate) lease: Duration,
     /// Renew it every lease/3 (a lock taken with the default lease), or only watch its expiry.
     pub(crate) renew: bool,
@@ -143,7 +147,6 @@ impl Watchdog {
         timer: Timer,
         renewer: Box<dyn Renewer>,
         batch: usize,
-        command_timeout: Duration,
         thread_name: String,
     ) -> Result<Watchdog> {
         let (queue, requests) = crossbeam_channel::unbounded();
@@ -153,7 +156,6 @@ impl Watchdog {
             table: Mutex::new(Table::default()),
             settled: Condvar::new(),
             queue,
-            command_timeout,
         });
         let weak = Arc::downgrade(&shared);
         std::thread::Builder::new()
@@ -174,7 +176,7 @@ impl Watchdog {
         let shared = &self.shared;
         let mut table = shared.table.lock();
         if hold.renew {
-            if let Some(entry) = table.renewed_hold(&hold.keys.lock, &hold.owner) {
+            if let Some(entry) = table.renewed_hold(&hold.hold) {
                 if let Some(found) = table.get_mut(entry) {
                     found.guards += 1;
                     return Ok(Watched {
@@ -188,6 +190,7 @@ impl Watchdog {
         let entry = table.insert(NewEntry {
             keys: Arc::clone(&hold.keys),
             owner: hold.owner,
+            hold: hold.hold,
             lease: hold.lease,
             renewed: hold.renew,
             acquired_at: hold.sent_at,
@@ -217,11 +220,10 @@ impl Watchdog {
         Ok(Watched { entry, status })
     }
 
-    /// A guard of the hold is gone. At the last one, renewal stops for good. With
-    /// `before_release`, this returns only once no renewal of the hold is in flight (or after the
-    /// command timeout), so that the release that follows is never overtaken by a renewal of the
-    /// lease it frees.
-    pub(crate) fn unwatch(&self, entry: EntryRef, before_release: bool) {
+    /// A guard of the hold is gone. At the last one, renewal stops for good. With a release to
+    /// follow (`release_by`), this returns only once no renewal of the hold is out (or at that
+    /// deadline), so that the release is never overtaken by a renewal of the lease it frees.
+    pub(crate) fn unwatch(&self, entry: EntryRef, release_by: Option<Instant>) {
         let shared = &self.shared;
         let mut table = shared.table.lock();
         let Some(found) = table.get_mut(entry) else {
@@ -231,22 +233,23 @@ impl Watchdog {
         if found.guards > 0 {
             return;
         }
-        found.released = true;
+        found.state = match found.state {
+            State::Renewing => State::Releasing,
+            _ => State::Released,
+        };
         table.forget(entry);
-        let limit = Instant::now() + shared.command_timeout + Duration::from_millis(100);
-        while before_release && table.get(entry).is_some_and(|found| found.in_flight) {
-            if shared.settled.wait_until(&mut table, limit).timed_out() {
-                log::warn!("a renewal call is still in flight after the command timeout");
-                break;
+        if let Some(limit) = release_by {
+            while table
+                .get(entry)
+                .is_some_and(|found| found.state == State::Releasing)
+            {
+                if shared.settled.wait_until(&mut table, limit).timed_out() {
+                    log::warn!("a renewal call is still out at the release's deadline");
+                    break;
+                }
             }
         }
         table.remove(entry);
-    }
-
-    /// Whether a lease whose command was sent at `sent` (on this watchdog's clock) is still
-    /// known to be valid.
-    pub(crate) fn still_valid(&self, sent: Instant, lease: Duration) -> bool {
-        self.now() < valid_until(sent, lease)
     }
 
     /// Whether the hold is lost, reading its deadline against the clock too, so that a timer
@@ -344,19 +347,21 @@ impl Shared {
         let Some(found) = table.get_mut(entry) else {
             return;
         };
-        if found.lost || found.released || found.queued || found.in_flight {
+        if found.state != State::Held {
             return;
         }
         let held_for = now.saturating_duration_since(found.acquired_at);
         if found.max_hold.is_some_and(|max| held_for >= max) {
-            found.max_hold_reached = true;
+            found.state = State::Expiring;
             log::info!(
                 "lock {:?} reached its max_hold: renewal stops",
                 found.keys.name
             );
             return;
         }
-        found.queued = self.queue.send(entry).is_ok();
+        if self.queue.send(entry).is_ok() {
+            found.state = State::Queued;
+        }
     }
 
     /// On the timer thread: the hold is lost unless a renewal moved its deadline meanwhile.
@@ -366,12 +371,12 @@ impl Shared {
         let Some(found) = table.get(entry) else {
             return;
         };
-        if found.lost || found.released || now < found.valid_until {
+        if !found.live() || now < found.valid_until {
             return;
         }
         let reason = if !found.renewed {
             LostReason::Expired
-        } else if found.max_hold_reached {
+        } else if found.state == State::Expiring {
             LostReason::MaxHold
         } else {
             LostReason::Unconfirmed
@@ -387,15 +392,14 @@ impl Shared {
             let Some(found) = table.get_mut(entry) else {
                 continue;
             };
-            found.queued = false;
-            if found.lost || found.released {
+            if found.state != State::Queued {
                 continue;
             }
-            found.in_flight = true;
+            found.state = State::Renewing;
             pending.push(renewer::Pending {
                 entry,
                 lock_key: found.keys.lock.clone(),
-                owner: Arc::clone(&found.owner),
+                hold: Arc::clone(&found.hold),
                 lease: found.lease,
             });
         }
@@ -424,9 +428,13 @@ impl Shared {
             let Some(found) = table.get_mut(pending.entry) else {
                 continue;
             };
-            found.in_flight = false;
-            if found.lost || found.released {
-                continue;
+            match found.state {
+                State::Renewing => found.state = State::Held,
+                State::Releasing => {
+                    found.state = State::Released;
+                    continue;
+                }
+                _ => continue,
             }
             let scheduled = match outcome.get(index).copied().unwrap_or(Renewed::Failed) {
                 Renewed::Yes => {

@@ -1,12 +1,10 @@
 //! The renewal thread: it takes whatever holds are queued, up to the batch size, and renews them
-//! in one call through its [`Renewer`]. It ends when its client is gone.
+//! in one call through its [`Renewer`], which the backend provides. It ends when its client is
+//! gone.
 
 use super::{EntryRef, Shared};
-use crate::error::Result;
-use crate::pool::Pool;
-use crate::scripts::{self, Renewal};
+use crate::scripts::Renewal;
 use crossbeam_channel::Receiver;
-use redis::Connection;
 use std::sync::{Arc, Weak};
 use std::time::Duration;
 
@@ -14,7 +12,7 @@ use std::time::Duration;
 pub(crate) struct Pending {
     pub(super) entry: EntryRef,
     pub(crate) lock_key: String,
-    pub(crate) owner: Arc<str>,
+    pub(crate) hold: Arc<str>,
     pub(crate) lease: Duration,
 }
 
@@ -22,7 +20,7 @@ impl Pending {
     pub(crate) fn renewal(&self) -> Renewal<'_> {
         Renewal {
             lock_key: &self.lock_key,
-            owner: &self.owner,
+            hold: &self.hold,
             lease: self.lease,
         }
     }
@@ -39,57 +37,10 @@ pub(crate) enum Renewed {
     Failed,
 }
 
-/// Where renewals go: one server, or a quorum of masters.
+/// Where renewals go: one server, or a quorum of masters (see `backend`).
 pub(crate) trait Renewer: Send + 'static {
     /// Renews the leases in one call (per server); one outcome per lease, in order.
     fn renew(&mut self, leases: &[Pending]) -> Vec<Renewed>;
-}
-
-/// Renewals on one server, over a connection of their own.
-pub(crate) struct OneServer {
-    pool: Arc<Pool>,
-    connection: Option<Connection>,
-}
-
-impl OneServer {
-    pub(crate) fn new(pool: Arc<Pool>) -> Self {
-        OneServer {
-            pool,
-            connection: None,
-        }
-    }
-
-    fn call(&mut self, leases: &[Pending]) -> Result<Vec<bool>> {
-        let con = match &mut self.connection {
-            Some(con) => con,
-            None => self.connection.insert(self.pool.connect()?),
-        };
-        let renewals: Vec<Renewal<'_>> = leases.iter().map(Pending::renewal).collect();
-        let outcome = scripts::renew(con, &renewals);
-        if outcome.is_err() {
-            // Its state is unknown: the next call starts on a fresh connection.
-            self.connection = None;
-        }
-        outcome
-    }
-}
-
-impl Renewer for OneServer {
-    fn renew(&mut self, leases: &[Pending]) -> Vec<Renewed> {
-        match self.call(leases) {
-            Ok(renewed) => renewed
-                .into_iter()
-                .map(|yes| if yes { Renewed::Yes } else { Renewed::Gone })
-                .collect(),
-            Err(error) => {
-                log::warn!(
-                    "renewing {} leases failed: {error}; each is tried again before its deadline",
-                    leases.len()
-                );
-                vec![Renewed::Failed; leases.len()]
-            }
-        }
-    }
 }
 
 pub(super) fn run(

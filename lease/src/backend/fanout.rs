@@ -1,12 +1,12 @@
-//! One script call to every master at once, from one thread: the call is written to every master's
-//! connection first, then every reply is read, all within one deadline. A master that is down or
-//! silent costs the caller no more than the deadline.
+//! One script call to every master at once, from one thread: the call is written to every
+//! master's connection first, then every reply is read, all by one deadline. A master that is down
+//! or silent costs the caller no more than the deadline.
 
-use crate::error::Result;
+use crate::error::Error;
 use crate::pool::{Pool, Pooled};
-use crate::scripts::Packed;
+use crate::scripts::{self, Call};
 use parking_lot::Mutex;
-use redis::{Connection, RedisError, Value};
+use redis::Value;
 use std::time::{Duration, Instant};
 
 /// How long a master that did not answer is left out before it is tried again: meanwhile it
@@ -20,7 +20,6 @@ const GRACE: Duration = Duration::from_micros(200);
 
 /// One independent Redis master.
 pub(crate) struct Master {
-    pub(crate) url: String,
     pub(crate) pool: Pool,
     /// Since when it has been silent (timed out), if it has not answered since: it is read last,
     /// and left out for [`RECHECK_SILENT`] after each silence.
@@ -28,6 +27,13 @@ pub(crate) struct Master {
 }
 
 impl Master {
+    pub(crate) fn new(pool: Pool) -> Master {
+        Master {
+            pool,
+            silent_since: Mutex::new(None),
+        }
+    }
+
     fn suspect(&self) -> bool {
         self.silent_since.lock().is_some()
     }
@@ -43,21 +49,10 @@ impl Master {
     fn answered(&self, answer: &Answer) {
         let mut since = self.silent_since.lock();
         match answer {
-            Answer::Ints(_) => *since = None,
+            Answer::Reply(_) => *since = None,
             Answer::Silent => *since = Some(Instant::now()),
             Answer::Failed(_) => {}
         }
-    }
-}
-
-impl Master {
-    pub(crate) fn new(url: &str, timeout: Duration) -> Result<Master> {
-        let client = crate::pool::open_client(url)?;
-        Ok(Master {
-            url: url.to_owned(),
-            pool: Pool::new(client, 8, timeout, timeout),
-            silent_since: Mutex::new(None),
-        })
     }
 }
 
@@ -65,58 +60,55 @@ impl Master {
 #[derive(Debug)]
 pub(crate) enum Answer {
     /// The script's reply.
-    Ints(Vec<i64>),
+    Reply(Value),
     /// An error: the connection failed, or the server refused the call.
-    Failed(RedisError),
+    Failed(Error),
     /// No answer by the deadline.
     Silent,
 }
 
 /// Sends `call` to every master, then reads the replies until `deadline`, or until `decided`
-/// says the answers so far settle the outcome and only masters that did not answer last time
-/// are left. Those are read last, so one that hangs delays nothing once it is known to. A master not read by then counts as
-/// silent: its connection is closed, after `on_silent` is written to it. Redis runs a
-/// connection's commands in order, so a call that lands late is followed by that one (a release
-/// after an acquire).
+/// says the answers so far settle the outcome and only masters that did not answer last time are
+/// left. Those are read last, so one that hangs delays nothing once it is known to. A master not
+/// read by then counts as silent: its connection is closed, after `on_silent` is written to it.
+/// Redis runs a connection's commands in order, so a call that lands late is followed by those
+/// (releases after an acquisition).
 ///
-/// A blocking connection whose read timed out cannot be read again (the client would skip the
-/// late reply), so each connection is read at most once.
+/// A connection whose read timed out is not read again (a late reply would be taken for the
+/// answer to the next call), so each connection is read at most once.
 pub(crate) fn exchange(
     masters: &[&Master],
-    call: &Packed,
+    call: &Call,
     deadline: Instant,
-    on_silent: Option<&Packed>,
+    on_silent: &[&Call],
     decided: &dyn Fn(&[Answer]) -> bool,
 ) -> Vec<Answer> {
-    let bytes = call.command.get_packed_command();
+    let bytes = call.bytes();
     let mut answers: Vec<Answer> = Vec::with_capacity(masters.len());
     let mut connections: Vec<Option<Pooled<'_>>> = Vec::with_capacity(masters.len());
     for master in masters {
         if master.left_out() {
-            answers.push(Answer::Failed(RedisError::from((
-                redis::ErrorKind::Io,
+            answers.push(Answer::Failed(Error::Unavailable(crate::conn::io_error(
+                std::io::ErrorKind::TimedOut,
                 "left out: it did not answer lately",
             ))));
             connections.push(None);
             continue;
         }
-        let left = deadline.saturating_duration_since(Instant::now());
-        let sent = master.pool.get_within(left).and_then(|mut con| {
-            match con.send_packed_command(&bytes) {
+        let sent = master
+            .pool
+            .get(deadline)
+            .and_then(|mut con| match con.send(&bytes) {
                 Ok(()) => Ok(con),
-                Err(error) => {
-                    con.discard();
-                    Err(crate::Error::Unavailable(error))
-                }
-            }
-        });
+                Err(error) => Err(Error::Unavailable(error)),
+            });
         match sent {
             Ok(con) => {
                 answers.push(Answer::Silent);
                 connections.push(Some(con));
             }
             Err(error) => {
-                answers.push(Answer::Failed(unavailable(error)));
+                answers.push(Answer::Failed(error));
                 connections.push(None);
             }
         }
@@ -135,23 +127,15 @@ pub(crate) fn exchange(
         };
         answers[index] = receive(con, call, &bytes, deadline);
         masters[index].answered(&answers[index]);
-        match &answers[index] {
-            Answer::Ints(_) => connections[index] = None,
-            Answer::Failed(_) => {
-                if let Some(con) = connections[index].take() {
-                    con.discard();
-                }
-            }
-            Answer::Silent => {}
+        if !matches!(answers[index], Answer::Silent) {
+            connections[index] = None;
         }
     }
     for con in connections.into_iter().flatten() {
         // Silent: what it may still run is followed by `on_silent`, and it is closed.
         let mut con = con;
-        if let Some(then) = on_silent {
-            let _ = con.send_packed_command(&then.command.get_packed_command());
-        }
-        con.discard();
+        let behind: Vec<u8> = on_silent.iter().flat_map(|then| then.bytes()).collect();
+        con.send_behind(&behind);
     }
     answers
 }
@@ -161,44 +145,36 @@ pub(crate) fn all_replies(_: &[Answer]) -> bool {
     false
 }
 
-fn unavailable(error: crate::Error) -> RedisError {
-    match error {
-        crate::Error::Unavailable(error) => error,
-        other => RedisError::from((redis::ErrorKind::Io, "no connection", other.to_string())),
-    }
-}
-
 /// Reads the reply to `call`, loading its script and sending it again once if the server answers
 /// NOSCRIPT (after a restart or `SCRIPT FLUSH`).
-fn receive(con: &mut Connection, call: &Packed, bytes: &[u8], deadline: Instant) -> Answer {
+fn receive(con: &mut Pooled<'_>, call: &Call, bytes: &[u8], deadline: Instant) -> Answer {
+    con.set_deadline(deadline.max(Instant::now() + GRACE));
     let mut reloaded = false;
     loop {
-        let left = deadline
-            .saturating_duration_since(Instant::now())
-            .max(GRACE);
-        if con.set_read_timeout(Some(left)).is_err() {
-            return Answer::Silent;
-        }
-        let reply = con.recv_response().and_then(Value::extract_error);
+        let reply = con.receive().and_then(Value::extract_error);
         match reply {
-            Ok(value) => {
-                return match redis::from_redis_value::<Vec<i64>>(value) {
-                    Ok(ints) => Answer::Ints(ints),
-                    Err(error) => Answer::Failed(error.into()),
-                }
-            }
-            Err(error) if error.code() == Some("NOSCRIPT") && !reloaded => {
+            Ok(value) => return Answer::Reply(value),
+            Err(error) if scripts::is_noscript(&error) && !reloaded => {
                 reloaded = true;
-                let again = call
-                    .script
-                    .load(con)
-                    .and_then(|_| con.send_packed_command(bytes));
-                if let Err(error) = again {
-                    return Answer::Failed(error);
+                if let Err(error) = call.load(con).and_then(|()| con.send(bytes)) {
+                    return Answer::Failed(Error::unavailable_or_refused(error));
                 }
             }
             Err(error) if error.is_timeout() => return Answer::Silent,
-            Err(error) => return Answer::Failed(error),
+            Err(error) => return Answer::Failed(Error::from_redis(error, "")),
         }
     }
+}
+
+/// The most telling error among failed answers: a refusal before unavailability.
+pub(crate) fn worst(answers: Vec<Answer>) -> Option<Error> {
+    let mut worst: Option<Error> = None;
+    for answer in answers {
+        if let Answer::Failed(error) = answer {
+            if worst.as_ref().is_none_or(Error::is_unavailable) {
+                worst = Some(error);
+            }
+        }
+    }
+    worst
 }

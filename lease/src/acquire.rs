@@ -1,0 +1,238 @@
+//! The one acquire loop, for every deployment: a turn in the local queue, then attempts through
+//! the backend until the lock is held or the wait is over, sleeping between attempts until a
+//! release wakes the waiter (an announcement, or a release by a thread of this client, which may
+//! grant the lock to the sleeping contender directly), or until a bounded re-check is due.
+
+use crate::backend::{Attempt, Attempted, GrantFate};
+use crate::error::{Error, Result};
+use crate::guard::{Held, LeaseGuard};
+use crate::local_queue::{Offer, OfferState, Refused};
+use crate::lock::Lock;
+use crate::policy::{LeaseKind, Wait};
+use crate::pubsub::Watch;
+use crate::release::{self, Handoff};
+use crate::watchdog::{self, Hold};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+/// A hold just acquired, before its guard exists.
+struct Acquired {
+    hold: Arc<str>,
+    id: String,
+    token: Option<u64>,
+    holds: u64,
+    /// When the command that made it was sent, on the watchdog's clock.
+    sent_at: Instant,
+}
+
+pub(crate) fn acquire(lock: &Lock, kind: LeaseKind, wait: Wait) -> Result<Option<LeaseGuard>> {
+    let core = &lock.core;
+    let keys = &lock.keys;
+    let lease = kind.lease(core.default_lease)?;
+    let started = Instant::now();
+    let owner = lock.owner();
+    let turn = match core.queues.enter(&keys.name, wait.deadline(started)) {
+        Ok(turn) => turn,
+        Err(Refused::Full { waiting }) => {
+            return Err(Error::QueueFull {
+                name: keys.name.clone(),
+                waiting,
+            })
+        }
+        Err(Refused::TimedOut) => return wait.gave_up(&keys.name, started),
+    };
+    settle_releases(lock, &owner)?;
+    let mut waiting: Option<(Watch, Arc<Offer>)> = None;
+    loop {
+        // A releaser of this client may have granted the lock while this thread slept.
+        if let Some((_, offer)) = &waiting {
+            if let Some(acquired) = settle_offer(lock, offer)? {
+                drop(turn);
+                return guard(lock, &owner, acquired, lease, kind).map(Some);
+            }
+        }
+        if let Some(until) = core.queues.yield_until(&keys.name) {
+            std::thread::sleep(until.saturating_duration_since(Instant::now()));
+        }
+        let id = core.ids.next();
+        let reenter = core.holds.reentrant(&keys.lock, &owner);
+        let sent_at = core.watchdog.now();
+        let now = || core.watchdog.now();
+        let attempt = Attempt {
+            owner: &owner,
+            lease,
+            id: &id,
+            reenter: reenter.as_deref(),
+            valid_until: watchdog::valid_until(sent_at, lease),
+            now: &now,
+        };
+        match core.backend.attempt(keys, &attempt, core.call_deadline())? {
+            Attempted::Acquired { holds, token } => {
+                let hold = match (holds, reenter) {
+                    (1, _) => Arc::from(id.as_str()),
+                    (_, Some(hold)) => hold,
+                    (_, None) => {
+                        return Err(Error::Protocol(format!(
+                            "an acquisition of {:?} re-entered a hold it did not name",
+                            keys.name
+                        )))
+                    }
+                };
+                drop(turn);
+                let acquired = Acquired {
+                    hold,
+                    id,
+                    token,
+                    holds,
+                    sent_at,
+                };
+                return guard(lock, &owner, acquired, lease, kind).map(Some);
+            }
+            Attempted::Held { ttl } => {
+                let deadline = match wait {
+                    Wait::No => return Ok(None),
+                    Wait::Until(deadline) => deadline,
+                };
+                let now = Instant::now();
+                if deadline.is_some_and(|deadline| now >= deadline) {
+                    return wait.gave_up(&keys.name, started);
+                }
+                let Some((watch, offer)) = &waiting else {
+                    // Watch, then look again: a release between the attempt and the watch would
+                    // otherwise go unseen until the next re-check.
+                    let confirm_by = core.call_deadline();
+                    let confirm_by = deadline.map_or(confirm_by, |d| d.min(confirm_by));
+                    let watch = core.waiters.watch(&keys.channel, confirm_by);
+                    let hold: Arc<str> = Arc::from(core.ids.next().as_str());
+                    waiting = Some((watch, turn.offer(owner.clone(), hold, lease)));
+                    continue;
+                };
+                let pause = now + core.backend.pause(ttl);
+                let until = deadline.map_or(pause, |d| d.min(pause));
+                offer.open(core.watchdog.now());
+                watch.wait(until);
+            }
+        }
+    }
+}
+
+/// Sends again this owner's releases of the lock whose outcome is unknown, so that a hold the
+/// owner believes released does not keep it waiting. Those still unanswered are kept for next
+/// time; the acquisition goes on unless Redis refused (a hold left over only makes it wait).
+fn settle_releases(lock: &Lock, owner: &str) -> Result<()> {
+    let core = &lock.core;
+    for unsettled in core.unsettled.take(&lock.keys.lock, owner) {
+        // Not settled again: `send` remembers it again.
+        let outcome = release::send(
+            core,
+            &lock.keys,
+            owner,
+            &unsettled.hold,
+            &unsettled.id,
+            core.call_deadline(),
+            Handoff::No,
+        );
+        if outcome.settled {
+            log::debug!("an unsettled release of {:?} is settled", lock.keys.name);
+        }
+        if let Err(error @ (Error::Refused(_) | Error::WrongType { .. })) = outcome.released {
+            return Err(error);
+        }
+    }
+    Ok(())
+}
+
+/// Closes the contender's offer before it acts by itself, and returns the hold if a releaser of
+/// this client granted it the lock meanwhile.
+fn settle_offer(lock: &Lock, offer: &Offer) -> Result<Option<Acquired>> {
+    let core = &lock.core;
+    let limit = core.backend.call_timeout() * 4;
+    let granted = |token, sent_at| {
+        Some(Acquired {
+            hold: Arc::clone(&offer.hold),
+            id: offer.hold.to_string(),
+            token,
+            holds: 1,
+            sent_at,
+        })
+    };
+    match offer.close(limit) {
+        OfferState::Granted { token, sent_at } => Ok(granted(token, sent_at)),
+        OfferState::Unknown => {
+            let sent_at = offer.opened_at().unwrap_or_else(|| core.watchdog.now());
+            let fate = core.backend.settle_grant(
+                &lock.keys,
+                &offer.owner,
+                &offer.hold,
+                core.call_deadline(),
+            )?;
+            Ok(match fate {
+                GrantFate::Granted { token } => granted(token, sent_at),
+                GrantFate::Withdrawn => None,
+            })
+        }
+        OfferState::Closed | OfferState::Open | OfferState::Claimed => Ok(None),
+    }
+}
+
+/// The guard of a hold just acquired, watched by the watchdog from when it was sent. If the
+/// watchdog cannot take it on, the hold is given back.
+fn guard(
+    lock: &Lock,
+    owner: &str,
+    acquired: Acquired,
+    lease: Duration,
+    kind: LeaseKind,
+) -> Result<LeaseGuard> {
+    let core = &lock.core;
+    let keys = &lock.keys;
+    let watched = core.watchdog.watch(Hold {
+        keys: Arc::clone(keys),
+        owner: Arc::from(owner),
+        hold: Arc::clone(&acquired.hold),
+        lease,
+        renew: kind.renewed(),
+        max_hold: lock.max_hold,
+        sent_at: acquired.sent_at,
+    });
+    let watched = match watched {
+        Ok(watched) => watched,
+        Err(error) => {
+            let outcome = release::send(
+                core,
+                keys,
+                owner,
+                &acquired.hold,
+                &acquired.id,
+                core.call_deadline(),
+                Handoff::Allowed,
+            );
+            if let Err(release) = outcome.released {
+                log::warn!(
+                    "giving back lock {:?} that could not be watched failed: {release}",
+                    keys.name
+                );
+            }
+            return Err(error);
+        }
+    };
+    core.queues.set_held_here(&keys.name, true);
+    core.holds.add(&keys.lock, owner, &acquired.hold);
+    log::debug!(
+        "lock {:?} acquired (token {:?}, holds {})",
+        keys.name,
+        acquired.token,
+        acquired.holds
+    );
+    Ok(LeaseGuard::new(Held {
+        core: Arc::clone(core),
+        keys: Arc::clone(keys),
+        owner: owner.to_owned(),
+        hold: acquired.hold,
+        id: acquired.id,
+        token: acquired.token,
+        holds: acquired.holds,
+        lease,
+        watched,
+    }))
+}

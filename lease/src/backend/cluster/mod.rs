@@ -1,0 +1,233 @@
+//! Redis Cluster: every call goes to the master that serves the lock's slot (all of a lock's keys
+//! and its channel share one hash tag, so one slot), following `MOVED` (the slot moved: the map is
+//! corrected and the call sent there) and `ASK` (the slot is migrating: the call is sent once to
+//! the importing node, after `ASKING`). A call that certainly did not run (redirected, refused by
+//! a cluster that is down or busy with a migration, or whose connection could not be opened) is
+//! sent again within its deadline; one that may have run is not, and an acquisition that got no
+//! answer is undone on its connection as on one server. Releases are announced on sharded
+//! channels (`SPUBLISH`), which waiters subscribe on the slot's master (`SSUBSCRIBE`).
+//!
+//! The routing is this crate's own rather than the `redis` crate's cluster client, because every
+//! call must end by its deadline (the crate's own connections) and renewals are pipelined per
+//! node: one round trip per master per renewal round, whatever the number of leases.
+
+mod renew;
+mod routes;
+pub(crate) mod slots;
+
+pub(crate) use routes::{PoolSettings, Routes};
+
+use super::server::{attempt_on, pause, release_on, settle_grant_on};
+use super::{Attempt, Attempted, Backend, GrantFate, Release, ReleaseOutcome};
+use crate::error::{Error, Result};
+use crate::keys::LockKeys;
+use crate::pool::{Pool, Via};
+use crate::pubsub::{Announcer, Waiters};
+use crate::scripts::{self, Announce};
+use crate::state::LockState;
+use crate::watchdog::Renewer;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+/// The most redirections one call follows.
+const MAX_REDIRECTS: usize = 5;
+/// The pause before a call is sent again to a cluster that is down or busy with a migration.
+const BUSY_PAUSE: Duration = Duration::from_millis(20);
+
+pub(crate) struct Cluster {
+    routes: Arc<Routes>,
+    place: String,
+}
+
+impl Cluster {
+    pub(crate) fn new(routes: Routes, place: String) -> Cluster {
+        Cluster {
+            routes: Arc::new(routes),
+            place,
+        }
+    }
+
+    /// Runs `op` on the master of `keys`' slot by `deadline`, following redirections, and sends
+    /// it again where it certainly did not run. Returns the node that answered.
+    fn route<T>(
+        &self,
+        keys: &LockKeys,
+        deadline: Instant,
+        mut op: impl FnMut(Via<'_>) -> Result<T>,
+    ) -> Result<(T, Arc<str>)> {
+        let slot = slots::slot(&keys.lock);
+        let mut ask: Option<(Arc<str>, Arc<Pool>)> = None;
+        let mut redirects = 0;
+        loop {
+            let asking = ask.is_some();
+            let (node, pool) = match ask.take() {
+                Some(node) => node,
+                None => self.routes.node(slot, deadline)?,
+            };
+            let outcome = op(Via {
+                pool: &pool,
+                asking,
+            });
+            let error = match outcome {
+                Ok(value) => return Ok((value, node)),
+                Err(error) => error,
+            };
+            match Redirect::of(&error) {
+                Some(Redirect::Moved(addr)) => self.routes.moved(slot, &addr),
+                Some(Redirect::Ask(addr)) => ask = self.routes.pool_at(&addr),
+                Some(Redirect::Busy) => {
+                    self.routes.mark_stale();
+                    std::thread::sleep(
+                        BUSY_PAUSE.min(deadline.saturating_duration_since(Instant::now())),
+                    );
+                }
+                None => {
+                    if is_refused_connection(&error) {
+                        self.routes.mark_stale();
+                    }
+                    return Err(error);
+                }
+            }
+            redirects += 1;
+            if redirects > MAX_REDIRECTS || Instant::now() >= deadline {
+                return Err(error);
+            }
+        }
+    }
+}
+
+/// Why a call did not run where it was sent, and where it should go.
+enum Redirect {
+    /// `MOVED`: the slot is served by this node now.
+    Moved(String),
+    /// `ASK`: the slot is migrating; this node runs the call after `ASKING`.
+    Ask(String),
+    /// `CLUSTERDOWN`, `TRYAGAIN`: not now; the same call may run a moment later.
+    Busy,
+}
+
+impl Redirect {
+    fn of(error: &Error) -> Option<Redirect> {
+        let redis = match error {
+            Error::Refused(error) | Error::Unavailable(error) => error,
+            _ => return None,
+        };
+        let to = || {
+            redis
+                .redirect_node()
+                .map(|(host, port)| slots::join(host, usize::from(port)))
+        };
+        match redis.code()? {
+            "MOVED" => to().map(Redirect::Moved),
+            "ASK" => to().map(Redirect::Ask),
+            "CLUSTERDOWN" | "TRYAGAIN" => Some(Redirect::Busy),
+            _ => None,
+        }
+    }
+}
+
+fn is_refused_connection(error: &Error) -> bool {
+    matches!(error, Error::Unavailable(error) if error.is_connection_refusal())
+}
+
+impl Backend for Cluster {
+    fn fenced(&self) -> bool {
+        true
+    }
+
+    fn place(&self) -> &str {
+        &self.place
+    }
+
+    fn call_timeout(&self) -> Duration {
+        self.routes.command_timeout()
+    }
+
+    fn attempt(
+        &self,
+        keys: &LockKeys,
+        attempt: &Attempt<'_>,
+        deadline: Instant,
+    ) -> Result<Attempted> {
+        self.route(keys, deadline, |via| {
+            attempt_on(via, keys, attempt, deadline, Announce::Sharded)
+        })
+        .map(|(attempted, _)| attempted)
+    }
+
+    fn release(&self, keys: &LockKeys, release: &Release<'_>, deadline: Instant) -> ReleaseOutcome {
+        let mut settled = true;
+        let routed = self.route(keys, deadline, |via| {
+            let outcome = release_on(via, keys, release, deadline, Announce::Sharded);
+            settled = outcome.settled;
+            outcome.released
+        });
+        ReleaseOutcome {
+            released: routed.map(|(released, _)| released),
+            settled,
+        }
+    }
+
+    fn settle_grant(
+        &self,
+        keys: &LockKeys,
+        owner: &str,
+        hold: &str,
+        deadline: Instant,
+    ) -> Result<GrantFate> {
+        self.route(keys, deadline, |via| {
+            settle_grant_on(via, keys, owner, hold, deadline)
+        })
+        .map(|(fate, _)| fate)
+    }
+
+    fn pause(&self, ttl: Option<Duration>) -> Duration {
+        pause(ttl)
+    }
+
+    fn inspect(&self, keys: &LockKeys, deadline: Instant) -> Result<LockState> {
+        let (mut state, node) = self.route(keys, deadline, |via| {
+            via.call(deadline, |con| scripts::inspect(con, keys))
+        })?;
+        state.node = Some(node.to_string());
+        Ok(state)
+    }
+
+    fn force_release(&self, keys: &LockKeys, deadline: Instant) -> Result<bool> {
+        self.route(keys, deadline, |via| {
+            via.call(deadline, |con| {
+                scripts::force_release(con, keys, Announce::Sharded)
+            })
+        })
+        .map(|(freed, _)| freed)
+    }
+
+    fn renewer(&self) -> Box<dyn Renewer> {
+        Box::new(renew::ClusterRenewer::new(Arc::clone(&self.routes)))
+    }
+
+    fn waiters(&self, thread_name: String) -> Result<Waiters> {
+        Ok(Waiters::announced(
+            Arc::new(Announcements(Arc::clone(&self.routes))),
+            thread_name,
+        ))
+    }
+}
+
+/// Releases are announced on sharded channels, on the master of the channel's slot.
+struct Announcements(Arc<Routes>);
+
+impl Announcer for Announcements {
+    fn server_of(&self, channel: &str) -> Option<(String, Arc<Pool>)> {
+        let slot = slots::slot(channel);
+        let node = self.0.known(slot).or_else(|| {
+            let deadline = Instant::now() + self.0.command_timeout();
+            self.0.node(slot, deadline).ok()
+        })?;
+        Some((node.0.to_string(), node.1))
+    }
+
+    fn sharded(&self) -> bool {
+        true
+    }
+}

@@ -1,0 +1,139 @@
+//! Renewals on a cluster: a script's keys must share one slot, so the leases of a round are
+//! grouped by slot into one renewal call each, and the calls for one master are written to it in
+//! one pipeline: a round costs one round trip per master, however many leases and slots. The
+//! pipelines to all masters are written before any reply is read.
+//!
+//! A slot whose call is redirected (`MOVED`, `ASK`, a cluster that is down) has its leases tried
+//! again before their deadlines, as after any failed call; the slot map is read again first.
+
+use super::routes::Routes;
+use super::slots::slot;
+use crate::conn::Conn;
+use crate::pool::Pooled;
+use crate::scripts::{self, Call, Renewal};
+use crate::watchdog::{Pending, Renewed, Renewer};
+use std::collections::BTreeMap;
+use std::sync::Arc;
+use std::time::Instant;
+
+pub(super) struct ClusterRenewer {
+    routes: Arc<Routes>,
+}
+
+impl ClusterRenewer {
+    pub(super) fn new(routes: Arc<Routes>) -> ClusterRenewer {
+        ClusterRenewer { routes }
+    }
+}
+
+/// The calls for one master: each slot's call, the slot, and the indices of its leases.
+struct Batch<'a> {
+    conn: Option<Pooled<'a>>,
+    calls: Vec<(Call, usize, Vec<usize>)>,
+}
+
+impl Renewer for ClusterRenewer {
+    fn renew(&mut self, leases: &[Pending]) -> Vec<Renewed> {
+        let deadline = Instant::now() + self.routes.command_timeout();
+        let mut outcome = vec![Renewed::Failed; leases.len()];
+        let mut by_slot: BTreeMap<usize, Vec<usize>> = BTreeMap::new();
+        for (index, lease) in leases.iter().enumerate() {
+            by_slot
+                .entry(slot(&lease.lock_key))
+                .or_default()
+                .push(index);
+        }
+        // Slot -> node; the pools live in the routes, held here while their connections are.
+        let mut by_node: BTreeMap<Arc<str>, (Arc<crate::pool::Pool>, Vec<usize>)> = BTreeMap::new();
+        let mut slots: Vec<(usize, Vec<usize>)> = Vec::new();
+        for (slot, indices) in by_slot {
+            match self.routes.node(slot, deadline) {
+                Ok((name, pool)) => {
+                    let entry = by_node.entry(name).or_insert_with(|| (pool, Vec::new()));
+                    entry.1.push(slots.len());
+                }
+                Err(error) => log::warn!("renewing leases of slot {slot}: {error}"),
+            }
+            slots.push((slot, indices));
+        }
+        let mut batches: Vec<Batch<'_>> = Vec::new();
+        for (pool, slot_indices) in by_node.values() {
+            let calls: Vec<(Call, usize, Vec<usize>)> = slot_indices
+                .iter()
+                .map(|&at| {
+                    let (slot, indices) = (slots[at].0, slots[at].1.clone());
+                    let renewals: Vec<Renewal<'_>> =
+                        indices.iter().map(|&i| leases[i].renewal()).collect();
+                    (scripts::renew(&renewals), slot, indices)
+                })
+                .collect();
+            let bytes: Vec<u8> = calls.iter().flat_map(|(call, _, _)| call.bytes()).collect();
+            let conn = pool.get(deadline).and_then(|mut conn| {
+                conn.send(&bytes).map_err(crate::Error::Unavailable)?;
+                Ok(conn)
+            });
+            match conn {
+                Ok(conn) => batches.push(Batch {
+                    conn: Some(conn),
+                    calls,
+                }),
+                Err(error) => {
+                    log::warn!("renewing {} leases failed: {error}", calls.len());
+                    self.routes.mark_stale();
+                }
+            }
+        }
+        for batch in &mut batches {
+            let Some(conn) = batch.conn.as_mut() else {
+                continue;
+            };
+            if let Err(error) = read(conn, &batch.calls, &self.routes, &mut outcome) {
+                log::warn!(
+                    "renewing leases failed: {error}; each is tried again before its deadline"
+                );
+                self.routes.mark_stale();
+            }
+        }
+        outcome
+    }
+}
+
+/// Reads one reply per call; a call the server did not have the script for is sent again after
+/// loading it, and a call redirected (`MOVED`) moves its slot in the map, so that the retry goes
+/// to the slot's new master.
+fn read(
+    conn: &mut Conn,
+    calls: &[(Call, usize, Vec<usize>)],
+    routes: &Routes,
+    outcome: &mut [Renewed],
+) -> redis::RedisResult<()> {
+    let mut again = Vec::new();
+    for (call, slot, indices) in calls {
+        match conn.receive()?.extract_error() {
+            Ok(reply) => apply(&reply, indices, outcome),
+            Err(error) if scripts::is_noscript(&error) => again.push((call, indices)),
+            Err(error) => {
+                if let (Some("MOVED"), Some((host, port))) = (error.code(), error.redirect_node()) {
+                    routes.moved(*slot, &super::slots::join(host, usize::from(port)));
+                } else {
+                    routes.mark_stale();
+                }
+                // These leases are tried again before their deadlines.
+            }
+        }
+    }
+    for (call, indices) in again {
+        if let Ok(reply) = call.invoke(conn) {
+            apply(&reply, indices, outcome);
+        }
+    }
+    Ok(())
+}
+
+fn apply(reply: &redis::Value, indices: &[usize], outcome: &mut [Renewed]) {
+    if let Ok(flags) = scripts::parse_renew(reply, indices.len()) {
+        for (&index, renewed) in indices.iter().zip(flags) {
+            outcome[index] = if renewed { Renewed::Yes } else { Renewed::Gone };
+        }
+    }
+}

@@ -1,0 +1,148 @@
+//! The seam between one lock and the ways Redis can be deployed. A lock's logic (the acquire
+//! loop, the local queue and its grants, the watchdog, the guard, the lost signal) exists once,
+//! in the modules above; a [`Backend`] knows only what differs: how to make one attempt, release
+//! one acquisition, renew leases, wake waiters, and read or clear a lock's state, on one server
+//! ([`server`]), on a Redis Cluster ([`cluster`]: the master of the lock's slot), or on a quorum
+//! of independent masters ([`quorum`], RedLock: "one server is a quorum of one").
+//!
+//! Every call takes the deadline it must end by; none blocks past it.
+
+pub(crate) mod cluster;
+pub(crate) mod fanout;
+pub(crate) mod quorum;
+pub(crate) mod server;
+
+use crate::error::Result;
+use crate::keys::LockKeys;
+use crate::pubsub::Waiters;
+use crate::state::LockState;
+use crate::watchdog::Renewer;
+use std::time::{Duration, Instant};
+
+/// One acquisition attempt, as the lock asks a backend to make it.
+pub(crate) struct Attempt<'a> {
+    pub(crate) owner: &'a str,
+    pub(crate) lease: Duration,
+    /// This acquisition's id; also the new hold's id if the lock is free.
+    pub(crate) id: &'a str,
+    /// The hold the owner holds here and may re-enter.
+    pub(crate) reenter: Option<&'a str>,
+    /// Until when a lease acquired by this attempt is valid (its send time, plus the lease, less
+    /// the drift allowance), on the watchdog's clock; with `now`, for a backend that must check
+    /// that the attempt did not take too long.
+    pub(crate) valid_until: Instant,
+    pub(crate) now: &'a (dyn Fn() -> Instant + Sync),
+}
+
+/// What an attempt came to.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Attempted {
+    /// Held: a new hold (`holds` 1) or a re-entry, with the hold's fencing token where the
+    /// backend has tokens.
+    Acquired { holds: u64, token: Option<u64> },
+    /// Held by another hold, for about `ttl` (`None`: unknown).
+    Held { ttl: Option<Duration> },
+}
+
+/// A waiting owner of this client that a release may grant the lock to.
+pub(crate) struct Grant<'a> {
+    pub(crate) owner: &'a str,
+    /// The id of the hold the grant makes.
+    pub(crate) hold: &'a str,
+    pub(crate) lease: Duration,
+    /// Until when a lease granted now is valid, for a backend that must check it.
+    pub(crate) valid_until: Instant,
+    pub(crate) now: &'a (dyn Fn() -> Instant + Sync),
+}
+
+/// One acquisition to release.
+pub(crate) struct Release<'a> {
+    pub(crate) owner: &'a str,
+    pub(crate) hold: &'a str,
+    pub(crate) id: &'a str,
+    pub(crate) grant: Option<Grant<'a>>,
+}
+
+/// What a release came to.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Released {
+    /// Applied; `holds_left` acquisitions of the hold are left (0: the lock was freed).
+    Applied { holds_left: u64 },
+    /// Applied to the last acquisition, and the lock granted to the grant's owner, with this
+    /// token where the backend has tokens. `others_waiting`: other clients watch the lock.
+    Granted {
+        token: Option<u64>,
+        others_waiting: bool,
+    },
+    /// Applied before (a retry).
+    AlreadyApplied,
+    /// The hold does not hold the lock.
+    NotOwner,
+}
+
+/// What became of a grant whose outcome was unknown.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum GrantFate {
+    /// It stands: the waiting owner holds the lock, with this token where there are tokens.
+    Granted { token: Option<u64> },
+    /// It did not go through, or was withdrawn.
+    Withdrawn,
+}
+
+/// A release and whether every server it went to answered. An unsettled release is sent again
+/// before the same owner acquires the same lock again.
+pub(crate) struct ReleaseOutcome {
+    pub(crate) released: Result<Released>,
+    pub(crate) settled: bool,
+}
+
+/// What differs between deployments.
+pub(crate) trait Backend: Send + Sync + 'static {
+    /// Whether holds carry fencing tokens.
+    fn fenced(&self) -> bool;
+
+    /// Where the locks live, as text: it orders the locks of a `MultiLock`.
+    fn place(&self) -> &str;
+
+    /// The longest one call may take (the command timeout, or RedLock's node timeout).
+    fn call_timeout(&self) -> Duration;
+
+    /// One attempt. An attempt that got no answer may still land later; the backend makes sure
+    /// it is then undone.
+    fn attempt(
+        &self,
+        keys: &LockKeys,
+        attempt: &Attempt<'_>,
+        deadline: Instant,
+    ) -> Result<Attempted>;
+
+    /// Releases one acquisition (and grants the lock at the hold's last, if asked to).
+    fn release(&self, keys: &LockKeys, release: &Release<'_>, deadline: Instant) -> ReleaseOutcome;
+
+    /// After a grant whose outcome is unknown: whether it went through and stands (with its
+    /// token where the backend has tokens), or not, having withdrawn whatever part of it may
+    /// have gone through.
+    fn settle_grant(
+        &self,
+        keys: &LockKeys,
+        owner: &str,
+        hold: &str,
+        deadline: Instant,
+    ) -> Result<GrantFate>;
+
+    /// How long a waiter sleeps before trying again when nothing wakes it, the holder having
+    /// `ttl` left.
+    fn pause(&self, ttl: Option<Duration>) -> Duration;
+
+    /// What Redis holds for the lock.
+    fn inspect(&self, keys: &LockKeys, deadline: Instant) -> Result<LockState>;
+
+    /// Deletes the lock whoever holds it; whether it was held.
+    fn force_release(&self, keys: &LockKeys, deadline: Instant) -> Result<bool>;
+
+    /// The renewer the watchdog's renewal thread uses.
+    fn renewer(&self) -> Box<dyn Renewer>;
+
+    /// The waiters of the client, woken by this backend's announcements if it has any.
+    fn waiters(&self, thread_name: String) -> Result<Waiters>;
+}

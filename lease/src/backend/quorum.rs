@@ -1,0 +1,477 @@
+//! RedLock over independent Redis masters: a hold stands while a quorum of them (by default
+//! N/2+1) keep it.
+//!
+//! An attempt sends the acquire script to every master at once, from the calling thread, with a
+//! per-node timeout far below the lease; it wins if a quorum granted it and the lease, less the
+//! time the attempt took and the drift allowance, is still ahead. A lost attempt is undone on every
+//! master that may have granted it. Renewals go to every master in one batched call each; a lease
+//! is renewed when a quorum extended it. There are no fencing tokens: no single counter exists
+//! across independent masters.
+
+use super::fanout::{self, Answer, Master};
+use super::{Attempt, Attempted, Backend, GrantFate, Release, ReleaseOutcome, Released};
+use crate::conn::Endpoint;
+use crate::error::{Error, Result};
+use crate::keys::LockKeys;
+use crate::pool::{Identity, Pool};
+use crate::pubsub::Waiters;
+use crate::scripts::{self, Acquire, Announce, Call};
+use crate::state::LockState;
+use crate::watchdog::{Pending, Renewed, Renewer};
+use parking_lot::Mutex;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+pub(crate) struct Quorum {
+    masters: Arc<Vec<Master>>,
+    quorum: usize,
+    node_timeout: Duration,
+    retry_delay: Duration,
+    random: Mutex<u64>,
+    place: String,
+}
+
+/// What a RedLock is built from.
+pub(crate) struct Settings {
+    pub(crate) endpoints: Vec<Endpoint>,
+    pub(crate) quorum: usize,
+    pub(crate) node_timeout: Duration,
+    pub(crate) retry_delay: Duration,
+    pub(crate) seed: u64,
+}
+
+impl Quorum {
+    /// Masters that are up are asked who they are, so that two URLs of one server are refused
+    /// now; a master that is down is allowed, and refused when it comes up if it turns out to
+    /// be another master's server.
+    pub(crate) fn new(settings: Settings) -> Result<Quorum> {
+        let count = settings.endpoints.len();
+        let known: Arc<Mutex<Vec<Option<Identity>>>> = Arc::new(Mutex::new(vec![None; count]));
+        let shown: Arc<Vec<String>> = Arc::new(
+            settings
+                .endpoints
+                .iter()
+                .map(|endpoint| endpoint.shown().to_owned())
+                .collect(),
+        );
+        let masters: Vec<Master> = settings
+            .endpoints
+            .into_iter()
+            .enumerate()
+            .map(|(index, endpoint)| {
+                let (known, shown) = (Arc::clone(&known), Arc::clone(&shown));
+                let check = Arc::new(move |identity: &Identity| {
+                    let mut known = known.lock();
+                    let twin = known.iter().enumerate().find(|(other, seen)| {
+                        *other != index
+                            && seen.as_ref().is_some_and(|seen| seen.same_server(identity))
+                    });
+                    if let Some((other, _)) = twin {
+                        return Err(Error::InvalidArgument(format!(
+                            "masters {:?} and {:?} are one server: RedLock needs independent masters",
+                            shown[other], shown[index]
+                        )));
+                    }
+                    known[index] = Some(identity.clone());
+                    Ok(())
+                });
+                let timeout = settings.node_timeout;
+                Master::new(Pool::new(endpoint, 8, timeout, timeout).with_identity_check(check))
+            })
+            .collect();
+        let probe_by = Instant::now() + settings.node_timeout;
+        let refused = std::thread::scope(|scope| {
+            let probes: Vec<_> = masters
+                .iter()
+                .map(|master| scope.spawn(move || master.pool.get(probe_by).map(drop)))
+                .collect();
+            probes
+                .into_iter()
+                .filter_map(|probe| probe.join().ok())
+                .find_map(|probe| match probe {
+                    Err(error @ Error::InvalidArgument(_)) => Some(error),
+                    _ => None,
+                })
+        });
+        if let Some(error) = refused {
+            return Err(error);
+        }
+        Ok(Quorum {
+            masters: Arc::new(masters),
+            quorum: settings.quorum,
+            node_timeout: settings.node_timeout,
+            retry_delay: settings.retry_delay,
+            random: Mutex::new(settings.seed | 1),
+            place: shown.join(","),
+        })
+    }
+
+    fn all(&self) -> Vec<&Master> {
+        self.masters.iter().collect()
+    }
+
+    fn deadline(&self, deadline: Instant) -> Instant {
+        deadline.min(Instant::now() + self.node_timeout)
+    }
+
+    /// Sends `call` to `masters` and reads every reply.
+    fn everywhere(&self, masters: &[&Master], call: &Call, deadline: Instant) -> Vec<Answer> {
+        fanout::exchange(
+            masters,
+            call,
+            self.deadline(deadline),
+            &[],
+            &fanout::all_replies,
+        )
+    }
+}
+
+impl Backend for Quorum {
+    fn fenced(&self) -> bool {
+        false
+    }
+
+    fn place(&self) -> &str {
+        &self.place
+    }
+
+    fn call_timeout(&self) -> Duration {
+        self.node_timeout
+    }
+
+    fn attempt(
+        &self,
+        keys: &LockKeys,
+        attempt: &Attempt<'_>,
+        deadline: Instant,
+    ) -> Result<Attempted> {
+        let acquire = scripts::acquire(
+            keys,
+            attempt.owner,
+            attempt.lease,
+            attempt.id,
+            attempt.reenter,
+        );
+        // Undoing it, whichever it came to on a master: a new hold, or a re-entry. Each names
+        // this acquisition, which exists only where the attempt ran.
+        let undo_new = scripts::release(
+            keys,
+            attempt.owner,
+            attempt.id,
+            attempt.id,
+            None,
+            Announce::Global,
+        );
+        let undo_reentry = attempt.reenter.map(|hold| {
+            scripts::release(
+                keys,
+                attempt.owner,
+                hold,
+                attempt.id,
+                None,
+                Announce::Global,
+            )
+        });
+        let undo: Vec<&Call> = std::iter::once(&undo_new).chain(&undo_reentry).collect();
+        let quorum = self.quorum;
+        // Settled once a quorum granted it, or too few masters are left to.
+        let settled = |answers: &[Answer]| {
+            let (mut granted, mut refused) = (0, 0);
+            for answer in answers {
+                match answer {
+                    Answer::Reply(reply) => match scripts::parse_acquire(reply) {
+                        Ok(Acquire::Acquired { .. }) => granted += 1,
+                        _ => refused += 1,
+                    },
+                    Answer::Failed(_) => refused += 1,
+                    Answer::Silent => {}
+                }
+            }
+            granted >= quorum || answers.len() - refused < quorum
+        };
+        let all = self.all();
+        let answers = fanout::exchange(&all, &acquire, self.deadline(deadline), &undo, &settled);
+        let mut granted: Vec<(&Master, u64)> = Vec::new();
+        let mut answered = 0;
+        let mut failures = Vec::new();
+        for (master, answer) in self.masters.iter().zip(answers) {
+            match answer {
+                Answer::Reply(reply) => {
+                    answered += 1;
+                    if let Ok(Acquire::Acquired { holds, .. }) = scripts::parse_acquire(&reply) {
+                        granted.push((master, holds));
+                    }
+                }
+                failed @ Answer::Failed(_) => failures.push(failed),
+                Answer::Silent => {}
+            }
+        }
+        if granted.len() >= self.quorum && (attempt.now)() < attempt.valid_until {
+            let holds = granted.iter().map(|(_, holds)| *holds).max().unwrap_or(1);
+            return Ok(Attempted::Acquired { holds, token: None });
+        }
+        for (undo, new) in [(Some(&undo_new), true), (undo_reentry.as_ref(), false)] {
+            let Some(undo) = undo else { continue };
+            let masters: Vec<&Master> = granted
+                .iter()
+                .filter(|(_, holds)| (*holds == 1) == new)
+                .map(|(master, _)| *master)
+                .collect();
+            if !masters.is_empty() {
+                self.everywhere(&masters, undo, Instant::now() + self.node_timeout);
+            }
+        }
+        match (answered, fanout::worst(failures)) {
+            (0, Some(error)) => Err(error),
+            _ => Ok(Attempted::Held { ttl: None }),
+        }
+    }
+
+    fn release(&self, keys: &LockKeys, release: &Release<'_>, deadline: Instant) -> ReleaseOutcome {
+        let grant = release.grant.as_ref().map(|grant| scripts::Grant {
+            owner: grant.owner,
+            hold: grant.hold,
+            lease: grant.lease,
+        });
+        let call = scripts::release(
+            keys,
+            release.owner,
+            release.hold,
+            release.id,
+            grant.as_ref(),
+            Announce::Global,
+        );
+        // Withdraws the grant where it went through but cannot stand; a silent master gets it
+        // behind the release.
+        let withdraw = grant.as_ref().map(|grant| {
+            scripts::release(
+                keys,
+                grant.owner,
+                grant.hold,
+                grant.hold,
+                None,
+                Announce::Global,
+            )
+        });
+        let on_silent: Vec<&Call> = withdraw.iter().collect();
+        let all = self.all();
+        let answers = fanout::exchange(
+            &all,
+            &call,
+            self.deadline(deadline),
+            &on_silent,
+            &fanout::all_replies,
+        );
+        let settled = answers
+            .iter()
+            .all(|answer| matches!(answer, Answer::Reply(_)));
+        let (mut holds_left, mut applied, mut not_owner) = (0, 0, 0);
+        let mut granted: Vec<&Master> = Vec::new();
+        let mut failures = Vec::new();
+        for (master, answer) in self.masters.iter().zip(answers) {
+            match answer {
+                Answer::Reply(reply) => match scripts::parse_release(&reply) {
+                    Ok(scripts::Release::NotOwner) => not_owner += 1,
+                    Ok(scripts::Release::Granted { .. }) => {
+                        applied += 1;
+                        granted.push(master);
+                    }
+                    Ok(scripts::Release::Applied { holds_left: left }) => {
+                        applied += 1;
+                        holds_left = holds_left.max(left);
+                    }
+                    Ok(scripts::Release::AlreadyApplied) => applied += 1,
+                    Err(error) => failures.push(Answer::Failed(error)),
+                },
+                failed => failures.push(failed),
+            }
+        }
+        let mut handed_over = false;
+        if let (Some(grant), Some(withdraw)) = (&release.grant, &withdraw) {
+            if granted.len() >= self.quorum && (grant.now)() < grant.valid_until {
+                handed_over = true;
+            } else if !granted.is_empty() {
+                self.everywhere(&granted, withdraw, Instant::now() + self.node_timeout);
+            }
+        }
+        let released = if handed_over {
+            Ok(Released::Granted {
+                token: None,
+                // Other clients can only poll: they count as waiting, so that a run of grants
+                // ends and the lock is freed for them now and then.
+                others_waiting: true,
+            })
+        } else if applied > 0 {
+            Ok(Released::Applied { holds_left })
+        } else if not_owner > 0 {
+            Ok(Released::NotOwner)
+        } else {
+            Err(fanout::worst(failures).unwrap_or_else(|| {
+                Error::Unavailable(crate::conn::io_error(
+                    std::io::ErrorKind::TimedOut,
+                    "no master answered the release in time",
+                ))
+            }))
+        };
+        ReleaseOutcome { released, settled }
+    }
+
+    fn settle_grant(
+        &self,
+        keys: &LockKeys,
+        owner: &str,
+        hold: &str,
+        deadline: Instant,
+    ) -> Result<GrantFate> {
+        let withdraw = scripts::release(keys, owner, hold, hold, None, Announce::Global);
+        self.everywhere(&self.all(), &withdraw, deadline);
+        Ok(GrantFate::Withdrawn)
+    }
+
+    /// A pause from 1 ms to the retry delay, so that contenders fall out of step.
+    fn pause(&self, _: Option<Duration>) -> Duration {
+        let mut state = self.random.lock();
+        *state ^= *state << 13;
+        *state ^= *state >> 7;
+        *state ^= *state << 17;
+        let span = u64::try_from(self.retry_delay.as_micros())
+            .unwrap_or(u64::MAX)
+            .max(1000);
+        Duration::from_micros(1000 + *state % (span - 999))
+    }
+
+    /// Every master's view, combined: a holder counts if it holds the lock on a quorum, for as
+    /// long as a quorum of those still will.
+    fn inspect(&self, keys: &LockKeys, deadline: Instant) -> Result<LockState> {
+        let mut views = Vec::new();
+        let mut last_error = None;
+        for master in self.masters.iter() {
+            match master
+                .pool
+                .call(self.deadline(deadline), |con| scripts::inspect(con, keys))
+            {
+                Ok(view) => views.push((master.pool.endpoint().shown().to_owned(), view)),
+                Err(error) => last_error = Some(error),
+            }
+        }
+        if views.is_empty() {
+            return Err(last_error.unwrap_or_else(|| Error::Protocol("no master".into())));
+        }
+        let mut state = LockState::empty(&keys.name);
+        let mut owners: Vec<&str> = views
+            .iter()
+            .flat_map(|(_, view)| view.holders.iter().map(|(owner, _)| owner.as_str()))
+            .collect();
+        owners.sort_unstable();
+        owners.dedup();
+        for owner in owners {
+            let mut held: Vec<(u64, Option<Duration>)> = views
+                .iter()
+                .filter_map(|(_, view)| {
+                    let holds = view.holders.iter().find(|(o, _)| o == owner)?.1;
+                    Some((holds, view.ttl))
+                })
+                .collect();
+            if held.len() < self.quorum {
+                continue;
+            }
+            held.sort_by_key(|&(_, ttl)| std::cmp::Reverse(ttl));
+            state.ttl = held[self.quorum - 1].1;
+            let holds = held.iter().map(|(holds, _)| *holds).min().unwrap_or(0);
+            state.holders.push((owner.to_owned(), holds));
+        }
+        for (shown, view) in views {
+            state.problems.extend(
+                view.problems
+                    .into_iter()
+                    .map(|problem| format!("{shown}: {problem}")),
+            );
+        }
+        Ok(state)
+    }
+
+    fn force_release(&self, keys: &LockKeys, deadline: Instant) -> Result<bool> {
+        let mut deleted = false;
+        let mut answered = false;
+        let mut last_error = None;
+        for master in self.masters.iter() {
+            match master.pool.call(self.deadline(deadline), |con| {
+                scripts::force_release(con, keys, Announce::Global)
+            }) {
+                Ok(found) => {
+                    answered = true;
+                    deleted |= found;
+                }
+                Err(error) => last_error = Some(error),
+            }
+        }
+        match (answered, last_error) {
+            (false, Some(error)) => Err(error),
+            _ => Ok(deleted),
+        }
+    }
+
+    fn renewer(&self) -> Box<dyn Renewer> {
+        Box::new(QuorumRenewer {
+            masters: Arc::clone(&self.masters),
+            quorum: self.quorum,
+            node_timeout: self.node_timeout,
+        })
+    }
+
+    fn waiters(&self, _: String) -> Result<Waiters> {
+        Ok(Waiters::local())
+    }
+}
+
+/// Renewals over several masters: one batched call to every master at once; a lease is renewed
+/// when a quorum extended it, and gone when too few still could.
+struct QuorumRenewer {
+    masters: Arc<Vec<Master>>,
+    quorum: usize,
+    node_timeout: Duration,
+}
+
+impl Renewer for QuorumRenewer {
+    fn renew(&mut self, leases: &[Pending]) -> Vec<Renewed> {
+        let renewals: Vec<_> = leases.iter().map(Pending::renewal).collect();
+        let call = scripts::renew(&renewals);
+        let deadline = Instant::now() + self.node_timeout;
+        let masters: Vec<&Master> = self.masters.iter().collect();
+        let answers = fanout::exchange(&masters, &call, deadline, &[], &fanout::all_replies);
+        let mut extended = vec![0usize; leases.len()];
+        let mut failed = 0;
+        for answer in &answers {
+            match answer {
+                Answer::Reply(reply) => match scripts::parse_renew(reply, leases.len()) {
+                    Ok(flags) => {
+                        for (count, yes) in extended.iter_mut().zip(flags) {
+                            *count += usize::from(yes);
+                        }
+                    }
+                    Err(_) => failed += 1,
+                },
+                Answer::Failed(_) | Answer::Silent => failed += 1,
+            }
+        }
+        if failed > 0 {
+            log::warn!(
+                "renewing {} leases: {failed} of {} masters did not answer",
+                leases.len(),
+                self.masters.len()
+            );
+        }
+        extended
+            .into_iter()
+            .map(|count| {
+                if count >= self.quorum {
+                    Renewed::Yes
+                } else if count + failed < self.quorum {
+                    Renewed::Gone
+                } else {
+                    Renewed::Failed
+                }
+            })
+            .collect()
+    }
+}

@@ -1,0 +1,274 @@
+//! One Redis server: each attempt, release and renewal is one script call on a pooled
+//! connection, and releases are announced by pub/sub.
+
+use super::{Attempt, Attempted, Backend, GrantFate, Release, ReleaseOutcome, Released};
+use crate::conn::Conn;
+use crate::error::{Error, Result};
+use crate::keys::LockKeys;
+use crate::pool::{Pool, Via};
+use crate::pubsub::Waiters;
+use crate::scripts::{self, Acquire, Announce};
+use crate::state::LockState;
+use crate::watchdog::{Pending, Renewed, Renewer};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+/// The longest a waiter sleeps before looking at the lock again, in case a release message was
+/// lost. It also sleeps no longer than the holder's remaining lease.
+const MAX_RECHECK: Duration = Duration::from_secs(1);
+
+pub(crate) struct Server {
+    pool: Arc<Pool>,
+}
+
+impl Server {
+    pub(crate) fn new(pool: Pool) -> Server {
+        Server {
+            pool: Arc::new(pool),
+        }
+    }
+}
+
+/// The releases that undo `attempt` whatever it came to, written behind it on a connection that
+/// did not answer: Redis runs a connection's commands in order, so if the attempt runs at all, it
+/// is undone at once. Each release names the attempt's acquisition, which exists only if the
+/// attempt ran, so neither can touch anything else.
+fn undo(keys: &LockKeys, attempt: &Attempt<'_>, announce: Announce) -> Vec<u8> {
+    let release = |hold| scripts::release(keys, attempt.owner, hold, attempt.id, None, announce);
+    let mut bytes = release(attempt.id).bytes();
+    if let Some(hold) = attempt.reenter {
+        bytes.extend(release(hold).bytes());
+    }
+    bytes
+}
+
+fn attempted(reply: Acquire) -> Attempted {
+    match reply {
+        Acquire::Acquired { holds, token } => Attempted::Acquired {
+            holds,
+            token: Some(token),
+        },
+        Acquire::Held { ttl } => Attempted::Held { ttl },
+    }
+}
+
+/// One attempt on the server `via` reaches.
+pub(crate) fn attempt_on(
+    via: Via<'_>,
+    keys: &LockKeys,
+    attempt: &Attempt<'_>,
+    deadline: Instant,
+    announce: Announce,
+) -> Result<Attempted> {
+    let mut con = via.get(deadline)?;
+    let call = scripts::acquire(
+        keys,
+        attempt.owner,
+        attempt.lease,
+        attempt.id,
+        attempt.reenter,
+    );
+    match call.run(&mut con, &keys.lock) {
+        Ok(reply) => scripts::parse_acquire(&reply).map(attempted),
+        Err(error) => {
+            if error.is_unavailable() {
+                con.send_behind(&undo(keys, attempt, announce));
+            }
+            Err(error)
+        }
+    }
+}
+
+/// One release on the server `via` reaches. A release whose reply was lost is sent again, once,
+/// within the same deadline: the script applies it at most once.
+pub(crate) fn release_on(
+    via: Via<'_>,
+    keys: &LockKeys,
+    release: &Release<'_>,
+    deadline: Instant,
+    announce: Announce,
+) -> ReleaseOutcome {
+    let grant = release.grant.as_ref().map(|grant| scripts::Grant {
+        owner: grant.owner,
+        hold: grant.hold,
+        lease: grant.lease,
+    });
+    let call = scripts::release(
+        keys,
+        release.owner,
+        release.hold,
+        release.id,
+        grant.as_ref(),
+        announce,
+    );
+    let once = || {
+        via.call(deadline, |con| {
+            let reply = call.run(con, &keys.lock)?;
+            scripts::parse_release(&reply)
+        })
+    };
+    let mut outcome = once();
+    if matches!(&outcome, Err(error) if error.is_unavailable()) && Instant::now() < deadline {
+        log::debug!("release of {:?} got no answer; sending it again", keys.name);
+        outcome = once();
+    }
+    ReleaseOutcome {
+        settled: !matches!(&outcome, Err(error) if error.is_unavailable()),
+        released: outcome.map(|released| match released {
+            scripts::Release::Applied { holds_left } => Released::Applied { holds_left },
+            scripts::Release::Granted { token, subscribers } => Released::Granted {
+                token: Some(token),
+                // The granting client's own subscriber is one of them.
+                others_waiting: subscribers > 1,
+            },
+            scripts::Release::AlreadyApplied => Released::AlreadyApplied,
+            scripts::Release::NotOwner => Released::NotOwner,
+        }),
+    }
+}
+
+/// Whether a grant of unknown outcome went through on the server `via` reaches.
+pub(crate) fn settle_grant_on(
+    via: Via<'_>,
+    keys: &LockKeys,
+    owner: &str,
+    hold: &str,
+    deadline: Instant,
+) -> Result<GrantFate> {
+    let token = via.call(deadline, |con| scripts::granted(con, keys, owner, hold))?;
+    Ok(match token {
+        Some(token) => GrantFate::Granted { token: Some(token) },
+        None => GrantFate::Withdrawn,
+    })
+}
+
+/// How long a waiter of a server that announces releases sleeps: no longer than the holder's
+/// lease has left, and never more than [`MAX_RECHECK`].
+pub(crate) fn pause(ttl: Option<Duration>) -> Duration {
+    ttl.unwrap_or(MAX_RECHECK)
+        .clamp(Duration::from_millis(1), MAX_RECHECK)
+}
+
+impl Backend for Server {
+    fn fenced(&self) -> bool {
+        true
+    }
+
+    fn place(&self) -> &str {
+        self.pool.endpoint().shown()
+    }
+
+    fn call_timeout(&self) -> Duration {
+        self.pool.command_timeout()
+    }
+
+    fn attempt(
+        &self,
+        keys: &LockKeys,
+        attempt: &Attempt<'_>,
+        deadline: Instant,
+    ) -> Result<Attempted> {
+        attempt_on(
+            Via::direct(&self.pool),
+            keys,
+            attempt,
+            deadline,
+            Announce::Global,
+        )
+    }
+
+    fn release(&self, keys: &LockKeys, release: &Release<'_>, deadline: Instant) -> ReleaseOutcome {
+        release_on(
+            Via::direct(&self.pool),
+            keys,
+            release,
+            deadline,
+            Announce::Global,
+        )
+    }
+
+    fn settle_grant(
+        &self,
+        keys: &LockKeys,
+        owner: &str,
+        hold: &str,
+        deadline: Instant,
+    ) -> Result<GrantFate> {
+        settle_grant_on(Via::direct(&self.pool), keys, owner, hold, deadline)
+    }
+
+    fn pause(&self, ttl: Option<Duration>) -> Duration {
+        pause(ttl)
+    }
+
+    fn inspect(&self, keys: &LockKeys, deadline: Instant) -> Result<LockState> {
+        let mut state = self
+            .pool
+            .call(deadline, |con| scripts::inspect(con, keys))?;
+        state.node = Some(self.pool.endpoint().shown().to_owned());
+        Ok(state)
+    }
+
+    fn force_release(&self, keys: &LockKeys, deadline: Instant) -> Result<bool> {
+        self.pool.call(deadline, |con| {
+            scripts::force_release(con, keys, Announce::Global)
+        })
+    }
+
+    fn renewer(&self) -> Box<dyn Renewer> {
+        Box::new(OneServer {
+            pool: Arc::clone(&self.pool),
+            connection: None,
+        })
+    }
+
+    fn waiters(&self, thread_name: String) -> Result<Waiters> {
+        Waiters::subscribed(Arc::clone(&self.pool), thread_name).map_err(Error::Spawn)
+    }
+}
+
+/// Renewals on one server, over a connection of their own.
+struct OneServer {
+    pool: Arc<Pool>,
+    connection: Option<Conn>,
+}
+
+impl OneServer {
+    fn call(&mut self, leases: &[Pending]) -> Result<Vec<bool>> {
+        let deadline = self.pool.call_deadline();
+        let con = match &mut self.connection {
+            Some(con) => {
+                con.set_deadline(deadline);
+                con
+            }
+            None => self.connection.insert(self.pool.open(deadline)?),
+        };
+        let renewals: Vec<scripts::Renewal<'_>> = leases.iter().map(Pending::renewal).collect();
+        let outcome = scripts::renew(&renewals)
+            .run(con, "")
+            .and_then(|reply| scripts::parse_renew(&reply, leases.len()));
+        if !con.is_usable() {
+            // Its state is unknown: the next call starts on a fresh connection.
+            self.connection = None;
+        }
+        outcome
+    }
+}
+
+impl Renewer for OneServer {
+    fn renew(&mut self, leases: &[Pending]) -> Vec<Renewed> {
+        match self.call(leases) {
+            Ok(renewed) => renewed
+                .into_iter()
+                .map(|yes| if yes { Renewed::Yes } else { Renewed::Gone })
+                .collect(),
+            Err(error) => {
+                log::warn!(
+                    "renewing {} leases failed: {error}; each is tried again before its deadline",
+                    leases.len()
+                );
+                vec![Renewed::Failed; leases.len()]
+            }
+        }
+    }
+}

@@ -1,0 +1,348 @@
+//! One connection to one server, every call of which ends by a deadline set for the whole call.
+//!
+//! The `redis` crate's blocking connection bounds each read of its socket, not a call: a server
+//! that drips one byte at a time keeps a call going for as long as it likes, and the socket is not
+//! exposed to close it from outside. So this crate keeps its own socket ([`stream::Stream`]) and
+//! lends the rest from the `redis` crate: its RESP parser, its command and pipeline encoding, its
+//! URL parsing, and, through [`redis::ConnectionLike`], `Script` (EVALSHA, reloaded on NOSCRIPT),
+//! `Pipeline` and the typed commands.
+//!
+//! A call that fails, or does not finish by its deadline, leaves the connection closed: a late
+//! reply must never be read as the answer to the next call.
+
+mod endpoint;
+mod resolve;
+mod stream;
+mod tls;
+
+pub(crate) use endpoint::{redact, Addr, Endpoint};
+pub(crate) use tls::{config as tls_config, TlsFiles};
+
+use redis::{ConnectionLike, RedisError, RedisResult, Value};
+use std::io::{self, Write};
+use std::net::TcpStream;
+use std::os::unix::net::UnixStream;
+use std::time::{Duration, Instant};
+use stream::{Socket, Stream, Timed};
+
+/// An I/O error as the `redis` crate reports one.
+pub(crate) fn io_error(kind: io::ErrorKind, text: impl Into<String>) -> RedisError {
+    RedisError::from(io::Error::new(kind, text.into()))
+}
+
+/// A connection to one server.
+pub(crate) struct Conn {
+    stream: Stream,
+    parser: redis::Parser,
+    db: i64,
+    open: bool,
+    /// Send `ASKING` before the next command (a cluster node importing the slot runs it only
+    /// so).
+    asking: bool,
+    /// Replies to read and drop before the next one is returned (those of `ASKING`).
+    skip: usize,
+}
+
+impl Conn {
+    /// Connects and logs in (AUTH, SELECT), all by `deadline`.
+    pub(crate) fn open(endpoint: &Endpoint, deadline: Instant) -> RedisResult<Conn> {
+        let socket = connect(&endpoint.addr, deadline)?;
+        let timed = Timed::new(socket, deadline);
+        let stream = match &endpoint.addr {
+            Addr::Tls { host, .. } => Stream::Tls(Box::new(handshake(endpoint, host, timed)?)),
+            _ => Stream::Plain(timed),
+        };
+        let mut conn = Conn {
+            stream,
+            parser: redis::Parser::new(),
+            db: endpoint.db,
+            open: true,
+            asking: false,
+            skip: 0,
+        };
+        let mut login = Vec::new();
+        if let Some(password) = &endpoint.password {
+            let mut auth = redis::cmd("AUTH");
+            if let Some(username) = &endpoint.username {
+                auth.arg(username);
+            }
+            login.push(auth.arg(password).clone());
+        }
+        if endpoint.db != 0 {
+            login.push(redis::cmd("SELECT").arg(endpoint.db).clone());
+        }
+        for reply in conn.exchange(&login)? {
+            // The first refusal is the error (a wrong password, a database out of range).
+            reply.extract_error()?;
+        }
+        Ok(conn)
+    }
+
+    /// Sets the deadline of the calls that follow.
+    pub(crate) fn set_deadline(&mut self, deadline: Instant) {
+        self.stream.set_deadline(deadline);
+    }
+
+    /// The server's address as the socket sees it (after name resolution).
+    pub(crate) fn peer(&self) -> Option<String> {
+        self.stream.peer()
+    }
+
+    /// Whether the connection may still be used: no call on it failed or overran.
+    pub(crate) fn is_usable(&self) -> bool {
+        self.open
+    }
+
+    /// Has the next command sent after `ASKING` (a cluster's `ASK` redirect).
+    pub(crate) fn ask_next(&mut self) {
+        self.asking = true;
+    }
+
+    /// Writes `bytes` (one or more packed commands) without reading a reply.
+    pub(crate) fn send(&mut self, bytes: &[u8]) -> RedisResult<()> {
+        if !self.open {
+            return Err(io_error(io::ErrorKind::NotConnected, "connection closed"));
+        }
+        if std::mem::take(&mut self.asking) {
+            let asking = redis::cmd("ASKING").get_packed_command();
+            let written = self.stream.write_all(&asking);
+            self.closed_on_error(written.map_err(RedisError::from))?;
+            self.skip += 1;
+        }
+        let written = self.stream.write_all(bytes);
+        self.closed_on_error(written.map_err(RedisError::from))
+    }
+
+    /// Sends `commands` in one write and reads one reply for each, in order; a refusal is a
+    /// `Value::ServerError` among them, not an error of the exchange.
+    pub(crate) fn exchange(&mut self, commands: &[redis::Cmd]) -> RedisResult<Vec<Value>> {
+        if commands.is_empty() {
+            return Ok(Vec::new());
+        }
+        let mut bytes = Vec::new();
+        for command in commands {
+            command.write_packed_command(&mut bytes);
+        }
+        self.send(&bytes)?;
+        commands.iter().map(|_| self.receive()).collect()
+    }
+
+    /// Writes `bytes` behind a call that got no answer, before the connection is dropped: a
+    /// command that lands late is followed by these (an acquisition by its undoing). Errors
+    /// are of no use here and are ignored.
+    pub(crate) fn send_behind(&mut self, bytes: &[u8]) {
+        self.stream
+            .set_deadline(Instant::now() + Duration::from_millis(1));
+        let _ = self.stream.write_all(bytes);
+        self.open = false;
+    }
+
+    /// Reads the next reply (a server error comes back as `Value::ServerError`).
+    pub(crate) fn receive(&mut self) -> RedisResult<Value> {
+        if !self.open {
+            return Err(io_error(io::ErrorKind::NotConnected, "connection closed"));
+        }
+        while self.skip > 0 {
+            let skipped = self.parser.parse_value(&mut self.stream);
+            self.closed_on_error(skipped)?;
+            self.skip -= 1;
+        }
+        let value = self.parser.parse_value(&mut self.stream);
+        self.closed_on_error(value)
+    }
+
+    /// Reads the next message if one is complete by the deadline: `Ok(None)` otherwise, which
+    /// leaves the connection usable (for a subscriber that polls). A message cut by the
+    /// deadline is completed by a later poll: the parser keeps what it has read.
+    pub(crate) fn poll(&mut self) -> RedisResult<Option<Value>> {
+        if !self.open {
+            return Err(io_error(io::ErrorKind::NotConnected, "connection closed"));
+        }
+        match self.parser.parse_value(&mut self.stream) {
+            Ok(value) => Ok(Some(value)),
+            Err(error) if error.is_timeout() => Ok(None),
+            Err(error) => {
+                self.open = false;
+                Err(error)
+            }
+        }
+    }
+
+    fn closed_on_error<T>(&mut self, result: RedisResult<T>) -> RedisResult<T> {
+        if result.is_err() {
+            self.open = false;
+        }
+        result
+    }
+}
+
+/// Runs the TLS handshake over `timed` (by its deadline). A failure of the handshake itself (a
+/// certificate that does not verify, no protocol in common) is a refusal, with the code `TLS`;
+/// a server that does not answer is an I/O timeout.
+fn handshake(
+    endpoint: &Endpoint,
+    host: &str,
+    mut timed: Timed,
+) -> RedisResult<rustls::StreamOwned<rustls::ClientConnection, Timed>> {
+    let refused = |text: String| redis::make_extension_error("TLS".into(), Some(text));
+    let config = endpoint
+        .tls
+        .clone()
+        .ok_or_else(|| refused("no TLS configuration for a rediss:// server".into()))?;
+    let name = tls::server_name(host).map_err(|error| refused(error.to_string()))?;
+    let mut session =
+        rustls::ClientConnection::new(config, name).map_err(|error| refused(error.to_string()))?;
+    while session.is_handshaking() {
+        if let Err(error) = session.complete_io(&mut timed) {
+            return Err(match error.kind() {
+                io::ErrorKind::InvalidData => refused(format!("handshake with {host}: {error}")),
+                _ => RedisError::from(error),
+            });
+        }
+    }
+    Ok(rustls::StreamOwned::new(session, timed))
+}
+
+/// Opens the socket to `addr`, trying each of its addresses, by `deadline`.
+fn connect(addr: &Addr, deadline: Instant) -> RedisResult<Socket> {
+    let left = || {
+        let left = deadline.saturating_duration_since(Instant::now());
+        if left.is_zero() {
+            Err(io_error(
+                io::ErrorKind::TimedOut,
+                "connecting took longer than the deadline",
+            ))
+        } else {
+            Ok(left)
+        }
+    };
+    match addr {
+        Addr::Tcp { host, port } | Addr::Tls { host, port } => {
+            let mut last_error = None;
+            for address in resolve::resolve(host, *port, deadline)? {
+                match TcpStream::connect_timeout(&address, left()?) {
+                    Ok(socket) => {
+                        socket.set_nodelay(true)?;
+                        return Ok(Socket::Tcp(socket));
+                    }
+                    Err(error) => last_error = Some(error),
+                }
+            }
+            Err(last_error.map_or_else(
+                || io_error(io::ErrorKind::NotFound, format!("{host} has no address")),
+                RedisError::from,
+            ))
+        }
+        Addr::Unix(path) => {
+            left()?;
+            Ok(Socket::Unix(UnixStream::connect(path)?))
+        }
+    }
+}
+
+impl ConnectionLike for Conn {
+    fn req_packed_command(&mut self, cmd: &[u8]) -> RedisResult<Value> {
+        self.send(cmd)?;
+        self.receive()
+    }
+
+    fn req_packed_commands(
+        &mut self,
+        cmd: &[u8],
+        offset: usize,
+        count: usize,
+    ) -> RedisResult<Vec<Value>> {
+        self.send(cmd)?;
+        let mut replies = Vec::with_capacity(count);
+        let mut refused = None;
+        for index in 0..offset + count {
+            let reply = self.receive()?;
+            if index < offset {
+                // MULTI and QUEUED; an error here means the transaction did not run.
+                if let Err(error) = reply.extract_error() {
+                    refused.get_or_insert(error);
+                }
+            } else {
+                replies.push(reply);
+            }
+        }
+        refused.map_or(Ok(replies), Err)
+    }
+
+    fn get_db(&self) -> i64 {
+        self.db
+    }
+
+    fn check_connection(&mut self) -> bool {
+        redis::cmd("PING").query::<String>(self).is_ok()
+    }
+
+    fn is_open(&self) -> bool {
+        self.open
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::io::{self, Read};
+
+    /// Hands out its bytes in the given pieces, with a "would block" between pieces.
+    struct Trickle {
+        pieces: Vec<&'static [u8]>,
+        blocked: bool,
+        kind: io::ErrorKind,
+    }
+
+    impl Read for Trickle {
+        fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+            if self.blocked {
+                self.blocked = false;
+                return Err(self.kind.into());
+            }
+            self.blocked = true;
+            match self.pieces.first() {
+                None => Ok(0),
+                Some(piece) => {
+                    let n = piece.len().min(buf.len());
+                    buf[..n].copy_from_slice(&piece[..n]);
+                    self.pieces.remove(0);
+                    Ok(n)
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn a_reply_cut_by_a_timeout_is_resumed_by_the_next_read() {
+        for kind in [io::ErrorKind::WouldBlock, io::ErrorKind::TimedOut] {
+            resumes_after(kind);
+        }
+    }
+
+    fn resumes_after(kind: io::ErrorKind) {
+        let mut parser = redis::Parser::new();
+        let mut input = Trickle {
+            pieces: vec![b"*2\r\n:1", b"2\r\n$3\r\nab", b"c\r\n"],
+            blocked: false,
+            kind,
+        };
+        let mut failures = 0;
+        let value = loop {
+            match parser.parse_value(&mut input) {
+                Ok(value) => break value,
+                Err(error) => {
+                    assert!(error.is_io_error(), "{error}");
+                    failures += 1;
+                    assert!(failures < 10, "never completes");
+                }
+            }
+        };
+        assert_eq!(
+            value,
+            redis::Value::Array(vec![
+                redis::Value::Int(12),
+                redis::Value::BulkString(b"abc".to_vec())
+            ])
+        );
+    }
+}

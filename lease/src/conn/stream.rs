@@ -1,0 +1,198 @@
+//! A socket whose reads and writes end by one deadline for a whole call, however the server
+//! feeds it: a server that sends one byte every half second cannot stretch a call past its
+//! deadline, because each read is given only the time left. TLS runs over the same socket, so the
+//! handshake and every record it reads obey the deadline too.
+
+use std::io::{self, Read, Write};
+use std::net::TcpStream;
+use std::os::unix::net::UnixStream;
+use std::time::{Duration, Instant};
+
+/// How far the socket's timeout may lie beyond the time left before it is set again: setting it
+/// costs a system call, so it is left alone while a read could overrun the deadline by no more.
+const SLACK: Duration = Duration::from_micros(500);
+
+pub(crate) enum Socket {
+    Tcp(TcpStream),
+    Unix(UnixStream),
+}
+
+/// A socket with a deadline for whatever is read or written until the deadline changes.
+pub(crate) struct Timed {
+    socket: Socket,
+    deadline: Instant,
+    /// The timeouts set on the socket now (read, write).
+    read_timeout: Option<Duration>,
+    write_timeout: Option<Duration>,
+}
+
+fn timed_out() -> io::Error {
+    io::Error::new(
+        io::ErrorKind::TimedOut,
+        "no answer before the call's deadline",
+    )
+}
+
+impl Timed {
+    pub(crate) fn new(socket: Socket, deadline: Instant) -> Timed {
+        Timed {
+            socket,
+            deadline,
+            read_timeout: None,
+            write_timeout: None,
+        }
+    }
+
+    pub(crate) fn set_deadline(&mut self, deadline: Instant) {
+        self.deadline = deadline;
+    }
+
+    /// The time left, or a timeout error if there is none.
+    fn left(&self) -> io::Result<Duration> {
+        let left = self.deadline.saturating_duration_since(Instant::now());
+        if left.is_zero() {
+            Err(timed_out())
+        } else {
+            Ok(left)
+        }
+    }
+
+    /// Sets the socket's timeout for the next read (`read`) or write to the time left, unless
+    /// the one set already ends within [`SLACK`] of the deadline.
+    fn arm(&mut self, read: bool) -> io::Result<()> {
+        let left = self.left()?;
+        let current = if read {
+            self.read_timeout
+        } else {
+            self.write_timeout
+        };
+        if current.is_some_and(|set| set <= left + SLACK) {
+            return Ok(());
+        }
+        match (&self.socket, read) {
+            (Socket::Tcp(socket), true) => socket.set_read_timeout(Some(left))?,
+            (Socket::Tcp(socket), false) => socket.set_write_timeout(Some(left))?,
+            (Socket::Unix(socket), true) => socket.set_read_timeout(Some(left))?,
+            (Socket::Unix(socket), false) => socket.set_write_timeout(Some(left))?,
+        }
+        if read {
+            self.read_timeout = Some(left);
+        } else {
+            self.write_timeout = Some(left);
+        }
+        Ok(())
+    }
+
+    /// Whether an I/O error is a socket timeout: the time set ran out, not necessarily the
+    /// deadline (a timeout set shorter than the time left is set again and retried).
+    fn is_timeout(error: &io::Error) -> bool {
+        matches!(
+            error.kind(),
+            io::ErrorKind::WouldBlock | io::ErrorKind::TimedOut
+        )
+    }
+
+    pub(crate) fn peer(&self) -> Option<String> {
+        match &self.socket {
+            Socket::Tcp(socket) => socket.peer_addr().ok().map(|addr| addr.to_string()),
+            Socket::Unix(socket) => socket
+                .peer_addr()
+                .ok()
+                .and_then(|addr| addr.as_pathname().map(|path| path.display().to_string())),
+        }
+    }
+}
+
+impl Read for Timed {
+    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+        loop {
+            self.arm(true)?;
+            let read = match &mut self.socket {
+                Socket::Tcp(socket) => socket.read(buf),
+                Socket::Unix(socket) => socket.read(buf),
+            };
+            match read {
+                Ok(n) => return Ok(n),
+                Err(error) if Self::is_timeout(&error) => {
+                    // The socket's timeout ran out: either the deadline has passed (the next
+                    // `arm` says so) or it was set longer ago than the time left now.
+                    self.read_timeout = None;
+                }
+                Err(error) if error.kind() == io::ErrorKind::Interrupted => {}
+                Err(error) => return Err(error),
+            }
+        }
+    }
+}
+
+impl Write for Timed {
+    fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
+        loop {
+            self.arm(false)?;
+            let written = match &mut self.socket {
+                Socket::Tcp(socket) => socket.write(buf),
+                Socket::Unix(socket) => socket.write(buf),
+            };
+            match written {
+                Err(error) if Self::is_timeout(&error) => self.write_timeout = None,
+                Err(error) if error.kind() == io::ErrorKind::Interrupted => {}
+                other => return other,
+            }
+        }
+    }
+
+    fn flush(&mut self) -> io::Result<()> {
+        Ok(())
+    }
+}
+
+/// What a connection reads and writes: the timed socket, or TLS over it.
+pub(crate) enum Stream {
+    Plain(Timed),
+    Tls(Box<rustls::StreamOwned<rustls::ClientConnection, Timed>>),
+}
+
+impl Stream {
+    fn timed(&self) -> &Timed {
+        match self {
+            Stream::Plain(timed) => timed,
+            Stream::Tls(tls) => &tls.sock,
+        }
+    }
+
+    pub(crate) fn set_deadline(&mut self, deadline: Instant) {
+        match self {
+            Stream::Plain(timed) => timed.set_deadline(deadline),
+            Stream::Tls(tls) => tls.sock.set_deadline(deadline),
+        }
+    }
+
+    pub(crate) fn peer(&self) -> Option<String> {
+        self.timed().peer()
+    }
+}
+
+impl Read for Stream {
+    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+        match self {
+            Stream::Plain(timed) => timed.read(buf),
+            Stream::Tls(tls) => tls.read(buf),
+        }
+    }
+}
+
+impl Write for Stream {
+    fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
+        match self {
+            Stream::Plain(timed) => timed.write(buf),
+            Stream::Tls(tls) => tls.write(buf),
+        }
+    }
+
+    fn flush(&mut self) -> io::Result<()> {
+        match self {
+            Stream::Plain(timed) => timed.flush(),
+            Stream::Tls(tls) => tls.flush(),
+        }
+    }
+}

@@ -1,0 +1,151 @@
+//! The commands sent without a script: reading a lock's state, and deleting it whoever holds
+//! it. They are an operator's last resort, so they work where scripts may not: on a full server
+//! (`OOM` refuses scripts that write, and every command queued in a `MULTI`), and on keys of the
+//! wrong type. They are sent as one pipeline, which Redis runs back to back.
+
+use super::Announce;
+use crate::conn::Conn;
+use crate::error::{Error, Result};
+use crate::keys::LockKeys;
+use crate::state::LockState;
+use redis::{ConnectionLike, Value};
+use std::time::Duration;
+
+/// The replies of `commands`, sent in one write. A command refused for a key of another type
+/// answers with its `Value::ServerError` among them; any other refusal (a redirect, a missing
+/// permission) is the error of the whole exchange.
+fn pipeline(con: &mut Conn, commands: Vec<redis::Cmd>, key: &str) -> Result<Vec<Value>> {
+    let replies = con
+        .exchange(&commands)
+        .map_err(|error| Error::from_redis(error, key))?;
+    for reply in &replies {
+        if let Value::ServerError(error) = reply {
+            if error.code() != "WRONGTYPE" {
+                return Err(Error::from_redis(error.clone().into(), key));
+            }
+        }
+    }
+    Ok(replies)
+}
+
+fn text(value: &Value) -> Option<String> {
+    match value {
+        Value::BulkString(bytes) => Some(String::from_utf8_lossy(bytes).into_owned()),
+        Value::SimpleString(text) => Some(text.clone()),
+        Value::Okay => Some("OK".into()),
+        _ => None,
+    }
+}
+
+/// What Redis holds for the lock, read in one pipeline.
+pub(crate) fn inspect(con: &mut Conn, keys: &LockKeys) -> Result<LockState> {
+    let replies = pipeline(
+        con,
+        vec![
+            redis::cmd("TYPE").arg(&keys.lock).clone(),
+            redis::cmd("HGETALL").arg(&keys.lock).clone(),
+            redis::cmd("PTTL").arg(&keys.lock).clone(),
+            redis::cmd("TYPE").arg(&keys.fence).clone(),
+            redis::cmd("GET").arg(&keys.fence).clone(),
+        ],
+        &keys.lock,
+    )?;
+    let [lock_type, fields, ttl, fence_type, fence] = replies.as_slice() else {
+        return Err(Error::Protocol(format!("inspection replied {replies:?}")));
+    };
+    let mut state = LockState::empty(&keys.name);
+    let lock_type = text(lock_type).unwrap_or_default();
+    match lock_type.as_str() {
+        "none" => {}
+        "hash" => {
+            let pairs = match fields {
+                Value::Array(items) => items.chunks(2).filter_map(|pair| match pair {
+                    [field, value] => Some((text(field)?, text(value)?)),
+                    _ => None,
+                }),
+                _ => return Err(Error::Protocol(format!("HGETALL replied {fields:?}"))),
+            };
+            for (field, value) in pairs {
+                match field.as_str() {
+                    ":token" => state.hold_token = value.parse().ok(),
+                    other if other.starts_with(':') => {}
+                    owner => match value.parse() {
+                        Ok(holds) => state.holders.push((owner.to_owned(), holds)),
+                        Err(_) => state.problems.push(format!(
+                            "the hold count of {owner:?} in {:?} is not a number",
+                            keys.lock
+                        )),
+                    },
+                }
+            }
+            if let Value::Int(ms) = ttl {
+                state.ttl = u64::try_from(*ms).ok().map(Duration::from_millis);
+            }
+        }
+        other => state.problems.push(format!(
+            "key {:?} holds a {other}, not a lock (a hash)",
+            keys.lock
+        )),
+    }
+    match (text(fence_type).unwrap_or_default().as_str(), text(fence)) {
+        ("none", _) => {}
+        ("string", Some(value)) => match value.parse::<u64>() {
+            Ok(token) if token < i64::MAX as u64 => state.last_token = Some(token),
+            Ok(_) => state.problems.push(format!(
+                "fencing counter {:?} has reached the largest token",
+                keys.fence
+            )),
+            Err(_) => state.problems.push(format!(
+                "fencing counter {:?} is not a whole number from 0",
+                keys.fence
+            )),
+        },
+        (other, _) => state.problems.push(format!(
+            "fencing counter {:?} holds a {other}, not a number",
+            keys.fence
+        )),
+    }
+    Ok(state)
+}
+
+/// Deletes the lock whatever holds it (whatever type its key has), and announces it. Returns
+/// whether there was a key.
+pub(crate) fn force_release(con: &mut Conn, keys: &LockKeys, announce: Announce) -> Result<bool> {
+    let replies = pipeline(
+        con,
+        vec![
+            redis::cmd("DEL").arg(&keys.lock).clone(),
+            redis::cmd(announce.command())
+                .arg(&keys.channel)
+                .arg("freed")
+                .clone(),
+        ],
+        &keys.lock,
+    )?;
+    match replies.first() {
+        Some(Value::Int(deleted)) => Ok(*deleted > 0),
+        Some(Value::ServerError(error)) => Err(Error::from_redis(error.clone().into(), &keys.lock)),
+        other => Err(Error::Protocol(format!("DEL replied {other:?}"))),
+    }
+}
+
+/// The fencing token of hold `hold` if it holds the lock now as `owner` (a grant whose reply was
+/// lost, settled by looking).
+pub(crate) fn granted(
+    con: &mut Conn,
+    keys: &LockKeys,
+    owner: &str,
+    hold: &str,
+) -> Result<Option<u64>> {
+    let reply = redis::cmd("HMGET")
+        .arg(&keys.lock)
+        .arg(owner)
+        .arg(":hold")
+        .arg(":token")
+        .query::<Vec<Option<String>>>(con as &mut dyn ConnectionLike)
+        .map_err(|error| Error::from_redis(error, &keys.lock))?;
+    Ok(match reply.as_slice() {
+        [Some(_), Some(found), Some(token)] if found == hold => token.parse().ok(),
+        _ => None,
+    })
+}

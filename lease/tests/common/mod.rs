@@ -1,0 +1,4 @@
+//! Checks shared by the tests of several deployments.
+#![allow(dead_code)]
+
+pub mod methods;
