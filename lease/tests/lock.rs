@@ -608,7 +608,7 @@ fn a_local_hand_off_takes_one_script_call() {
             assert!(Instant::now() < deadline, "the waiter never tried");
             thread::sleep(Duration::from_millis(1));
         }
-        thread::sleep(Duration::from_millis(10));
+        thread::sleep(Duration::from_millis(50));
         let token = guard.fencing_token().expect("a token");
         drop(guard);
         let granted = done
