@@ -4,8 +4,12 @@
 //! 2. a job three times longer than its lease, kept alive by renewal while others are refused;
 //! 3. a holder whose Redis freezes: it is told it lost the lease, and its command is stopped.
 //!
-//! Run by `scripts/demo`, which builds the tool first; by hand:
-//! `cargo run --release -p lease --features cli --example demo -- target/release/lease`.
+//! With `cluster` after the tool's path, the same timeline runs on a throwaway Redis Cluster (3
+//! masters, 3 replicas), the tool given its nodes as seeds; step 3 freezes the master of the job's
+//! slot.
+//!
+//! Run by `scripts/demo [cluster]`, which builds the tool first; by hand:
+//! `cargo run --release -p lease --features cli --example demo -- target/release/lease [cluster]`.
 #![allow(clippy::print_stdout, clippy::unwrap_used)]
 
 use std::io::{BufRead, BufReader, Read};
@@ -14,7 +18,7 @@ use std::process::{Child, Command, ExitStatus, Stdio};
 use std::sync::OnceLock;
 use std::thread;
 use std::time::{Duration, Instant};
-use testkit::RedisServer;
+use testkit::{RedisCluster, RedisServer};
 
 static START: OnceLock<Instant> = OnceLock::new();
 
@@ -38,6 +42,54 @@ fn echo(who: String, stream: impl Read + Send + 'static) -> thread::JoinHandle<(
     })
 }
 
+/// What the demo runs against: one server, or a cluster (the tool then takes `--cluster`).
+enum Deployment {
+    Server(RedisServer),
+    Cluster(RedisCluster),
+}
+
+impl Deployment {
+    fn url(&self) -> String {
+        match self {
+            Deployment::Server(server) => server.url(),
+            Deployment::Cluster(cluster) => cluster.seed_urls().join(","),
+        }
+    }
+
+    /// The tool's arguments for this deployment, before `args`.
+    fn args<'a>(&self, args: &[&'a str]) -> Vec<&'a str> {
+        let mut all = match self {
+            Deployment::Server(_) => Vec::new(),
+            Deployment::Cluster(_) => vec!["--cluster"],
+        };
+        all.extend_from_slice(args);
+        all
+    }
+
+    /// Freezes (SIGSTOP) the server that holds lock `name`, or resumes it.
+    fn freeze(&self, name: &str, frozen: bool) -> String {
+        match self {
+            Deployment::Server(server) => {
+                if frozen {
+                    server.pause()
+                } else {
+                    server.resume()
+                }
+                "redis-server".into()
+            }
+            Deployment::Cluster(cluster) => {
+                let master = cluster.master_for_key(format!("{{{name}}}"));
+                if frozen {
+                    cluster.pause(master)
+                } else {
+                    cluster.resume(master)
+                }
+                format!("the master of {name:?}'s slot (port {master})")
+            }
+        }
+    }
+}
+
 /// One `lease` process whose output joins the timeline.
 struct Run {
     who: String,
@@ -46,10 +98,10 @@ struct Run {
 }
 
 impl Run {
-    fn start(tool: &Path, url: &str, who: &str, args: &[&str]) -> Run {
+    fn start(tool: &Path, on: &Deployment, who: &str, args: &[&str]) -> Run {
         let mut child = Command::new(tool)
-            .env("LEASE_REDIS_URL", url)
-            .args(args)
+            .env("LEASE_REDIS_URL", on.url())
+            .args(on.args(args))
             .stdout(Stdio::piped())
             .stderr(Stdio::piped())
             .spawn()
@@ -93,16 +145,30 @@ fn main() {
     );
     assert!(tool.is_file(), "{} is not the lease tool", tool.display());
     START.get_or_init(Instant::now);
-    let server = RedisServer::start();
-    let url = server.url();
-    say("demo", &format!("redis-server started at {url}"));
+    let on = match std::env::args().nth(2).as_deref() {
+        Some("cluster") => Deployment::Cluster(RedisCluster::start(3, 1)),
+        None => Deployment::Server(RedisServer::start()),
+        Some(other) => panic!("usage: demo PATH-TO-LEASE-BINARY [cluster], not {other:?}"),
+    };
+    match &on {
+        Deployment::Server(server) => {
+            say("demo", &format!("redis-server started at {}", server.url()))
+        }
+        Deployment::Cluster(cluster) => say(
+            "demo",
+            &format!(
+                "a Redis Cluster started: masters on ports {:?}, each with a replica",
+                cluster.masters()
+            ),
+        ),
+    }
 
     heading("1. Four workers, one job: each runs it under `lease run`, one at a time");
     let workers: Vec<Run> = (1..=4)
         .map(|n| {
             Run::start(
                 &tool,
-                &url,
+                &on,
                 &format!("worker {n}"),
                 &[
                     "--lease",
@@ -131,7 +197,7 @@ fn main() {
     heading("2. A 3.5 s job on a 1 s lease: renewed while it runs, others refused");
     let long = Run::start(
         &tool,
-        &url,
+        &on,
         "long job",
         &[
             "--lease",
@@ -146,15 +212,15 @@ fn main() {
     );
     thread::sleep(Duration::from_millis(1500));
     let status = Command::new(&tool)
-        .env("LEASE_REDIS_URL", &url)
-        .args(["status", "long-job"])
+        .env("LEASE_REDIS_URL", on.url())
+        .args(on.args(&["status", "long-job"]))
         .output()
         .expect("lease status");
     say("status", String::from_utf8_lossy(&status.stdout).trim_end());
     thread::sleep(Duration::from_millis(1000));
     Run::start(
         &tool,
-        &url,
+        &on,
         "other host",
         &[
             "run",
@@ -172,7 +238,7 @@ fn main() {
     heading("3. Redis freezes under a holder: it is told it lost the lease and stops its command");
     let fragile = Run::start(
         &tool,
-        &url,
+        &on,
         "holder",
         &[
             "--lease",
@@ -188,11 +254,11 @@ fn main() {
         ],
     );
     thread::sleep(Duration::from_millis(1200));
-    server.pause();
-    say("demo", "redis-server frozen (SIGSTOP)");
+    let frozen = on.freeze("fragile", true);
+    say("demo", &format!("{frozen} frozen (SIGSTOP)"));
     let lost = fragile.finish();
-    server.resume();
-    say("demo", "redis-server resumed (SIGCONT)");
+    on.freeze("fragile", false);
+    say("demo", &format!("{frozen} resumed (SIGCONT)"));
     let stopped_in_time = lost.code() == Some(79);
 
     println!();
@@ -200,7 +266,7 @@ fn main() {
         "demo",
         &format!("done: workers one at a time {all_ok}, lost lease stopped its command {stopped_in_time}"),
     );
-    drop(server);
+    drop(on);
     if !(all_ok && stopped_in_time) {
         std::process::exit(1);
     }

@@ -2,64 +2,19 @@
 //! lease stopping the command, signals, exit statuses, status and force unlock, bad input.
 
 mod support;
+mod tool;
 
 use std::fs;
-use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Output, Stdio};
+use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 use support::{client, wait_until, RedisServer};
+use tool::{finish, lease, output, scratch, shell, spawn};
 
 const NOT_ACQUIRED: i32 = 75;
 const LOST: i32 = 79;
 const UNAVAILABLE: i32 = 69;
 const USAGE: i32 = 64;
 const NOT_FOUND: i32 = 127;
-
-fn lease(url: &str) -> Command {
-    let mut command = Command::new(env!("CARGO_BIN_EXE_lease"));
-    command.env("LEASE_REDIS_URL", url);
-    command
-}
-
-fn output(command: &mut Command) -> Output {
-    command.output().expect("run the lease binary")
-}
-
-fn spawn(command: &mut Command) -> Child {
-    command
-        .stdout(Stdio::null())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("start the lease binary")
-}
-
-/// Waits for a child with a deadline, killing it if it overruns.
-fn finish(mut child: Child, limit: Duration) -> Output {
-    let deadline = Instant::now() + limit;
-    while child.try_wait().expect("poll the child").is_none() {
-        if Instant::now() > deadline {
-            let _ = child.kill();
-            panic!("lease did not exit within {limit:?}");
-        }
-        std::thread::sleep(Duration::from_millis(10));
-    }
-    child.wait_with_output().expect("collect the output")
-}
-
-fn scratch(name: &str) -> (tempfile::TempDir, PathBuf) {
-    let dir = tempfile::tempdir().expect("a temporary directory");
-    let path = dir.path().join(name);
-    (dir, path)
-}
-
-fn shell(script: &str, path: &Path) -> Vec<String> {
-    vec![
-        "--".into(),
-        "sh".into(),
-        "-c".into(),
-        script.replace("FILE", &path.display().to_string()),
-    ]
-}
 
 #[test]
 fn runs_on_one_name_never_overlap_and_their_tokens_rise() {
@@ -230,7 +185,7 @@ fn status_shows_the_holder_and_force_unlock_clears_it() {
     let value: serde_json::Value = serde_json::from_slice(&json.stdout).expect("valid JSON");
     assert_eq!(value["held"], true);
     assert_eq!(value["holders"][0]["owner"], guard.owner());
-    assert_eq!(value["last_token"], guard.fencing_token());
+    assert_eq!(value["last_token"], guard.fencing_token().expect("a token"));
     assert!(value["ttl_ms"].as_u64().is_some_and(|ttl| ttl > 20_000));
 
     let refused = output(lease(&url).args(["unlock", "shown"]));

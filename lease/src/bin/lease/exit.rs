@@ -6,8 +6,14 @@ use std::process::ExitCode;
 pub const NOT_ACQUIRED: u8 = 75;
 /// The lease was lost while the command ran; the command was stopped.
 pub const LOST: u8 = 79;
-/// Redis could not be reached, or did not answer in time.
+/// Redis could not be reached, did not answer in time, or said it cannot serve now.
 pub const UNAVAILABLE: u8 = 69;
+/// Redis refused: a wrong password or ACL rule, a database it does not have, a cluster node
+/// given as a server, a full server. Retrying will not help until a setting changes.
+pub const REFUSED: u8 = 78;
+/// A key of the lock holds something a lock cannot use (another type, a counter that cannot give
+/// a token).
+pub const DATA: u8 = 65;
 /// The command line is wrong: an unknown option, a bad duration or URL, a missing command.
 pub const USAGE: u8 = 64;
 /// The command could not be started because it is not executable.
@@ -22,8 +28,10 @@ pub const HELP: &str = "\
 Exit codes:
   the command's own    lease run: the command's exit status; 128+N if signal N killed it
   64                   usage error: bad option, duration, URL or name; missing command
-  69                   Redis unavailable: unreachable, or no answer within the timeouts
+  65                   a key of the lock holds something a lock cannot use
+  69                   Redis unavailable: unreachable, no answer within the timeouts, or busy
   75                   lease run: the lock was not acquired within --wait
+  78                   Redis refused: password, ACL, database index, full server, cluster node
   79                   lease run: the lease was lost while the command ran (it was stopped)
   126, 127             lease run: the command is not executable, or was not found
   1                    any other failure";
@@ -48,7 +56,7 @@ impl Failure {
     }
 
     pub fn report(self) -> ExitCode {
-        eprintln!("lease: {}", self.message);
+        crate::say::say(&self.message);
         ExitCode::from(self.code)
     }
 }
@@ -57,6 +65,8 @@ impl From<lease::Error> for Failure {
     fn from(error: lease::Error) -> Self {
         let code = match &error {
             lease::Error::Unavailable(_) => UNAVAILABLE,
+            lease::Error::Refused(_) => REFUSED,
+            lease::Error::WrongType { .. } | lease::Error::BadValue { .. } => DATA,
             lease::Error::InvalidArgument(_) => USAGE,
             lease::Error::Timeout { .. } => NOT_ACQUIRED,
             _ => FAILED,

@@ -1,4 +1,5 @@
-//! A logger for `--verbose`: the lock library's records on stderr, one line each.
+//! A logger for `--verbose`: the lock library's records on stderr, one line each, through the
+//! tool's printer (see `say`).
 
 struct Stderr;
 
@@ -9,7 +10,7 @@ impl log::Log for Stderr {
 
     fn log(&self, record: &log::Record<'_>) {
         if self.enabled(record.metadata()) {
-            eprintln!("lease: {} {}", record.level(), record.args());
+            crate::say::say(format_args!("{} {}", record.level(), record.args()));
         }
     }
 

@@ -1,6 +1,8 @@
-//! `lease status` and `lease unlock --force`.
+//! `lease status` and `lease unlock --force`: an operator's view of a lock, and its last resort.
+//! Both work on a full server and on keys that hold something a lock cannot use.
 
-use crate::exit::Failure;
+use crate::exit::{self, Failure};
+use crate::say::out;
 use clap::Args;
 use lease::{Client, LockState};
 use std::process::ExitCode;
@@ -23,14 +25,23 @@ pub struct UnlockArgs {
     force: bool,
 }
 
+/// The exit code of a command whose output went to a closed stdout: the caller stopped reading.
+fn printed(written: bool) -> ExitCode {
+    if written {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::from(exit::FAILED)
+    }
+}
+
 pub fn status(client: &Client, args: StatusArgs) -> Result<ExitCode, Failure> {
     let state = client.lock(&args.name)?.inspect()?;
-    if args.json {
-        println!("{}", json(&state));
+    let text = if args.json {
+        json(&state).to_string()
     } else {
-        println!("{}", describe(&state));
-    }
-    Ok(ExitCode::SUCCESS)
+        describe(&state)
+    };
+    Ok(printed(out(&text)))
 }
 
 pub fn unlock(client: &Client, args: UnlockArgs) -> Result<ExitCode, Failure> {
@@ -42,40 +53,54 @@ pub fn unlock(client: &Client, args: UnlockArgs) -> Result<ExitCode, Failure> {
     }
     let lock = client.lock(&args.name)?;
     let state = lock.inspect()?;
-    if lock.force_unlock()? {
-        println!("removed: {}", describe(&state));
+    let text = if lock.force_unlock()? {
+        format!("removed: {}", describe(&state))
     } else {
-        println!("{:?} was not held: nothing removed", args.name);
-    }
-    Ok(ExitCode::SUCCESS)
+        format!("{:?} was not held: nothing removed", args.name)
+    };
+    Ok(printed(out(&text)))
 }
 
-/// One sentence: `"jobs" held by 3f…:1 (1 hold), 12.3s left, last fencing token 42`.
+/// One sentence: `"jobs" held by 3f…:1 (1 hold), 12.3s left, token 42, last fencing token 42`,
+/// then one line per problem found.
 fn describe(state: &LockState) -> String {
     let token = match state.last_token {
         Some(token) => format!("last fencing token {token}"),
         None => "no fencing token handed out yet".to_owned(),
     };
-    if !state.is_held() {
-        return format!("{:?} is free, {token}", state.name);
-    }
-    let holders: Vec<String> = state
-        .holders
-        .iter()
-        .map(|(owner, holds)| {
-            let plural = if *holds == 1 { "" } else { "s" };
-            format!("{owner} ({holds} hold{plural})")
-        })
-        .collect();
-    let left = match state.ttl {
-        Some(ttl) => format!("{:.1}s left", ttl.as_secs_f64()),
-        None => "no expiry".to_owned(),
+    let on = state
+        .node
+        .as_ref()
+        .map_or_else(String::new, |node| format!(" (on {node})"));
+    let mut text = if state.is_held() {
+        let holders: Vec<String> = state
+            .holders
+            .iter()
+            .map(|(owner, holds)| {
+                let plural = if *holds == 1 { "" } else { "s" };
+                format!("{owner} ({holds} hold{plural})")
+            })
+            .collect();
+        let left = match state.ttl {
+            Some(ttl) => format!("{:.1}s left", ttl.as_secs_f64()),
+            None => "no expiry".to_owned(),
+        };
+        let hold_token = state
+            .hold_token
+            .map_or_else(String::new, |token| format!(", token {token}"));
+        format!(
+            "{:?}{on} held by {}, {left}{hold_token}, {token}",
+            state.name,
+            holders.join(", ")
+        )
+    } else {
+        format!("{:?}{on} is free, {token}", state.name)
     };
-    format!(
-        "{:?} held by {}, {left}, {token}",
-        state.name,
-        holders.join(", ")
-    )
+    for problem in &state.problems {
+        text.push_str("\nproblem: ");
+        text.push_str(problem);
+    }
+    text
 }
 
 fn json(state: &LockState) -> serde_json::Value {
@@ -86,9 +111,12 @@ fn json(state: &LockState) -> serde_json::Value {
         .collect();
     serde_json::json!({
         "name": state.name,
+        "node": state.node,
         "held": state.is_held(),
         "holders": holders,
-        "ttl_ms": state.ttl.map(|ttl| ttl.as_millis() as u64),
+        "ttl_ms": state.ttl.map(|ttl| u64::try_from(ttl.as_millis()).unwrap_or(u64::MAX)),
+        "hold_token": state.hold_token,
         "last_token": state.last_token,
+        "problems": state.problems,
     })
 }

@@ -1,0 +1,217 @@
+//! `lease run` when its own process is the fault: killed or frozen, its stderr broken; and the
+//! tool probed with hostile input: keys it cannot use, refusals, leases out of range, secrets.
+
+mod support;
+mod tool;
+
+use redis::Commands;
+use std::fs;
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+use support::{client, wait_until, RedisServer};
+use tool::{finish, gone, lease, output, scratch, shell, spawn, stamps};
+
+const LOST: i32 = 79;
+const USAGE: i32 = 64;
+const DATA: i32 = 65;
+const REFUSED: i32 = 78;
+
+/// A job whose worker (a subshell in the job's process group) ignores SIGTERM and writes a stamp
+/// every 20 ms: only SIGKILL of the whole group stops it, and the stamps show when it stopped.
+const STUBBORN: &str = "trap '' TERM; \
+    (trap '' TERM; while :; do date +%s%N >> FILE; sleep 0.02; done) & \
+    echo $! > FILE.pid; wait";
+
+/// Starts the stubborn job under `lease --lease 2s`, and waits until it writes.
+fn stubborn_job(url: &str, beats: &std::path::Path) -> (std::process::Child, String) {
+    let run = spawn(
+        lease(url)
+            .args(["--lease", "2s", "run", "job"])
+            .args(shell(STUBBORN, beats)),
+    );
+    let pid_file = format!("{}.pid", beats.display());
+    wait_until("the job writes", || {
+        stamps(beats).len() >= 2 && fs::read_to_string(&pid_file).is_ok_and(|p| p.ends_with('\n'))
+    });
+    let worker = fs::read_to_string(&pid_file)
+        .expect("pid")
+        .trim()
+        .to_owned();
+    (run, worker)
+}
+
+/// A second `lease run` of the same job, once the first's lease has run out: returns when its
+/// command started, in wall-clock nanoseconds.
+fn second_run_starts(url: &str) -> u128 {
+    let (_dir, start) = scratch("second");
+    let second = output(
+        lease(url)
+            .args(["--lease", "2s", "run", "--wait", "20s", "job"])
+            .args(shell("date +%s%N > FILE", &start)),
+    );
+    assert_eq!(second.status.code(), Some(0), "{second:?}");
+    stamps(&start)[0]
+}
+
+fn kill(signal: &str, pid: u32) {
+    let sent = Command::new("kill")
+        .args([signal, &pid.to_string()])
+        .status()
+        .expect("run kill");
+    assert!(sent.success());
+}
+
+#[test]
+fn a_job_is_stopped_before_a_second_copy_starts_when_lease_is_killed() {
+    let server = RedisServer::start();
+    let (_dir, beats) = scratch("beats");
+    let (run, worker) = stubborn_job(&server.url(), &beats);
+    kill("-KILL", run.id());
+    let second = second_run_starts(&server.url());
+    let last = *stamps(&beats).last().expect("stamps");
+    assert!(
+        last < second,
+        "the first copy wrote {} ms after the second started",
+        (last - second) / 1_000_000
+    );
+    assert!(gone(&worker), "the first copy's worker {worker} still runs");
+}
+
+#[test]
+fn a_job_is_stopped_before_a_second_copy_starts_when_lease_is_frozen() {
+    let server = RedisServer::start();
+    let (_dir, beats) = scratch("beats");
+    let (run, worker) = stubborn_job(&server.url(), &beats);
+    kill("-STOP", run.id());
+    let second = second_run_starts(&server.url());
+    let last = *stamps(&beats).last().expect("stamps");
+    assert!(
+        last < second,
+        "the first copy wrote {} ms after the second started",
+        (last - second) / 1_000_000
+    );
+    assert!(gone(&worker), "the first copy's worker {worker} still runs");
+    // The dead-man's switch woke the frozen `lease`, which found its lease lost.
+    let done = finish(run, Duration::from_secs(10));
+    assert_eq!(done.status.code(), Some(LOST), "{done:?}");
+}
+
+#[test]
+fn a_broken_stderr_never_stands_between_a_loss_and_the_kill() {
+    let server = RedisServer::start();
+    let started = Instant::now();
+    let mut run = lease(&server.url())
+        .args(["--lease", "2s", "run", "p", "--", "sleep", "6"])
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("start lease");
+    drop(run.stderr.take());
+    let lock = client(&server).lock("p").expect("valid");
+    wait_until("the job holds the lock", || {
+        lock.is_locked().expect("reachable")
+    });
+    assert!(lock.force_unlock().expect("reachable"));
+    let done = finish(run, Duration::from_secs(10));
+    assert_eq!(done.status.code(), Some(LOST), "{done:?}");
+    assert!(
+        started.elapsed() < Duration::from_secs(5),
+        "the command was not stopped: {:?}",
+        started.elapsed()
+    );
+    // Nor does a closed stdout make `status` panic.
+    let mut status = lease(&server.url())
+        .args(["status", "p"])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("start lease");
+    drop(status.stdout.take());
+    let done = finish(status, Duration::from_secs(10));
+    assert!(matches!(done.status.code(), Some(0 | 1)), "{done:?}");
+    assert!(!String::from_utf8_lossy(&done.stderr).contains("panicked"));
+}
+
+#[test]
+fn keys_a_lock_cannot_use_get_the_data_code_and_status_and_unlock_still_work() {
+    let server = RedisServer::start();
+    let url = server.url();
+    let mut con = server.connection();
+    let _: () = con.set("{bad}", "not a lock").expect("SET");
+    let run = output(lease(&url).args(["run", "bad", "--", "true"]));
+    assert_eq!(run.status.code(), Some(DATA), "{run:?}");
+    let status = output(lease(&url).args(["status", "bad"]));
+    assert_eq!(status.status.code(), Some(0), "{status:?}");
+    let text = String::from_utf8_lossy(&status.stdout);
+    assert!(
+        text.contains("problem") && text.contains("string"),
+        "{text}"
+    );
+    let unlocked = output(lease(&url).args(["unlock", "--force", "bad"]));
+    assert_eq!(unlocked.status.code(), Some(0), "{unlocked:?}");
+    let _: () = con.set("{worn}:fence", "9223372036854775807").expect("SET");
+    let worn = output(lease(&url).args(["run", "worn", "--", "true"]));
+    assert_eq!(worn.status.code(), Some(DATA), "{worn:?}");
+}
+
+#[test]
+fn leases_out_of_range_are_usage_errors() {
+    let server = RedisServer::start();
+    for lease_arg in ["1ns", "2ms", "9ms", "400years"] {
+        let done =
+            output(lease(&server.url()).args(["--lease", lease_arg, "run", "x", "--", "true"]));
+        assert_eq!(done.status.code(), Some(USAGE), "{lease_arg}: {done:?}");
+    }
+}
+
+#[test]
+fn passwords_stay_out_of_help_errors_and_the_commands_environment() {
+    let server = RedisServer::start_with(&["--requirepass", "hunter2"]);
+    let port = server.port();
+    let with_password = format!("redis://:hunter2@127.0.0.1:{port}");
+    let help = output(lease(&with_password).arg("--help"));
+    let help = String::from_utf8_lossy(&help.stdout);
+    assert!(
+        help.contains("LEASE_REDIS_URL") && !help.contains("hunter2"),
+        "{help}"
+    );
+
+    let wrong = output(lease(&format!("redis://:wrong@127.0.0.1:{port}")).args(["status", "x"]));
+    assert_eq!(wrong.status.code(), Some(REFUSED), "{wrong:?}");
+    assert!(!String::from_utf8_lossy(&wrong.stderr).contains("wrong"));
+    let malformed = output(lease("redis://:hunter2@127.0.0.1:notaport").args(["status", "x"]));
+    assert_eq!(malformed.status.code(), Some(USAGE), "{malformed:?}");
+    assert!(!String::from_utf8_lossy(&malformed.stderr).contains("hunter2"));
+
+    // Given apart from the URL: in the environment, or in a file.
+    let plain = format!("redis://127.0.0.1:{port}");
+    let env = output(
+        lease(&plain)
+            .env("LEASE_REDIS_PASSWORD", "hunter2")
+            .env("REDIS_URL", &with_password)
+            .args(["run", "x", "--", "env"]),
+    );
+    assert_eq!(env.status.code(), Some(0), "{env:?}");
+    let seen = String::from_utf8_lossy(&env.stdout);
+    assert!(seen.contains("LEASE_HELD=1"), "{seen}");
+    for secret in [
+        "hunter2",
+        "LEASE_REDIS_URL",
+        "LEASE_REDIS_PASSWORD",
+        "REDIS_URL=",
+    ] {
+        assert!(
+            !seen.contains(secret),
+            "{secret} reached the command:\n{seen}"
+        );
+    }
+    let (_dir, file) = scratch("password");
+    fs::write(&file, "hunter2\n").expect("write");
+    let from_file = output(
+        lease(&plain)
+            .arg("--password-file")
+            .arg(&file)
+            .args(["status", "x"]),
+    );
+    assert_eq!(from_file.status.code(), Some(0), "{from_file:?}");
+}
