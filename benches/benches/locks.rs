@@ -1,15 +1,15 @@
 //! Uncontended lock + unlock against one local redis-server, for `lease` and its peers in the same
-//! run. Contention, fairness and hand-off latency are printed by
+//! run; on three masters (RedLock); and on a local Redis Cluster. Contention, fairness and hand-off latency are printed by
 //! `cargo run --release -p benches --bin lock_figures`.
 //!
 //! Run: `cargo bench -p benches --bench locks`.
 #![allow(missing_docs)]
 
-use benches::lock_peers::{Lease, LeaseRedLock, LockPeer, Raw, Redlock, Rslock};
+use benches::lock_peers::{Lease, LeaseCluster, LeaseRedLock, LockPeer, Raw, Redlock, Rslock};
 use criterion::measurement::WallTime;
 use criterion::{criterion_group, criterion_main, BenchmarkGroup, Criterion};
 use std::time::Duration;
-use testkit::RedisServer;
+use testkit::{RedisCluster, RedisServer};
 
 fn pair<P: LockPeer>(group: &mut BenchmarkGroup<'_, WallTime>, urls: &[String]) {
     let mut peer = P::group(urls, 1).pop().expect("one handle");
@@ -47,5 +47,16 @@ fn three_masters(c: &mut Criterion) {
     group.finish();
 }
 
-criterion_group!(locks, uncontended, three_masters);
+fn cluster(c: &mut Criterion) {
+    let cluster = RedisCluster::start(3, 1);
+    let mut group = c.benchmark_group("uncontended lock+unlock, cluster");
+    group
+        .sample_size(20)
+        .warm_up_time(Duration::from_millis(500))
+        .measurement_time(Duration::from_secs(3));
+    pair::<LeaseCluster>(&mut group, &cluster.seed_urls());
+    group.finish();
+}
+
+criterion_group!(locks, uncontended, three_masters, cluster);
 criterion_main!(locks);

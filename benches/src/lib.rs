@@ -3,8 +3,10 @@
 #![allow(missing_docs, clippy::unwrap_used)]
 
 pub mod baseline;
+pub mod callers;
 pub mod figures;
 pub mod lock_peers;
+pub mod names;
 pub mod peers;
 pub mod threads;
 pub mod workload;

@@ -47,12 +47,42 @@ impl LockPeer for Lease {
     }
 }
 
-static CHECK_AND_DELETE: std::sync::LazyLock<Script> = std::sync::LazyLock::new(|| {
-    Script::new(
-        "if redis.call('get', KEYS[1]) == ARGV[1] then return redis.call('del', KEYS[1]) end \
-         return 0",
-    )
-});
+/// `lease` on a Redis Cluster (the URLs are seed nodes): one client shared by every thread.
+pub struct LeaseCluster(lease::Client);
+
+impl LockPeer for LeaseCluster {
+    const NAME: &'static str = "lease, cluster";
+    fn group(urls: &[String], threads: usize) -> Vec<Self> {
+        let client = lease::Client::cluster(urls.iter().cloned())
+            .default_lease(LEASE)
+            .pool_size(threads.max(1))
+            .build()
+            .expect("valid settings");
+        (0..threads).map(|_| LeaseCluster(client.clone())).collect()
+    }
+    fn with_lock(&mut self, name: &str, critical: &mut dyn FnMut()) {
+        let guard = self
+            .0
+            .lock(name)
+            .expect("valid name")
+            .lock()
+            .expect("acquired");
+        critical();
+        guard.unlock().expect("released");
+    }
+}
+
+/// The raw floor's release: delete the key if it still holds the taker's token.
+pub const CHECK_AND_DELETE_LUA: &str =
+    "if redis.call('get', KEYS[1]) == ARGV[1] then return redis.call('del', KEYS[1]) end return 0";
+
+/// The check-and-delete script of the raw floor, for `redis-benchmark` to run by its SHA1.
+pub fn check_and_delete() -> &'static Script {
+    &CHECK_AND_DELETE
+}
+
+static CHECK_AND_DELETE: std::sync::LazyLock<Script> =
+    std::sync::LazyLock::new(|| Script::new(CHECK_AND_DELETE_LUA));
 
 /// The floor: SET NX PX to take, a Lua check-and-delete to release, one connection per thread;
 /// contended, it spins on SET NX without pausing.
@@ -152,14 +182,16 @@ impl LockPeer for Redlock {
     }
 }
 
-/// `lease`'s RedLock over every URL: one `Masters` shared by every thread, default settings.
-pub struct LeaseRedLock(lease::Masters);
+/// `lease`'s RedLock over every URL: one client shared by every thread, with a command timeout of
+/// 5% of the lease.
+pub struct LeaseRedLock(lease::Client);
 
 impl LockPeer for LeaseRedLock {
     const NAME: &'static str = "lease RedLock";
     fn group(urls: &[String], threads: usize) -> Vec<Self> {
-        let masters = lease::Masters::builder(urls.iter().cloned())
+        let masters = lease::Client::redlock(urls.iter().cloned())
             .default_lease(LEASE)
+            .command_timeout(LEASE / 20)
             .build()
             .expect("valid settings");
         (0..threads)
@@ -169,7 +201,7 @@ impl LockPeer for LeaseRedLock {
     fn with_lock(&mut self, name: &str, critical: &mut dyn FnMut()) {
         let guard = self
             .0
-            .redlock(name)
+            .lock(name)
             .expect("valid name")
             .lock()
             .expect("acquired");

@@ -6,11 +6,18 @@
 //! With three local masters: the same contention for `lease`'s RedLock, `rslock` and `redlock`,
 //! and `lease`'s RedLock acquisition latency with one master frozen.
 //!
-//! Run: `cargo run --release -p benches --bin lock_figures [quick] [single] [redlock]`.
+//! On a local Redis Cluster (3 masters, 3 replicas): the same contention and hand-off for `lease`
+//! beside one server's (`cluster`). And many threads on many names (`names`): 16 and 64 threads
+//! of one client on 10,000 names, against `redis-benchmark` running the raw lock's two commands
+//! with as many connections (the floor), on one server and on the cluster.
+//!
+//! Run: `cargo run --release -p benches --bin lock_figures [quick] [single] [redlock] [cluster]
+//! [names]`.
 #![allow(clippy::print_stdout)]
 
 use benches::figures::{quantile, Request};
-use benches::lock_peers::{Lease, LeaseRedLock, LockPeer, Raw, Redlock, Rslock};
+use benches::lock_peers::{Lease, LeaseCluster, LeaseRedLock, LockPeer, Raw, Redlock, Rslock};
+use benches::names;
 use parking_lot::Mutex;
 use std::io::{BufRead, BufReader, Write};
 use std::process::{Command, Stdio};
@@ -18,7 +25,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{mpsc, Arc, Barrier};
 use std::thread;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
-use testkit::RedisServer;
+use testkit::{RedisCluster, RedisServer};
 
 const THREADS: usize = 8;
 
@@ -57,6 +64,89 @@ fn main() {
     }
     if wanted("redlock") {
         three_masters(&scale);
+    }
+    if wanted("cluster") {
+        cluster(&scale);
+    }
+    if wanted("names") {
+        many_names(quick);
+    }
+}
+
+/// `lease` on a local cluster beside one server: uncontended pairs, contention, hand-off.
+fn cluster(scale: &Scale) {
+    let server = RedisServer::start();
+    let one = [server.url()];
+    let cluster = RedisCluster::start(3, 1);
+    let seeds = cluster.seed_urls();
+    println!();
+    println!(
+        "## uncontended lock + unlock, one thread ({} pairs)",
+        scale.rounds * 10
+    );
+    println!("| lock | pairs/s |");
+    println!("|---|---|");
+    uncontended::<Lease>(&one, scale.rounds * 10);
+    uncontended::<LeaseCluster>(&seeds, scale.rounds * 10);
+    contention_header("one server and a cluster", scale);
+    contention::<Lease>(&one, scale);
+    contention::<LeaseCluster>(&seeds, scale);
+    println!();
+    println!(
+        "## hand-off in one process ({} rounds, holder keeps it {:?})",
+        scale.rounds, scale.hold
+    );
+    println!("| lock | where | p50 ms | p99 ms | max ms |");
+    println!("|---|---|---|---|---|");
+    handoff_in_process::<Lease>(&one, scale);
+    handoff_in_process::<LeaseCluster>(&seeds, scale);
+}
+
+fn uncontended<P: LockPeer>(urls: &[String], pairs: usize) {
+    let mut peer = P::group(urls, 1).pop().expect("one handle");
+    for _ in 0..pairs / 10 {
+        peer.with_lock("uncontended", &mut || {});
+    }
+    let began = Instant::now();
+    for _ in 0..pairs {
+        peer.with_lock("uncontended", &mut || {});
+    }
+    println!(
+        "| {} | {:.0} |",
+        P::NAME,
+        pairs as f64 / began.elapsed().as_secs_f64()
+    );
+}
+
+/// 16 and 64 threads of one client on 10,000 names, against the `redis-benchmark` floor.
+fn many_names(quick: bool) {
+    let (run, requests) = if quick {
+        (Duration::from_millis(500), 20_000)
+    } else {
+        (Duration::from_secs(5), 400_000)
+    };
+    let server = RedisServer::start();
+    let cluster = RedisCluster::start(3, 1);
+    println!();
+    println!(
+        "## threads of one client on {} names ({run:?} each) against redis-benchmark's SET NX PX + EVALSHA with as many connections",
+        names::NAMES
+    );
+    println!("| where | threads | lease pairs/s | floor pairs/s | lease / floor |");
+    println!("|---|---|---|---|---|");
+    for threads in [16, 64] {
+        let lease = names::lease_pairs::<Lease>(&[server.url()], threads, run);
+        let floor = names::floor_pairs(&[server.port()], false, threads, requests);
+        println!(
+            "| one server | {threads} | {lease:.0} | {floor:.0} | {:.2} |",
+            lease / floor
+        );
+        let lease = names::lease_pairs::<LeaseCluster>(&cluster.seed_urls(), threads, run);
+        let floor = names::floor_pairs(&cluster.masters(), true, threads, requests);
+        println!(
+            "| cluster (3 masters) | {threads} | {lease:.0} | {floor:.0} | {:.2} |",
+            lease / floor
+        );
     }
 }
 
@@ -105,11 +195,11 @@ fn three_masters(scale: &Scale) {
     contention::<Redlock>(&urls, scale);
 
     let node_timeout = Duration::from_millis(50);
-    let masters = lease::Masters::builder(urls.iter().cloned())
-        .node_timeout(node_timeout)
+    let masters = lease::Client::redlock(urls.iter().cloned())
+        .command_timeout(node_timeout)
         .build()
         .expect("valid settings");
-    let lock = masters.redlock("one-frozen").expect("valid name");
+    let lock = masters.lock("one-frozen").expect("valid name");
     lock.try_lock()
         .expect("reachable")
         .expect("free")

@@ -2,11 +2,16 @@
 //! bursts, lateness, wakeups and worker CPU, for `wheel` and its peers in one run.
 //!
 //! Run: `cargo run --release -p benches --bin timer_figures [quick] [SECTION...]`, sections being
-//! `loop`, `memory`, `burst`, `deadline`, `lateness` and `idle` (all by default). Each figure is the median
-//! of three runs unless marked otherwise. `quick` shrinks every workload, for a smoke test.
+//! `loop`, `memory`, `burst`, `deadline`, `lateness`, `idle`, `threads` (many threads scheduling
+//! into one timer) and `busy` (the deadline and lateness figures while two threads schedule and
+//! cancel at full speed); all by default. Each figure is the median of three runs unless marked
+//! otherwise. `quick` shrinks every workload, for a smoke test.
 #![allow(clippy::print_stdout)]
 
-use benches::figures::Request;
+use benches::callers::{
+    bursts, keep_busy, SharedHeap, SharedHierarchical, SharedPeer, SharedWheel,
+};
+use benches::figures::{quantile, Request};
 use benches::peers::{DelayQueue, Heap, Hierarchical, Peer, TimerCrate, Wheel};
 use benches::threads::{named_thread, ThreadSample};
 use benches::workload::{
@@ -32,6 +37,10 @@ struct Scale {
     lateness: usize,
     idle: Duration,
     far_cpu: Duration,
+    /// Operations per burst of the `threads` section.
+    operations: usize,
+    /// Bursts of each kind per thread count; the best is quoted.
+    repeats: usize,
 }
 
 fn main() {
@@ -47,6 +56,8 @@ fn main() {
             lateness: 500,
             idle: Duration::from_millis(300),
             far_cpu: Duration::from_millis(500),
+            operations: 40_000,
+            repeats: 2,
         }
     } else {
         Scale {
@@ -56,17 +67,21 @@ fn main() {
             lateness: 10_000,
             idle: Duration::from_secs(3),
             far_cpu: Duration::from_secs(10),
+            operations: 1_000_000,
+            repeats: 5,
         }
     };
     println!("# timer figures ({})", if quick { "quick" } else { "full" });
     println!();
-    let all: [(&str, Section); 6] = [
+    let all: [(&str, Section); 8] = [
         ("loop", tight_loop),
         ("memory", memory),
-        ("burst", bursts),
+        ("burst", expiry_bursts),
         ("deadline", one_deadline),
         ("lateness", lateness),
         ("idle", idle),
+        ("threads", threads),
+        ("busy", busy),
     ];
     for (name, section) in all {
         if wanted(name) {
@@ -196,7 +211,7 @@ fn memory_of<P: Peer>(scale: &Scale) {
 }
 
 /// Time per task when all fall due together: from the deadline to the last task's start.
-fn bursts(scale: &Scale) {
+fn expiry_bursts(scale: &Scale) {
     println!(
         "## expiry burst ({} no-op tasks on one deadline)",
         scale.burst
@@ -235,27 +250,29 @@ fn one_deadline(scale: &Scale) {
     );
     println!("time from the deadline to the start of the last task; median of 3");
     let runs: Vec<f64> = (0..3)
-        .map(|_| {
-            let mut timer = Wheel::start();
-            let deadline = Instant::now() + Duration::from_millis(500);
-            let count = scale.one_deadline;
-            burst_reset(count);
-            let left = |now: Instant| deadline.saturating_duration_since(now);
-            let handles: Vec<_> = (0..count)
-                .map(|_| timer.schedule(left(Instant::now()), burst_task))
-                .collect();
-            drop(handles);
-            let done = burst_done;
-            assert!(timer.wait_until(&done, burst_task, Duration::from_secs(30)));
-            let (_, last) = burst_times().expect("every task ran");
-            last.saturating_duration_since(deadline).as_secs_f64() * 1e3
-        })
+        .map(|_| last_start_after_deadline(&mut Wheel::start(), scale.one_deadline))
         .collect();
     println!(
         "last task started {:.2} ms after the deadline",
         median(runs)
     );
     println!();
+}
+
+/// Schedules `count` no-op tasks on one deadline 500 ms away and returns, in ms, how long after
+/// the deadline the last one started.
+fn last_start_after_deadline(timer: &mut Wheel, count: usize) -> f64 {
+    let deadline = Instant::now() + Duration::from_millis(500);
+    burst_reset(count);
+    let left = |now: Instant| deadline.saturating_duration_since(now);
+    let handles: Vec<_> = (0..count)
+        .map(|_| timer.schedule(left(Instant::now()), burst_task))
+        .collect();
+    drop(handles);
+    let done = burst_done;
+    assert!(timer.wait_until(&done, burst_task, Duration::from_secs(30)));
+    let (_, last) = burst_times().expect("every task ran");
+    last.saturating_duration_since(deadline).as_secs_f64() * 1e3
 }
 
 /// Lateness of timeouts with delays spread over 10-500 ms at a 1 ms tick.
@@ -276,11 +293,17 @@ fn lateness(scale: &Scale) {
 }
 
 fn lateness_of<P: Peer>(scale: &Scale) {
-    let mut peer = P::start();
+    let row = lateness_on(&mut P::start(), scale.lateness);
+    println!("| {} | {row} |", P::NAME);
+}
+
+/// Schedules `count` timeouts with delays spread over 10-500 ms and returns the row of their
+/// lateness: `early | p50 ms | p99 ms | max ms`.
+fn lateness_on<P: Peer>(peer: &mut P, count: usize) -> String {
     let samples: Arc<Mutex<Vec<f64>>> = Arc::default();
-    let mut handles = Vec::with_capacity(scale.lateness);
+    let mut handles = Vec::with_capacity(count);
     let mut rng = 0x2545_F491_4F6C_DD1Du64;
-    for _ in 0..scale.lateness {
+    for _ in 0..count {
         rng ^= rng << 13;
         rng ^= rng >> 7;
         rng ^= rng << 17;
@@ -297,25 +320,22 @@ fn lateness_of<P: Peer>(scale: &Scale) {
             samples.lock().push(late);
         }));
     }
-    let done = || samples.lock().len() >= scale.lateness;
+    let done = || samples.lock().len() >= count;
     peer.wait_until(&done, noop, Duration::from_secs(30));
     let mut lates = samples.lock().clone();
     lates.sort_by(f64::total_cmp);
+    drop(handles);
     if lates.is_empty() {
-        println!("| {} | no task ran | | | |", P::NAME);
-        return;
+        return "no task ran | | |".to_owned();
     }
     let early = lates.iter().filter(|&&late| late < 0.0).count();
-    let at = |q: f64| lates[((lates.len() - 1) as f64 * q) as usize];
-    println!(
-        "| {} | {} | {:.3} | {:.3} | {:.3} |",
-        P::NAME,
+    format!(
+        "{} | {:.3} | {:.3} | {:.3}",
         early,
-        at(0.5),
-        at(0.99),
+        quantile(&lates, 0.5),
+        quantile(&lates, 0.99),
         lates[lates.len() - 1]
-    );
-    drop(handles);
+    )
 }
 
 /// Wakeups and CPU of each timer's thread while nothing is due.
@@ -365,4 +385,99 @@ fn idle_of<P: Peer>(scale: &Scale, thread_name: &str) {
         loaded.cpu_percent
     );
     drop(handles);
+}
+
+/// The issue's table: 1, 2, 4 and 8 threads scheduling, cancelling, and scheduling then
+/// cancelling into one shared timer with 1M timeouts pending; wall time of the whole burst per
+/// operation, best of `repeats`. Each timer is started afresh for each thread count.
+fn threads(scale: &Scale) {
+    println!(
+        "## many threads, one timer ({} pending, delays 1-60 s, bursts of {} operations)",
+        scale.pending, scale.operations
+    );
+    println!(
+        "wall time of the whole burst / operations, best of {}, in ns",
+        scale.repeats
+    );
+    for (name, settings) in [
+        (SharedWheel::NAME, SharedWheel::SETTINGS),
+        (SharedHeap::NAME, SharedHeap::SETTINGS),
+        (SharedHierarchical::NAME, SharedHierarchical::SETTINGS),
+    ] {
+        println!("{name}: {settings}");
+    }
+    println!("| threads | timer | schedule | cancel | schedule + cancel |");
+    println!("|---|---|---|---|---|");
+    for threads in [1, 2, 4, 8] {
+        threads_of::<SharedWheel>(scale, threads);
+        threads_of::<SharedHeap>(scale, threads);
+        threads_of::<SharedHierarchical>(scale, threads);
+    }
+    println!();
+}
+
+fn threads_of<P: SharedPeer>(scale: &Scale, threads: usize) {
+    let timer = P::start();
+    let mut prefill = timer.caller(usize::MAX >> 24);
+    let _pending: Vec<P::Handle> = delays(scale.pending, 7)
+        .into_iter()
+        .map(|delay| P::schedule(&mut prefill, delay))
+        .collect();
+    let figures = bursts(
+        &timer,
+        threads,
+        scale.operations,
+        scale.repeats,
+        &delays(1 << 16, 11),
+    );
+    println!(
+        "| {threads} | {} | {:.1} | {:.1} | {:.1} |",
+        P::NAME,
+        figures.schedule,
+        figures.cancel,
+        figures.schedule_cancel
+    );
+}
+
+/// The one-deadline and lateness figures of `wheel` again, while two other threads keep
+/// scheduling and cancelling on the same timer at full speed.
+fn busy(scale: &Scale) {
+    let callers = 2;
+    let delays = Arc::new(delays(1 << 16, 13));
+    println!("## wheel while {callers} threads schedule and cancel on it at full speed");
+    let runs: Vec<(f64, f64)> = (0..3)
+        .map(|_| {
+            let mut timer = Wheel::start();
+            let load = keep_busy(&timer.0, callers, Arc::clone(&delays));
+            thread::sleep(Duration::from_millis(100));
+            let late = last_start_after_deadline(&mut timer, scale.one_deadline);
+            (late, load.stop())
+        })
+        .collect();
+    let (lates, rates): (Vec<f64>, Vec<f64>) = runs.into_iter().unzip();
+    println!(
+        "{} no-op tasks on one deadline (1 ms tick): last started {:.2} ms after the deadline \
+         (median of 3; runs {}); callers made {:.1} M operations/s (median)",
+        scale.one_deadline,
+        median(lates.clone()),
+        lates
+            .iter()
+            .map(|late| format!("{late:.2}"))
+            .collect::<Vec<_>>()
+            .join(" / "),
+        median(rates) / 1e6
+    );
+    println!(
+        "lateness ({} timeouts, delays 10-500 ms, 1 ms tick), one run:",
+        scale.lateness
+    );
+    println!("| timer | early | p50 ms | p99 ms | max ms | callers, M operations/s |");
+    println!("|---|---|---|---|---|---|");
+    let mut timer = Wheel::start();
+    let load = keep_busy(&timer.0, callers, Arc::clone(&delays));
+    thread::sleep(Duration::from_millis(100));
+    let row = lateness_on(&mut timer, scale.lateness);
+    let rate = load.stop();
+    println!("| {} | {row} | {:.1} |", Wheel::NAME, rate / 1e6);
+    println!();
 }
