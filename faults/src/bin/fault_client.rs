@@ -23,92 +23,32 @@ const WAIT: Duration = Duration::from_secs(1);
 /// How often a long step looks whether a renewal moved the hold's deadline.
 const LOOK: Duration = Duration::from_millis(50);
 
-/// The lock as one thread sees it.
-enum Locks {
-    Single(lease::Lock),
-    Red(lease::RedLock),
-}
-
-/// What the threads of the process share: one client (or one set of masters).
-#[derive(Clone)]
-enum Shared {
-    Single(lease::Client),
-    Red(lease::Masters),
-}
-
-impl Shared {
-    fn open(mode: &str, lease: Duration, urls: &[String]) -> lease::Result<Shared> {
-        Ok(match mode {
-            "single" => Shared::Single(
-                lease::Client::builder(urls[0].as_str())
-                    .default_lease(lease)
-                    .command_timeout(lease / 2)
-                    .connect_timeout(lease / 2)
-                    .build()?,
-            ),
-            _ => Shared::Red(
-                lease::Masters::builder(urls.iter().cloned())
-                    .default_lease(lease)
-                    .node_timeout(lease / 10)
-                    .build()?,
-            ),
-        })
-    }
-
-    fn lock(&self) -> lease::Result<Locks> {
-        Ok(match self {
-            Shared::Single(client) => Locks::Single(client.lock("jobs")?),
-            Shared::Red(masters) => Locks::Red(masters.redlock("jobs")?),
-        })
+/// What the threads of the process share: one client, of one server or of RedLock's masters.
+fn open(mode: &str, lease: Duration, urls: &[String]) -> lease::Result<lease::Client> {
+    match mode {
+        "single" => lease::Client::builder(urls[0].as_str())
+            .default_lease(lease)
+            .command_timeout(lease / 2)
+            .connect_timeout(lease / 2)
+            .build(),
+        _ => lease::Client::redlock(urls.iter().cloned())
+            .default_lease(lease)
+            .command_timeout(lease / 10)
+            .build(),
     }
 }
 
-enum Held {
-    Single(lease::LeaseGuard),
-    Red(lease::RedLockGuard),
+/// The hold's fencing token; RedLock has none, and records 0.
+fn token(held: &lease::LeaseGuard) -> u64 {
+    held.fencing_token().unwrap_or(0)
 }
 
-impl Held {
-    fn token(&self) -> u64 {
-        match self {
-            Held::Single(guard) => guard.fencing_token(),
-            Held::Red(_) => 0,
-        }
-    }
-    fn valid_until(&self) -> Instant {
-        match self {
-            Held::Single(guard) => guard.valid_until(),
-            Held::Red(guard) => guard.valid_until(),
-        }
-    }
-    fn lost_signal(&self) -> crossbeam_channel::Receiver<lease::Lost> {
-        match self {
-            Held::Single(guard) => guard.lost_signal(),
-            Held::Red(guard) => guard.lost_signal(),
-        }
-    }
-    fn lost(&self) -> Option<(String, Instant)> {
-        let (lost, is_lost) = match self {
-            Held::Single(guard) => (guard.lost(), guard.is_lost()),
-            Held::Red(guard) => (guard.lost(), guard.is_lost()),
-        };
-        match lost {
-            Some(lost) => Some((format!("{:?}", lost.reason), lost.valid_until)),
-            None if is_lost => Some(("PastDeadline".into(), self.valid_until())),
-            None => None,
-        }
-    }
-    fn release(self) -> bool {
-        match self {
-            Held::Single(guard) => guard.unlock().is_ok(),
-            Held::Red(guard) => guard.unlock().is_ok(),
-        }
-    }
-    fn abandon(self) {
-        match self {
-            Held::Single(guard) => guard.abandon(),
-            Held::Red(guard) => drop(guard),
-        }
+/// How the hold was lost, if it was: the watchdog's reason, or past its deadline.
+fn loss(held: &lease::LeaseGuard) -> Option<(String, Instant)> {
+    match held.lost() {
+        Some(lost) => Some((format!("{:?}", lost.reason), lost.valid_until)),
+        None if held.is_lost() => Some(("PastDeadline".into(), held.valid_until())),
+        None => None,
     }
 }
 
@@ -129,7 +69,7 @@ fn main() {
         eprintln!("fault_client {client}: cannot follow the suite's exit: {error}");
     }
     let urls = &args[7..];
-    let shared = match Shared::open(mode, lease, urls) {
+    let shared = match open(mode, lease, urls) {
         Ok(shared) => shared,
         Err(error) => {
             eprintln!("fault_client {client}: {error}");
@@ -168,18 +108,15 @@ fn run(
     name: &str,
     recorder: &mut Recorder,
     resource_url: &str,
-    shared: &Shared,
+    shared: &lease::Client,
     lease: Duration,
     run_for: Duration,
 ) -> Result<(), Box<dyn std::error::Error>> {
     let stamp = Stamp::new();
     let mut store = redis::Client::open(resource_url)?.get_connection()?;
     store.set_read_timeout(Some(Duration::from_secs(5)))?;
-    let locks = shared.lock()?;
-    let owner = match &locks {
-        Locks::Single(lock) => lock.owner(),
-        Locks::Red(lock) => lock.owner(),
-    };
+    let lock = shared.lock("jobs")?;
+    let owner = lock.owner();
     let name = name.to_owned();
     recorder.record(&Event::Start {
         t: now_ns(),
@@ -200,10 +137,7 @@ fn run(
             t: now_ns(),
             client: name.clone(),
         });
-        let acquired = match &locks {
-            Locks::Single(lock) => lock.try_lock_for(WAIT).map(|g| g.map(Held::Single)),
-            Locks::Red(lock) => lock.try_lock_for(WAIT).map(|g| g.map(Held::Red)),
-        };
+        let acquired = lock.try_lock_for(WAIT);
         let held = match acquired {
             Ok(Some(held)) => held,
             Ok(None) => {
@@ -226,7 +160,7 @@ fn run(
         recorder.record(&Event::AcquireOk {
             t: now_ns(),
             client: name.clone(),
-            token: held.token(),
+            token: token(&held),
             valid_until: stamp.of(held.valid_until()),
             wall_ms: std::time::SystemTime::now()
                 .duration_since(std::time::UNIX_EPOCH)
@@ -236,7 +170,7 @@ fn run(
         let told = held.lost_signal();
         let mut deadline = held.valid_until();
         for _ in 0..STEPS {
-            if let Some(found) = held.lost() {
+            if let Some(found) = loss(&held) {
                 lost = Some(found);
                 break;
             }
@@ -263,12 +197,12 @@ fn run(
                 lost = Some((format!("{:?}", news.reason), news.valid_until));
                 break;
             }
-            if matches!(held, Held::Single(_)) {
-                let accepted = resource::fenced_write(&mut store, held.token(), &name)?;
+            if held.fencing_token().is_some() {
+                let accepted = resource::fenced_write(&mut store, token(&held), &name)?;
                 recorder.record(&Event::Write {
                     t: now_ns(),
                     client: name.clone(),
-                    token: held.token(),
+                    token: token(&held),
                     accepted,
                 });
             }
@@ -278,7 +212,7 @@ fn run(
                 client: name.clone(),
             });
         }
-        match lost.or_else(|| held.lost()) {
+        match lost.or_else(|| loss(&held)) {
             Some((reason, valid_until)) => {
                 recorder.record(&Event::Lost {
                     t: now_ns(),
@@ -293,7 +227,7 @@ fn run(
                     t: now_ns(),
                     client: name.clone(),
                 });
-                let ok = held.release();
+                let ok = held.unlock().is_ok();
                 recorder.record(&Event::ReleaseDone {
                     t: now_ns(),
                     client: name.clone(),
