@@ -387,7 +387,7 @@ fn idle_of<P: Peer>(scale: &Scale, thread_name: &str) {
     drop(handles);
 }
 
-/// The table: 1, 2, 4 and 8 threads scheduling, cancelling, and scheduling then
+/// Many callers, one timer: 1, 2, 4 and 8 threads scheduling, cancelling, and scheduling then
 /// cancelling into one shared timer with 1M timeouts pending; wall time of the whole burst per
 /// operation, best of `repeats`. Each timer is started afresh for each thread count.
 fn threads(scale: &Scale) {
