@@ -80,19 +80,22 @@ pub fn floor_pairs(ports: &[u16], cluster: bool, clients: usize, requests: u64) 
         assert!(loaded.status.success(), "SCRIPT LOAD on {port}");
     }
     let sha = check_and_delete().get_hash().to_owned();
+    // In cluster mode redis-benchmark sends each request to a node and puts a tag of that node's
+    // slots where a key says `{tag}`; elsewhere `{tag}` is just part of the key.
+    let key = "lock:{tag}:__rand_int__";
     let set = benchmark(
         ports[0],
         cluster,
         clients,
         requests,
-        &["SET", "lock:__rand_int__", "v", "NX", "PX", "30000"],
+        &["SET", key, "v", "NX", "PX", "30000"],
     );
     let delete = benchmark(
         ports[0],
         cluster,
         clients,
         requests,
-        &["EVALSHA", &sha, "1", "lock:__rand_int__", "v"],
+        &["EVALSHA", &sha, "1", key, "v"],
     );
     1.0 / (1.0 / set + 1.0 / delete)
 }
