@@ -14,7 +14,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::thread;
 use std::time::{Duration, Instant};
-use testkit::{Lcg, Monitor, RedisServer};
+use testkit::{Failover, Lcg, Monitor, RedisCluster, RedisServer};
 
 /// Which lock the clients take.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -23,6 +23,16 @@ pub enum Mode {
     Single,
     /// `lease::RedLock` on three masters (no fencing tokens).
     Red,
+    /// `lease::Lock` on a Redis Cluster of three masters and three replicas, with fencing tokens
+    /// (kept in the lock's slot).
+    Cluster,
+}
+
+impl Mode {
+    /// Whether the clients get fencing tokens, so that stale writes can be counted.
+    pub fn fenced(self) -> bool {
+        self != Mode::Red
+    }
 }
 
 /// The fault a scenario injects, again and again.
@@ -56,6 +66,15 @@ pub enum Fault {
     /// Through a proxy: bytes dropped both ways for this many leases (with RedLock, to one
     /// master), then every connection reset.
     Partition(u32),
+    /// On a cluster: SIGSTOP of the master of the lock's slot for one and a half leases, within
+    /// the cluster's node timeout, so that no replica takes over.
+    FreezeSlotMaster,
+    /// On a cluster: the replica of the lock's slot master made master by a coordinated
+    /// `CLUSTER FAILOVER` (the old master stops writes until the replica has caught up).
+    PromoteReplica,
+    /// On a cluster: the lock's slot, with its keys, moved to another master while the clients
+    /// go on, in the steps `redis-cli --cluster reshard` takes.
+    Reshard,
     /// Each time one of [`Fault::mix`], drawn from the seed: the soak.
     Mix,
 }
@@ -72,10 +91,20 @@ impl Fault {
         )
     }
 
-    /// Whether the fault restarts servers, which ends their `MONITOR` logs.
-    fn restarts_servers(self, mode: Mode) -> bool {
-        matches!(self, Fault::KillMaster(_) | Fault::RestartMasterNow)
-            || (self == Fault::Mix && mode == Mode::Red)
+    /// Whether the `MONITOR` logs cannot be replayed: the fault restarts servers, which ends
+    /// their logs, or moves the lock's key to another node, whose log does not start with it.
+    fn ends_logs(self, mode: Mode) -> bool {
+        matches!(
+            self,
+            Fault::KillMaster(_) | Fault::RestartMasterNow | Fault::PromoteReplica | Fault::Reshard
+        ) || (self == Fault::Mix && mode == Mode::Red)
+    }
+
+    /// Whether the clients see nothing of the fault by design, so that it counts as effective
+    /// when it was in place: one RedLock master of three cut off, frozen, slow, down or emptied,
+    /// or a cluster that moved the lock's slot without losing a write.
+    fn unseen_by_design(self, mode: Mode) -> bool {
+        mode == Mode::Red || matches!(self, Fault::PromoteReplica | Fault::Reshard)
     }
 
     /// Whether the clients' wall clock is faked, so that it can be stepped.
@@ -97,6 +126,7 @@ impl Fault {
                 ClockJumps,
             ],
             Mode::Red => &[KillMaster(2), Partition(2), FreezeServer(2), SlowMaster(2)],
+            Mode::Cluster => &[FreezeSlotMaster, PromoteReplica, Reshard],
         }
     }
 }
@@ -178,6 +208,25 @@ pub fn all() -> Vec<Scenario> {
             true,
             Single,
             ClockJumps,
+        ),
+        scenario("cluster contention baseline", true, Cluster, None),
+        scenario(
+            "cluster: the lock's master frozen (SIGSTOP) past the lease",
+            true,
+            Cluster,
+            FreezeSlotMaster,
+        ),
+        scenario(
+            "cluster: a replica promoted (CLUSTER FAILOVER)",
+            true,
+            Cluster,
+            PromoteReplica,
+        ),
+        scenario(
+            "cluster: the lock's slot resharded under load",
+            true,
+            Cluster,
+            Reshard,
         ),
         scenario(
             "holder frozen (SIGSTOP) past its lease",
@@ -287,7 +336,9 @@ pub fn run(scenario: &Scenario, settings: &Settings) -> std::io::Result<Outcome>
     let mut lock_servers: Vec<RedisServer> = match scenario.mode {
         Mode::Single => vec![RedisServer::start()],
         Mode::Red => (0..3).map(|_| RedisServer::start()).collect(),
+        Mode::Cluster => Vec::new(),
     };
+    let cluster = (scenario.mode == Mode::Cluster).then(|| RedisCluster::start(3, 1));
     let proxies: Vec<Proxy> = if scenario.fault.needs_proxy() {
         lock_servers
             .iter()
@@ -296,7 +347,9 @@ pub fn run(scenario: &Scenario, settings: &Settings) -> std::io::Result<Outcome>
     } else {
         Vec::new()
     };
-    let urls: Vec<String> = if proxies.is_empty() {
+    let urls: Vec<String> = if let Some(cluster) = &cluster {
+        cluster.seed_urls()
+    } else if proxies.is_empty() {
         lock_servers.iter().map(RedisServer::url).collect()
     } else {
         proxies.iter().map(Proxy::url).collect()
@@ -327,9 +380,12 @@ pub fn run(scenario: &Scenario, settings: &Settings) -> std::io::Result<Outcome>
         ));
     }
     // The lock servers' own logs of what they ran, to check that no script touched a lease
-    // that was not its caller's.
-    let monitors: Option<Vec<Monitor>> = (!scenario.fault.restarts_servers(scenario.mode))
-        .then(|| lock_servers.iter().map(RedisServer::monitor).collect());
+    // that was not its caller's; on a cluster, the log of the master of the lock's slot.
+    let monitors: Option<Vec<Monitor>> =
+        (!scenario.fault.ends_logs(scenario.mode)).then(|| match &cluster {
+            Some(cluster) => vec![cluster.server(cluster.master_for_key(LOCK_KEY)).monitor()],
+            None => lock_servers.iter().map(RedisServer::monitor).collect(),
+        });
     let mut clients: Vec<Child> = prefixes
         .iter()
         .enumerate()
@@ -372,6 +428,7 @@ pub fn run(scenario: &Scenario, settings: &Settings) -> std::io::Result<Outcome>
             let count = kinds.get(&name).copied().unwrap_or(0);
             let targets = Targets {
                 servers: &mut lock_servers,
+                cluster: cluster.as_ref(),
                 proxies: &proxies,
                 histories: &histories,
             };
@@ -403,13 +460,7 @@ pub fn run(scenario: &Scenario, settings: &Settings) -> std::io::Result<Outcome>
     let mut store = resource_server.connection();
     let log = resource::log(&mut store).unwrap_or_default();
     let counter = resource::counter(&mut store).unwrap_or(0);
-    let findings = checker::check(
-        &events,
-        &log,
-        counter,
-        scenario.mode == Mode::Single,
-        &faults,
-    );
+    let findings = checker::check(&events, &log, counter, scenario.mode.fenced(), &faults);
     // Which faults showed in what the clients saw.
     let jumped = wall_clock_jumped(&events);
     let horizon = (settings.lease * 2).as_nanos() as u64;
@@ -417,9 +468,7 @@ pub fn run(scenario: &Scenario, settings: &Settings) -> std::io::Result<Outcome>
         .iter()
         .zip(&injected)
         .filter(|&(&window, &fault)| match fault {
-            // One master of three cut off, frozen, slow, down or emptied changes nothing the
-            // clients see, by design: it was in place.
-            _ if scenario.mode == Mode::Red => true,
+            _ if fault.unseen_by_design(scenario.mode) => true,
             // The clients record their wall clock.
             Fault::ClockJumps => jumped,
             _ => checker::seen(&events, window, horizon),
@@ -481,6 +530,7 @@ fn spawn_client(
         .arg(match mode {
             Mode::Single => "single",
             Mode::Red => "redlock",
+            Mode::Cluster => "cluster",
         })
         .arg(settings.lease.as_millis().to_string())
         .arg(settings.duration.as_millis().to_string())
@@ -493,6 +543,7 @@ fn spawn_client(
 /// What a fault is injected into.
 struct Targets<'a> {
     servers: &'a mut [RedisServer],
+    cluster: Option<&'a RedisCluster>,
     proxies: &'a [Proxy],
     histories: &'a [PathBuf],
 }
@@ -506,6 +557,7 @@ fn inject(
 ) -> Option<(u64, u64)> {
     let Targets {
         servers,
+        cluster,
         proxies,
         histories,
     } = targets;
@@ -569,6 +621,28 @@ fn inject(
             let clock_file = histories.first()?.with_file_name("faketime");
             std::fs::write(clock_file, format!("{offset}\n")).ok()?;
         }
+        Fault::FreezeSlotMaster => {
+            let cluster = cluster?;
+            let master = cluster.master_for_key(LOCK_KEY);
+            cluster.pause(master);
+            thread::sleep(lease * 3 / 2);
+            cluster.resume(master);
+        }
+        Fault::PromoteReplica => {
+            let cluster = cluster?;
+            let master = cluster.master_for_key(LOCK_KEY);
+            let replica = *cluster.replicas_of(master).first()?;
+            cluster.failover(replica, Failover::Coordinated);
+        }
+        Fault::Reshard => {
+            let cluster = cluster?;
+            let slot = testkit::slot(LOCK_KEY);
+            let from = cluster.master_of_slot(slot);
+            let masters = cluster.masters();
+            let at = masters.iter().position(|&port| port == from)?;
+            let to = masters[(at + 1) % masters.len()];
+            cluster.migrate_slot(slot, from, to);
+        }
         Fault::DelayReplies(leases) => {
             proxies[0].set(ProxyMode::DelayReplies(lease * 3 / 2));
             thread::sleep(lease * leases);
@@ -594,8 +668,9 @@ fn inject(
 /// The process id of the client holding `{jobs}` on `server`, from the owner ids the clients
 /// recorded when they started.
 fn holder_pid(server: &RedisServer, histories: &[PathBuf]) -> Option<u32> {
-    let holders: Vec<String> = server.connection().hkeys(LOCK_KEY).ok()?;
-    let owner = holders.first()?;
+    let fields: Vec<String> = server.connection().hkeys(LOCK_KEY).ok()?;
+    // Owner ids never start with ':', the hold's own fields always do.
+    let owner = fields.iter().find(|field| !field.starts_with(':'))?;
     history::merge(histories)
         .into_iter()
         .find_map(|event| match event {

@@ -4,7 +4,7 @@
 //! `lease` client (so they also queue locally and hand the lock to each other); each has its own
 //! owner id and writes what it does to its own history file, `HISTORY-<thread>.jsonl`.
 //!
-//! `fault_client CLIENT HISTORY RESOURCE_URL single|redlock LEASE_MS RUN_MS THREADS URL...`
+//! `fault_client CLIENT HISTORY RESOURCE_URL single|redlock|cluster LEASE_MS RUN_MS THREADS URL...`
 
 #![allow(clippy::print_stderr, clippy::print_stdout, missing_docs)]
 
@@ -23,10 +23,16 @@ const WAIT: Duration = Duration::from_secs(1);
 /// How often a long step looks whether a renewal moved the hold's deadline.
 const LOOK: Duration = Duration::from_millis(50);
 
-/// What the threads of the process share: one client, of one server or of RedLock's masters.
+/// What the threads of the process share: one client, of one server, of RedLock's masters or of
+/// a cluster.
 fn open(mode: &str, lease: Duration, urls: &[String]) -> lease::Result<lease::Client> {
     match mode {
         "single" => lease::Client::builder(urls[0].as_str())
+            .default_lease(lease)
+            .command_timeout(lease / 2)
+            .connect_timeout(lease / 2)
+            .build(),
+        "cluster" => lease::Client::cluster(urls.iter().cloned())
             .default_lease(lease)
             .command_timeout(lease / 2)
             .connect_timeout(lease / 2)
@@ -56,7 +62,7 @@ fn main() {
     let args: Vec<String> = std::env::args().skip(1).collect();
     if args.len() < 8 {
         eprintln!(
-            "usage: fault_client CLIENT HISTORY RESOURCE_URL single|redlock LEASE_MS RUN_MS THREADS URL..."
+            "usage: fault_client CLIENT HISTORY RESOURCE_URL single|redlock|cluster LEASE_MS RUN_MS THREADS URL..."
         );
         std::process::exit(64);
     }

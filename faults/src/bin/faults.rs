@@ -137,7 +137,7 @@ fn main() {
 
 fn row(outcome: &Outcome) -> String {
     let f = &outcome.findings;
-    let fenced = outcome.scenario.mode == scenario::Mode::Single;
+    let fenced = outcome.scenario.mode.fenced();
     let dash = |text: String| if fenced { text } else { "n/a".into() };
     format!(
         "| {} | {} | {} | {} | {} ({}) | {} ({:.1}) | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} |",
