@@ -15,6 +15,7 @@ pub(crate) mod server;
 use crate::error::Result;
 use crate::keys::LockKeys;
 use crate::pubsub::Waiters;
+use crate::scripts;
 use crate::state::LockState;
 use crate::watchdog::Renewer;
 use std::time::{Duration, Instant};
@@ -61,6 +62,26 @@ pub(crate) struct Release<'a> {
     pub(crate) hold: &'a str,
     pub(crate) id: &'a str,
     pub(crate) grant: Option<Grant<'a>>,
+}
+
+impl Release<'_> {
+    /// The release script's call for this release on `keys`, announcing a freed lock as
+    /// `announce` says.
+    pub(crate) fn call(&self, keys: &LockKeys, announce: scripts::Announce) -> scripts::Call {
+        let grant = self.grant.as_ref().map(|grant| scripts::Grant {
+            owner: grant.owner,
+            hold: grant.hold,
+            lease: grant.lease,
+        });
+        scripts::release(
+            keys,
+            self.owner,
+            self.hold,
+            self.id,
+            grant.as_ref(),
+            announce,
+        )
+    }
 }
 
 /// What a release came to.

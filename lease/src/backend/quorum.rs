@@ -228,22 +228,10 @@ impl Backend for Quorum {
     }
 
     fn release(&self, keys: &LockKeys, release: &Release<'_>, deadline: Instant) -> ReleaseOutcome {
-        let grant = release.grant.as_ref().map(|grant| scripts::Grant {
-            owner: grant.owner,
-            hold: grant.hold,
-            lease: grant.lease,
-        });
-        let call = scripts::release(
-            keys,
-            release.owner,
-            release.hold,
-            release.id,
-            grant.as_ref(),
-            Announce::Global,
-        );
+        let call = release.call(keys, Announce::Global);
         // Withdraws the grant where it went through but cannot stand; a silent master gets it
         // behind the release.
-        let withdraw = grant.as_ref().map(|grant| {
+        let withdraw = release.grant.as_ref().map(|grant| {
             scripts::release(
                 keys,
                 grant.owner,

@@ -88,19 +88,7 @@ pub(crate) fn release_on(
     deadline: Instant,
     announce: Announce,
 ) -> ReleaseOutcome {
-    let grant = release.grant.as_ref().map(|grant| scripts::Grant {
-        owner: grant.owner,
-        hold: grant.hold,
-        lease: grant.lease,
-    });
-    let call = scripts::release(
-        keys,
-        release.owner,
-        release.hold,
-        release.id,
-        grant.as_ref(),
-        announce,
-    );
+    let call = release.call(keys, announce);
     let once = || {
         via.call(deadline, |con| {
             let reply = call.run(con, &keys.lock)?;
