@@ -36,15 +36,19 @@ impl LockPeer for Lease {
         (0..threads).map(|_| Lease(client.clone())).collect()
     }
     fn with_lock(&mut self, name: &str, critical: &mut dyn FnMut()) {
-        let guard = self
-            .0
-            .lock(name)
-            .expect("valid name")
-            .lock()
-            .expect("acquired");
-        critical();
-        guard.unlock().expect("released");
+        lease_section(&self.0, name, critical);
     }
+}
+
+/// One critical section under `lease`'s lock `name`, on any deployment.
+fn lease_section(client: &lease::Client, name: &str, critical: &mut dyn FnMut()) {
+    let guard = client
+        .lock(name)
+        .expect("valid name")
+        .lock()
+        .expect("acquired");
+    critical();
+    guard.unlock().expect("released");
 }
 
 /// `lease` on a Redis Cluster (the URLs are seed nodes): one client shared by every thread.
@@ -61,14 +65,7 @@ impl LockPeer for LeaseCluster {
         (0..threads).map(|_| LeaseCluster(client.clone())).collect()
     }
     fn with_lock(&mut self, name: &str, critical: &mut dyn FnMut()) {
-        let guard = self
-            .0
-            .lock(name)
-            .expect("valid name")
-            .lock()
-            .expect("acquired");
-        critical();
-        guard.unlock().expect("released");
+        lease_section(&self.0, name, critical);
     }
 }
 
@@ -199,13 +196,6 @@ impl LockPeer for LeaseRedLock {
             .collect()
     }
     fn with_lock(&mut self, name: &str, critical: &mut dyn FnMut()) {
-        let guard = self
-            .0
-            .lock(name)
-            .expect("valid name")
-            .lock()
-            .expect("acquired");
-        critical();
-        guard.unlock().expect("released");
+        lease_section(&self.0, name, critical);
     }
 }
