@@ -126,6 +126,13 @@ impl Quorum {
     }
 }
 
+/// The release of a new hold `hold` of `owner` through its first acquisition, whose id is the
+/// hold's: it undoes an attempt or a grant wherever it went through, and changes nothing
+/// elsewhere.
+fn release_new_hold(keys: &LockKeys, owner: &str, hold: &str) -> Call {
+    scripts::release(keys, owner, hold, hold, None, Announce::Global)
+}
+
 impl Backend for Quorum {
     fn fenced(&self) -> bool {
         false
@@ -154,14 +161,7 @@ impl Backend for Quorum {
         );
         // Undoing it, whichever it came to on a master: a new hold, or a re-entry. Each names
         // this acquisition, which exists only where the attempt ran.
-        let undo_new = scripts::release(
-            keys,
-            attempt.owner,
-            attempt.id,
-            attempt.id,
-            None,
-            Announce::Global,
-        );
+        let undo_new = release_new_hold(keys, attempt.owner, attempt.id);
         let undo_reentry = attempt.reenter.map(|hold| {
             scripts::release(
                 keys,
@@ -231,16 +231,10 @@ impl Backend for Quorum {
         let call = release.call(keys, Announce::Global);
         // Withdraws the grant where it went through but cannot stand; a silent master gets it
         // behind the release.
-        let withdraw = release.grant.as_ref().map(|grant| {
-            scripts::release(
-                keys,
-                grant.owner,
-                grant.hold,
-                grant.hold,
-                None,
-                Announce::Global,
-            )
-        });
+        let withdraw = release
+            .grant
+            .as_ref()
+            .map(|grant| release_new_hold(keys, grant.owner, grant.hold));
         let on_silent: Vec<&Call> = withdraw.iter().collect();
         let all = self.all();
         let answers = fanout::exchange(
@@ -311,7 +305,7 @@ impl Backend for Quorum {
         hold: &str,
         deadline: Instant,
     ) -> Result<GrantFate> {
-        let withdraw = scripts::release(keys, owner, hold, hold, None, Announce::Global);
+        let withdraw = release_new_hold(keys, owner, hold);
         self.everywhere(&self.all(), &withdraw, deadline);
         Ok(GrantFate::Withdrawn)
     }
