@@ -6,7 +6,7 @@ mod tool;
 
 use redis::Commands;
 use std::fs;
-use std::process::{Command, Stdio};
+use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 use support::{client, wait_until, RedisServer};
 use tool::{finish, gone, lease, output, scratch, shell, spawn, stamps};
@@ -23,7 +23,7 @@ const STUBBORN: &str = "trap '' TERM; \
     echo $! > FILE.pid; wait";
 
 /// Starts the stubborn job under `lease --lease 2s`, and waits until it writes.
-fn stubborn_job(url: &str, beats: &std::path::Path) -> (std::process::Child, String) {
+fn stubborn_job(url: &str, beats: &std::path::Path) -> (Child, String) {
     let run = spawn(
         lease(url)
             .args(["--lease", "2s", "run", "job"])
@@ -61,12 +61,13 @@ fn kill(signal: &str, pid: u32) {
     assert!(sent.success());
 }
 
-#[test]
-fn a_job_is_stopped_before_a_second_copy_starts_when_lease_is_killed() {
-    let server = RedisServer::start();
+/// Starts a stubborn job under `lease run`, sends `lease` `signal`, and checks that the job
+/// wrote its last beat before a second `lease run` started its copy, and is gone. Hands back the
+/// first `lease` process.
+fn first_copy_stops_before_a_second_starts(server: &RedisServer, signal: &str) -> Child {
     let (_dir, beats) = scratch("beats");
     let (run, worker) = stubborn_job(&server.url(), &beats);
-    kill("-KILL", run.id());
+    kill(signal, run.id());
     let second = second_run_starts(&server.url());
     let last = *stamps(&beats).last().expect("stamps");
     assert!(
@@ -75,22 +76,20 @@ fn a_job_is_stopped_before_a_second_copy_starts_when_lease_is_killed() {
         (last - second) / 1_000_000
     );
     assert!(gone(&worker), "the first copy's worker {worker} still runs");
+    run
+}
+
+#[test]
+fn a_job_is_stopped_before_a_second_copy_starts_when_lease_is_killed() {
+    let server = RedisServer::start();
+    let mut run = first_copy_stops_before_a_second_starts(&server, "-KILL");
+    run.wait().expect("the killed lease reaped");
 }
 
 #[test]
 fn a_job_is_stopped_before_a_second_copy_starts_when_lease_is_frozen() {
     let server = RedisServer::start();
-    let (_dir, beats) = scratch("beats");
-    let (run, worker) = stubborn_job(&server.url(), &beats);
-    kill("-STOP", run.id());
-    let second = second_run_starts(&server.url());
-    let last = *stamps(&beats).last().expect("stamps");
-    assert!(
-        last < second,
-        "the first copy wrote {} ms after the second started",
-        (last - second) / 1_000_000
-    );
-    assert!(gone(&worker), "the first copy's worker {worker} still runs");
+    let run = first_copy_stops_before_a_second_starts(&server, "-STOP");
     // The dead-man's switch woke the frozen `lease`, which found its lease lost.
     let done = finish(run, Duration::from_secs(10));
     assert_eq!(done.status.code(), Some(LOST), "{done:?}");
