@@ -110,6 +110,17 @@ fn rand_suffix() -> u64 {
     RandomState::new().hash_one(Instant::now())
 }
 
+/// Types `lease --lease LEASE run job -- cat` at the shell, followed by `after` (` &` to start it
+/// in the background), and returns cat's process id once cat has written it.
+fn cat_under_lease(terminal: &Terminal, lease: &str, after: &str) -> String {
+    let (_dir, pid_file) = scratch("pid");
+    terminal.line(&format!(
+        "lease --lease {lease} run job -- sh -c 'echo $$ > {}; exec cat'{after}",
+        pid_file.display()
+    ));
+    pid_in(&pid_file)
+}
+
 fn pid_in(path: &Path) -> String {
     let deadline = Instant::now() + Duration::from_secs(15);
     loop {
@@ -140,12 +151,7 @@ fn wait_until(what: &str, limit: Duration, done: impl Fn() -> bool) {
 fn ctrl_z_stops_the_command_and_lease_and_a_lease_that_runs_out_kills_the_command() {
     let server = RedisServer::start();
     let terminal = Terminal::start(&server.url());
-    let (_dir, pid_file) = scratch("pid");
-    terminal.line(&format!(
-        "lease --lease 1s run job -- sh -c 'echo $$ > {}; exec cat'",
-        pid_file.display()
-    ));
-    let cat = pid_in(&pid_file);
+    let cat = cat_under_lease(&terminal, "1s", "");
     terminal.line("typed-at-cat");
     terminal.wait_for("cat echoing what was typed", |screen| {
         screen.matches("typed-at-cat").count() >= 2
@@ -174,12 +180,7 @@ fn ctrl_z_stops_the_command_and_lease_and_a_lease_that_runs_out_kills_the_comman
 fn fg_continues_the_command_with_the_terminal_while_the_lease_holds() {
     let server = RedisServer::start();
     let terminal = Terminal::start(&server.url());
-    let (_dir, pid_file) = scratch("pid");
-    terminal.line(&format!(
-        "lease --lease 10s run job -- sh -c 'echo $$ > {}; exec cat'",
-        pid_file.display()
-    ));
-    let cat = pid_in(&pid_file);
+    let cat = cat_under_lease(&terminal, "10s", "");
     terminal.keys(&["C-z"]);
     terminal.wait_for("the shell saying the job stopped", |screen| {
         screen.contains("Stopped")
@@ -209,12 +210,7 @@ fn fg_continues_the_command_with_the_terminal_while_the_lease_holds() {
 fn a_command_reading_the_terminal_from_the_background_does_not_keep_the_lease() {
     let server = RedisServer::start();
     let terminal = Terminal::start(&server.url());
-    let (_dir, pid_file) = scratch("pid");
-    terminal.line(&format!(
-        "lease --lease 1s run job -- sh -c 'echo $$ > {}; exec cat' &",
-        pid_file.display()
-    ));
-    let cat = pid_in(&pid_file);
+    let cat = cat_under_lease(&terminal, "1s", " &");
     // cat is stopped by SIGTTIN; lease stops too, and its lease runs out.
     wait_until("the command is killed", Duration::from_secs(10), || {
         gone(&cat)
