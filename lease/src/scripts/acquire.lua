@@ -28,12 +28,9 @@ if redis.call('exists', KEYS[1]) == 0 then
   redis.call('pexpire', KEYS[1], ARGV[1])
   return {1, 1, token}
 end
-local held = redis.pcall('hmget', KEYS[1], ':hold', ARGV[2], ':token')
-if held.err then
-  if is_wrong_type(held) then
-    return wrong_type(KEYS[1], 'lock (a hash)')
-  end
-  return held
+local held, unreadable = lock_fields(KEYS[1], ':hold', ARGV[2], ':token')
+if unreadable then
+  return unreadable
 end
 if ARGV[4] ~= '' and held[1] == ARGV[4] and held[2] then
   local holds = redis.call('hincrby', KEYS[1], ARGV[2], 1)

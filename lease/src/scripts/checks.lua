@@ -13,6 +13,19 @@ local function wrong_type(key, expected)
   return redis.error_reply('WRONGTYPE key ' .. key .. ' holds another type than a ' .. expected)
 end
 
+-- The fields `...` of the lock hash `key` (HMGET); or nil and an error reply if it cannot be
+-- read, a key of another type named as such.
+local function lock_fields(key, ...)
+  local fields = redis.pcall('hmget', key, ...)
+  if is_wrong_type(fields) then
+    return nil, wrong_type(key, 'lock (a hash)')
+  end
+  if fields.err then
+    return nil, fields
+  end
+  return fields, nil
+end
+
 -- An error reply unless `ms` is a lease in milliseconds the client could have sent, else nil.
 local function bad_lease(ms)
   if not string.match(ms, '^[1-9]%d*$') or #ms > 12 then

@@ -28,12 +28,9 @@ if err then
   return err
 end
 local acquisition = ':a:' .. ARGV[3]
-local state = redis.pcall('hmget', KEYS[1], ':hold', ARGV[1], acquisition)
-if state.err then
-  if is_wrong_type(state) then
-    return wrong_type(KEYS[1], 'lock (a hash)')
-  end
-  return state
+local state, unreadable = lock_fields(KEYS[1], ':hold', ARGV[1], acquisition)
+if unreadable then
+  return unreadable
 end
 if state[1] ~= ARGV[2] or not state[2] then
   if redis.pcall('get', KEYS[3]) == ARGV[3] then
