@@ -1,7 +1,7 @@
 //! A real Redis Cluster on loopback, for tests: masters and their replicas as `redis-server`
 //! processes (`--cluster-enabled yes`, a short node timeout), joined by
 //! `redis-cli --cluster create`, all killed on drop. It can fail a replica over, move a slot
-//! between masters, and pause, resume, kill and restart nodes.
+//! between masters, pause, resume, kill and restart nodes, and cut a replica off its master.
 //!
 //! Nodes are named by their client port. Every wait has a deadline and fails the test saying what
 //! it last saw; helpers that change the topology return once every answering node agrees on it.
@@ -216,6 +216,25 @@ impl RedisCluster {
     /// counts it as down, and a replica of a paused master takes over.
     pub fn pause(&self, port: u16) {
         self.server(port).pause();
+    }
+
+    /// Freezes the replica on `replica` (SIGSTOP) and cuts its replication link on its master
+    /// (`CLIENT KILL TYPE replica`), so that nothing the master acknowledges from now on reaches
+    /// it: what the master sent to a replica that is merely stopped would wait in its socket and
+    /// be applied when it resumes. Resumed ([`RedisCluster::resume`]) while its master runs, it
+    /// reconnects and catches up.
+    pub fn pause_replica(&self, replica: u16) {
+        let master = self
+            .nodes()
+            .into_iter()
+            .find(|node| node.port == replica)
+            .and_then(|node| node.master)
+            .unwrap_or_else(|| panic!("the node on port {replica} is not a replica"));
+        self.pause(replica);
+        let _: redis::Value = self
+            .server(master)
+            .query(redis::cmd("CLIENT").arg("KILL").arg("TYPE").arg("replica"))
+            .unwrap_or_else(|error| panic!("CLIENT KILL TYPE replica: {error}"));
     }
 
     /// Lets a paused node run again (SIGCONT). A master that was replaced meanwhile turns into a

@@ -1,7 +1,8 @@
 //! A Sentinel-managed primary for tests: one primary, one replica and three
 //! `redis-server --sentinel` processes on loopback (quorum 2, down after a few hundred
-//! milliseconds), all killed on drop. It can fail over on request (`SENTINEL FAILOVER`), kill the
-//! primary, and freeze the replica so that writes the primary acknowledges do not reach it.
+//! milliseconds), all killed on drop. It can fail over on request (`SENTINEL FAILOVER`), kill or
+//! freeze the primary, freeze the replica so that writes the primary acknowledges do not reach
+//! it, and stop writes while a test compares the two copies.
 //!
 //! Data servers are named by their port. Every wait has a deadline and fails the test saying what
 //! it last saw.
@@ -256,6 +257,17 @@ impl SentinelSet {
         primary
     }
 
+    /// Freezes the primary (SIGSTOP) and returns its port. The Sentinels fail over on their own
+    /// once it has not answered for [`SentinelSet::DOWN_AFTER`]. Resumed
+    /// ([`RedisServer::resume`]), it reports itself master until the Sentinels make it a replica
+    /// of the new primary, four hello periods (8 s) after they first see it do so;
+    /// [`SentinelSet::wait_replicated`] waits for that and for its sync.
+    pub fn freeze_primary(&self) -> u16 {
+        let primary = self.primary();
+        self.server(primary).pause();
+        primary
+    }
+
     /// Starts a killed data server again on its port, empty (as a server without persistence
     /// comes back), and makes it a replica of the current primary at once (`REPLICAOF`), so that
     /// the Sentinels never see an empty master among the replicas they may promote.
@@ -300,6 +312,32 @@ impl SentinelSet {
             .find(|server| server.is_paused())
             .expect("a paused replica");
         paused.resume();
+    }
+
+    /// Stops writes on the primary (`CLIENT PAUSE WRITE`), waits until the replica has applied
+    /// everything the primary wrote ([`SentinelSet::wait_replicated`]), calls `look` with the
+    /// primary and the replica, and lets writes go on (`CLIENT UNPAUSE`). While `look` runs both
+    /// hold the same data, so that a test can compare their copies of a key that clients keep
+    /// changing. Clients see a primary that holds their writes for that long.
+    pub fn with_writes_paused<T>(&self, look: impl FnOnce(&RedisServer, &RedisServer) -> T) -> T {
+        let (primary, replica) = (self.primary(), self.replica());
+        // The pause ends on its own should the test fail before `CLIENT UNPAUSE`.
+        let () = self
+            .server(primary)
+            .query(
+                redis::cmd("CLIENT")
+                    .arg("PAUSE")
+                    .arg(SETTLE.as_millis() as u64)
+                    .arg("WRITE"),
+            )
+            .unwrap_or_else(|error| panic!("CLIENT PAUSE WRITE: {error}"));
+        self.wait_replicated();
+        let seen = look(self.server(primary), self.server(replica));
+        let () = self
+            .server(primary)
+            .query(redis::cmd("CLIENT").arg("UNPAUSE"))
+            .unwrap_or_else(|error| panic!("CLIENT UNPAUSE: {error}"));
+        seen
     }
 
     /// Waits until the replica replicates the current primary with its link up and has applied

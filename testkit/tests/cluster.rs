@@ -168,3 +168,36 @@ fn a_paused_or_killed_master_is_replaced_by_its_replica_and_rejoins_as_a_replica
     cluster.wait_ok();
     assert_eq!(rejoined_as_replica_of(&cluster, killed), Some(its_replica));
 }
+
+#[test]
+fn a_forced_failover_to_a_replica_cut_off_loses_what_the_dead_master_acknowledged() {
+    let mut cluster = RedisCluster::start(3, 1);
+    let master = cluster.master_for_key("{forced}");
+    let replica = cluster.replicas_of(master)[0];
+    let () = cluster
+        .server(master)
+        .connection()
+        .set("{forced}", "before")
+        .expect("SET");
+    cluster.wait_ok();
+
+    cluster.pause_replica(replica);
+    let () = cluster
+        .server(master)
+        .connection()
+        .set("{forced}", "unreplicated")
+        .expect("SET");
+    cluster.kill(master);
+    cluster.resume(replica);
+    cluster.failover(replica, Failover::Force);
+    assert_eq!(cluster.master_for_key("{forced}"), replica);
+    assert_eq!(
+        get(&cluster, replica, "{forced}").expect("GET").as_deref(),
+        Some("before"),
+        "the write made while the replica was cut off is lost"
+    );
+
+    cluster.start_again(master);
+    cluster.wait_ok();
+    assert_eq!(cluster.replicas_of(replica), vec![master]);
+}

@@ -1,5 +1,6 @@
-//! A Sentinel-managed primary started by testkit: a failover on request changes the primary, and
-//! a write the primary acknowledged while the replica was paused is lost when the primary dies.
+//! A Sentinel-managed primary started by testkit: a failover on request changes the primary, a
+//! write the primary acknowledged while the replica was paused is lost when the primary dies, and
+//! a primary frozen past the Sentinels' patience comes back as a replica of the new one.
 
 use redis::Commands;
 use testkit::SentinelSet;
@@ -68,4 +69,40 @@ fn a_write_acknowledged_while_the_replica_is_paused_is_lost_when_the_primary_die
     set.wait_replicated();
     assert_eq!(role(&set, old), "slave");
     assert_eq!(get(&set, old, "before").as_deref(), Some("1"));
+}
+
+#[test]
+fn a_frozen_primary_is_failed_over_and_comes_back_as_a_replica_with_the_new_data() {
+    let set = SentinelSet::start();
+    let replica = set.replica();
+    let () = set
+        .server(set.primary())
+        .connection()
+        .set("k", "old")
+        .expect("SET");
+    set.wait_replicated();
+
+    let old = set.freeze_primary();
+    assert_eq!(set.wait_primary_changed(old), replica);
+    let () = set
+        .server(replica)
+        .connection()
+        .set("k", "new")
+        .expect("SET");
+    set.server(old).resume();
+    set.wait_replicated();
+    assert_eq!(role(&set, old), "slave");
+
+    let copies = set.with_writes_paused(|primary, replica| {
+        let get = |server: &testkit::RedisServer| -> Option<String> {
+            server.connection().get("k").expect("GET")
+        };
+        (get(primary), get(replica))
+    });
+    assert_eq!(copies, (Some("new".into()), Some("new".into())));
+    let () = set
+        .server(replica)
+        .connection()
+        .set("k", "written after the pause")
+        .expect("writes go on after the look");
 }
