@@ -3,7 +3,7 @@
 
 use crate::backend::cluster::{Cluster, PoolSettings, Routes};
 use crate::backend::{quorum, server::Server, Backend};
-use crate::conn::{redact, tls_config, Endpoint, TlsFiles};
+use crate::conn::{redact, tls_config, Endpoint, Sentinels, TlsFiles};
 use crate::error::{Error, Result};
 use crate::holds::LiveHolds;
 use crate::keys::LockKeys;
@@ -13,6 +13,7 @@ use crate::owner::{self, Ids};
 use crate::policy::{check_lease, check_timeout};
 use crate::pool::Pool;
 use crate::pubsub::Waiters;
+use crate::scripts::Acks;
 use crate::unsettled::UnsettledReleases;
 use crate::watchdog::{self, Watchdog, WatchdogMetrics};
 use std::sync::Arc;
@@ -107,6 +108,41 @@ impl Client {
         ))
     }
 
+    /// Settings for a client of a primary that Redis Sentinel manages: `master` is the name the
+    /// Sentinels monitor it under, `sentinels` the URLs of some or all of them
+    /// (`redis://host:26379`). The client asks them for the primary each time it connects, and
+    /// takes a primary only if a majority of the given Sentinels answer; it follows failovers
+    /// for lock calls, renewals and the waiters' pub/sub connection. The URLs' login (user and
+    /// password, or [`ClientBuilder::password`]) and transport (`rediss://`) are used for the
+    /// Sentinels and the data servers alike, and their database for the data servers.
+    ///
+    /// Fencing tokens carry the Sentinels' configuration epoch of the primary in their high
+    /// bits, so that they rise across every failover, also one whose primary never replicated
+    /// the last tokens it handed out.
+    ///
+    /// ```no_run
+    /// use std::time::Duration;
+    /// use lease::Client;
+    ///
+    /// let sentinels = ["redis://10.0.0.1:26379", "redis://10.0.0.2:26379", "redis://10.0.0.3:26379"];
+    /// let client = Client::sentinel("mymaster", sentinels)
+    ///     .replica_acks(1, Duration::from_millis(200))
+    ///     .build()?;
+    /// let guard = client.lock("billing/invoices")?.lock()?;
+    /// guard.unlock()?;
+    /// # Ok::<(), lease::Error>(())
+    /// ```
+    pub fn sentinel<I, S>(master: &str, sentinels: I) -> ClientBuilder
+    where
+        I: IntoIterator<Item = S>,
+        S: Into<String>,
+    {
+        ClientBuilder::new(Topology::Sentinel {
+            master: master.to_owned(),
+            urls: sentinels.into_iter().map(Into::into).collect(),
+        })
+    }
+
     /// Settings for a client that takes each lock on a quorum of independent masters (RedLock),
     /// each given by its URL. A master that is down when the client is built is allowed: it
     /// counts as a failed vote until it answers. Its locks have no fencing tokens.
@@ -177,6 +213,7 @@ enum Topology {
     Server(String),
     Cluster(Vec<String>),
     RedLock(Vec<String>),
+    Sentinel { master: String, urls: Vec<String> },
 }
 
 /// Settings for a [`Client`], from [`Client::builder`] or [`Client::redlock`]. Every setting is
@@ -198,13 +235,14 @@ pub struct ClientBuilder {
     retry_delay: Option<Duration>,
     password: Option<String>,
     tls: TlsFiles,
+    acks: Option<Acks>,
 }
 
 impl std::fmt::Debug for ClientBuilder {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         let urls: Vec<String> = match &self.topology {
             Topology::Server(url) => vec![redact(url)],
-            Topology::Cluster(urls) | Topology::RedLock(urls) => {
+            Topology::Cluster(urls) | Topology::RedLock(urls) | Topology::Sentinel { urls, .. } => {
                 urls.iter().map(|url| redact(url)).collect()
             }
         };
@@ -236,6 +274,7 @@ impl ClientBuilder {
             retry_delay: None,
             password: None,
             tls: TlsFiles::default(),
+            acks: None,
         }
     }
 
@@ -268,7 +307,9 @@ impl ClientBuilder {
     fn endpoints(&self) -> Result<Vec<Endpoint>> {
         let urls: Vec<&String> = match &self.topology {
             Topology::Server(url) => vec![url],
-            Topology::Cluster(urls) | Topology::RedLock(urls) => urls.iter().collect(),
+            Topology::Cluster(urls) | Topology::RedLock(urls) | Topology::Sentinel { urls, .. } => {
+                urls.iter().collect()
+            }
         };
         let mut endpoints = Vec::with_capacity(urls.len());
         let mut tls = None;
@@ -344,6 +385,27 @@ impl ClientBuilder {
         self
     }
 
+    /// Requires every acquisition, renewal and release to reach `replicas` replicas of the
+    /// primary within `timeout` (`WAIT` behind each script call) before it counts. An
+    /// acquisition that is not acknowledged in time is undone and fails with
+    /// [`Error::NotReplicated`], never handed out; a renewal that is not counts as not made (the
+    /// watchdog tries again before the lease's deadline); a release that is not is reported and
+    /// sent again before the same owner takes the lock again. A release never hands the lock
+    /// straight to a waiting thread of the client then: the waiter acquires it itself.
+    ///
+    /// This makes an acknowledged hold survive the failover of a primary to one of those
+    /// replicas; it is not consensus: a replica that acknowledged and then lost the write (a
+    /// restart without persistence) or a promotion of a replica that did not acknowledge can
+    /// still lose a hold. See the guarantees in the crate documentation. `timeout` must be below
+    /// the command timeout. Not for RedLock.
+    pub fn replica_acks(mut self, replicas: usize, timeout: Duration) -> Self {
+        self.acks = Some(Acks {
+            replicas: u64::try_from(replicas).unwrap_or(u64::MAX),
+            timeout,
+        });
+        self
+    }
+
     /// RedLock only: how many masters must grant a lock, from N/2+1 (the default) to N.
     pub fn quorum(mut self, quorum: usize) -> Self {
         self.quorum = Some(quorum);
@@ -381,6 +443,7 @@ impl ClientBuilder {
                 "quorum and retry_delay are RedLock settings (Client::redlock)".into(),
             ));
         }
+        let acks = self.acks()?;
         let backend: Box<dyn Backend> = match &self.topology {
             Topology::Cluster(_) => {
                 if endpoints.is_empty() {
@@ -404,6 +467,7 @@ impl ClientBuilder {
                         max_idle: self.pool_size,
                         connect_timeout: self.connect_timeout,
                         command_timeout: self.command_timeout,
+                        acks,
                     },
                 );
                 Box::new(Cluster::new(routes, place))
@@ -418,7 +482,17 @@ impl ClientBuilder {
                     self.connect_timeout,
                     self.command_timeout,
                 );
-                Box::new(Server::new(pool))
+                Box::new(Server::new(pool.with_acks(acks)))
+            }
+            Topology::Sentinel { master, .. } => {
+                let sentinels = Sentinels::new(endpoints, master)?;
+                let pool = Pool::sentinel(
+                    sentinels,
+                    self.pool_size,
+                    self.connect_timeout,
+                    self.command_timeout,
+                );
+                Box::new(Server::new(pool.with_acks(acks)))
             }
             Topology::RedLock(_) => Box::new(self.quorum_backend(endpoints, &id)?),
         };
@@ -443,6 +517,33 @@ impl ClientBuilder {
                 prefix: self.prefix,
             }),
         })
+    }
+
+    /// The replica acknowledgements asked for, checked against the topology and the command
+    /// timeout.
+    fn acks(&self) -> Result<Option<Acks>> {
+        let Some(acks) = self.acks else {
+            return Ok(None);
+        };
+        if matches!(self.topology, Topology::RedLock(_)) {
+            return Err(Error::InvalidArgument(
+                "replica acknowledgements are not for RedLock, whose masters vote instead".into(),
+            ));
+        }
+        if acks.replicas == 0 {
+            return Err(Error::InvalidArgument(
+                "replica acknowledgements: at least one replica is needed (or leave them off)"
+                    .into(),
+            ));
+        }
+        if acks.timeout.is_zero() || acks.timeout >= self.command_timeout {
+            return Err(Error::InvalidArgument(format!(
+                "replica acknowledgements: the wait ({:?}) must be above zero and below the \
+                 command timeout ({:?}), which it is part of",
+                acks.timeout, self.command_timeout
+            )));
+        }
+        Ok(Some(acks))
     }
 
     fn quorum_backend(&self, endpoints: Vec<Endpoint>, id: &str) -> Result<quorum::Quorum> {

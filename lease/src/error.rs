@@ -17,6 +17,19 @@ pub enum Error {
         /// How long the call waited.
         waited: Duration,
     },
+    /// The call was applied on the primary, but fewer of its replicas acknowledged it in time
+    /// than the client requires ([`ClientBuilder::replica_acks`](crate::ClientBuilder::replica_acks)),
+    /// so a failover could lose it. An acquisition is undone before this is returned and is never
+    /// handed out; a release is sent again before the same owner takes the lock again.
+    #[error("lock {name:?}: {acked} of {wanted} replicas acknowledged in time")]
+    NotReplicated {
+        /// The lock's name.
+        name: String,
+        /// How many replicas acknowledged.
+        acked: u64,
+        /// How many the client requires.
+        wanted: u64,
+    },
     /// Redis could not be reached, did not answer by the call's deadline, or answered that it
     /// cannot serve now (loading its data, busy with a script, a failover in progress). The
     /// operation may or may not have taken effect. Retrying later may succeed.
@@ -90,6 +103,8 @@ const TRANSIENT: &[&str] = &[
     "READONLY",
     "NOREPLICAS",
     "UNBLOCKED",
+    // The connection's fencing epoch is behind the server's counter: read it again.
+    "EPOCH",
 ];
 
 impl Error {

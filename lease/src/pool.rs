@@ -1,14 +1,23 @@
 //! A small pool of connections to one server, so that threads do not queue on one connection. It
 //! keeps at most `max_idle` idle connections and opens more when all are in use. Every call made
-//! through it ends by one deadline, connecting included.
+//! through it ends by one deadline, connecting included. A connection that fails takes the idle
+//! ones with it: they are most likely to the same server that just went away (restarted, or no
+//! longer the primary), and each would fail a call of its own.
+//!
+//! The server is at a fixed address, or is the primary a majority of Sentinels name: each new
+//! connection then asks them first, checks that the server it reaches says it is the primary,
+//! and asks them again, so that the epoch the connection's tokens are drawn in is one in which
+//! that server was the primary after the connection was opened (Sentinels close every client
+//! connection of a server they reconfigure).
 //!
 //! The first connection also asks the server how it evicts keys: a lock is safe only on a server
 //! that never evicts (`maxmemory-policy noeviction`), and the pool says so once, at warn, if it
 //! finds another policy. A server that refuses to tell (`CONFIG` is often renamed or denied) is
 //! not complained about.
 
-use crate::conn::{Conn, Endpoint};
+use crate::conn::{io_error, is_primary, Conn, Endpoint, Sentinels};
 use crate::error::{Error, Result};
+use crate::scripts::{Acks, Epoch};
 use parking_lot::Mutex;
 use redis::Value;
 use std::ops::{Deref, DerefMut};
@@ -35,8 +44,18 @@ impl Identity {
 /// Told the identity of every new connection's server; refusing it refuses the connection.
 pub(crate) type IdentityCheck = Arc<dyn Fn(&Identity) -> Result<()> + Send + Sync>;
 
+/// Where a pool's connections go.
+enum Target {
+    /// One server, whose tokens are drawn in `epoch`.
+    Fixed { endpoint: Endpoint, epoch: Epoch },
+    /// The primary the Sentinels name, whose tokens are drawn in the epoch it was promoted in.
+    Sentinel(Sentinels),
+}
+
 pub(crate) struct Pool {
-    endpoint: Endpoint,
+    target: Target,
+    /// The replica acknowledgements every write through the pool waits for.
+    acks: Option<Acks>,
     idle: Mutex<Vec<Conn>>,
     max_idle: usize,
     connect_timeout: Duration,
@@ -53,8 +72,33 @@ impl Pool {
         connect_timeout: Duration,
         command_timeout: Duration,
     ) -> Self {
-        Pool {
+        let target = Target::Fixed {
             endpoint,
+            epoch: Epoch::None,
+        };
+        Pool::to(target, max_idle, connect_timeout, command_timeout)
+    }
+
+    /// A pool of connections to the primary `sentinels` name.
+    pub(crate) fn sentinel(
+        sentinels: Sentinels,
+        max_idle: usize,
+        connect_timeout: Duration,
+        command_timeout: Duration,
+    ) -> Self {
+        let target = Target::Sentinel(sentinels);
+        Pool::to(target, max_idle, connect_timeout, command_timeout)
+    }
+
+    fn to(
+        target: Target,
+        max_idle: usize,
+        connect_timeout: Duration,
+        command_timeout: Duration,
+    ) -> Self {
+        Pool {
+            target,
+            acks: None,
             idle: Mutex::new(Vec::new()),
             max_idle,
             connect_timeout,
@@ -70,8 +114,31 @@ impl Pool {
         self
     }
 
-    pub(crate) fn endpoint(&self) -> &Endpoint {
-        &self.endpoint
+    /// Draws the tokens of a fixed server in `epoch` (a cluster node's own).
+    pub(crate) fn with_epoch(mut self, epoch: Epoch) -> Self {
+        if let Target::Fixed { epoch: fixed, .. } = &mut self.target {
+            *fixed = epoch;
+        }
+        self
+    }
+
+    /// Has every acquisition, release and renewal through the pool wait for `acks`.
+    pub(crate) fn with_acks(mut self, acks: Option<Acks>) -> Self {
+        self.acks = acks;
+        self
+    }
+
+    /// The replica acknowledgements writes wait for.
+    pub(crate) fn acks(&self) -> Option<Acks> {
+        self.acks
+    }
+
+    /// The server or deployment, as shown to people: passwords hidden.
+    pub(crate) fn shown(&self) -> &str {
+        match &self.target {
+            Target::Fixed { endpoint, .. } => endpoint.shown(),
+            Target::Sentinel(sentinels) => sentinels.shown(),
+        }
     }
 
     pub(crate) fn command_timeout(&self) -> Duration {
@@ -87,8 +154,15 @@ impl Pool {
     /// calls end by `deadline` until it is given another.
     pub(crate) fn open(&self, deadline: Instant) -> Result<Conn> {
         let connect_by = deadline.min(crate::policy::after(self.connect_timeout));
-        let mut conn =
-            Conn::open(&self.endpoint, connect_by).map_err(Error::unavailable_or_refused)?;
+        let mut conn = match &self.target {
+            Target::Fixed { endpoint, epoch } => {
+                let mut conn =
+                    Conn::open(endpoint, connect_by).map_err(Error::unavailable_or_refused)?;
+                conn.set_epoch(*epoch);
+                conn
+            }
+            Target::Sentinel(sentinels) => open_primary(sentinels, connect_by)?,
+        };
         if !self.policy_checked.swap(true, Ordering::Relaxed) {
             self.check_eviction_policy(&mut conn)?;
         }
@@ -116,7 +190,7 @@ impl Pool {
                     log::warn!(
                         "redis at {} evicts keys (maxmemory-policy {}): locks are safe only with \
                          noeviction, since an evicted lock can be taken twice",
-                        self.endpoint.shown(),
+                        self.shown(),
                         String::from_utf8_lossy(policy)
                     );
                 }
@@ -167,6 +241,42 @@ impl Pool {
         let mut conn = self.get(deadline)?;
         op(&mut conn)
     }
+}
+
+/// A connection to the primary `sentinels` name, opened by `deadline`, with the epoch of its
+/// tokens: the primary is looked up, its server asked whether it is the primary, and the
+/// Sentinels asked again, which must name the same server.
+fn open_primary(sentinels: &Sentinels, deadline: Instant) -> Result<Conn> {
+    let primary = sentinels.locate(deadline)?;
+    let mut conn =
+        Conn::open(&primary.endpoint, deadline).map_err(Error::unavailable_or_refused)?;
+    conn.set_deadline(deadline);
+    let gone = |why: String| Error::Unavailable(io_error(std::io::ErrorKind::NotConnected, why));
+    if !is_primary(&mut conn)? {
+        return Err(gone(format!(
+            "{} is not the primary (any more)",
+            primary.endpoint.shown()
+        )));
+    }
+    let confirmed = sentinels.locate(deadline)?;
+    if confirmed.endpoint.addr != primary.endpoint.addr {
+        return Err(gone(format!(
+            "the primary moved from {} to {} while connecting",
+            primary.endpoint.shown(),
+            confirmed.endpoint.shown()
+        )));
+    }
+    if confirmed.epoch > Epoch::MAX {
+        return Err(Error::Refused(redis::make_extension_error(
+            "EPOCH".into(),
+            Some(format!(
+                "the Sentinels' configuration epoch {} is past the largest a token can carry",
+                confirmed.epoch
+            )),
+        )));
+    }
+    conn.set_epoch(Epoch::Known(confirmed.epoch));
+    Ok(conn)
 }
 
 /// How an operation reaches a server: through its pool, and after `ASKING` when a cluster
@@ -228,7 +338,9 @@ impl Drop for Pooled<'_> {
     fn drop(&mut self) {
         if let Some(conn) = self.conn.take() {
             let mut idle = self.pool.idle.lock();
-            if conn.is_usable() && idle.len() < self.pool.max_idle {
+            if !conn.is_usable() {
+                idle.clear();
+            } else if idle.len() < self.pool.max_idle {
                 idle.push(conn);
             }
         }

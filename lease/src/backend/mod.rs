@@ -66,8 +66,13 @@ pub(crate) struct Release<'a> {
 
 impl Release<'_> {
     /// The release script's call for this release on `keys`, announcing a freed lock as
-    /// `announce` says.
-    pub(crate) fn call(&self, keys: &LockKeys, announce: scripts::Announce) -> scripts::Call {
+    /// `announce` says, a grant's token drawn in `epoch`.
+    pub(crate) fn call(
+        &self,
+        keys: &LockKeys,
+        announce: scripts::Announce,
+        epoch: scripts::Epoch,
+    ) -> scripts::Call {
         let grant = self.grant.as_ref().map(|grant| scripts::Grant {
             owner: grant.owner,
             hold: grant.hold,
@@ -80,7 +85,18 @@ impl Release<'_> {
             self.id,
             grant.as_ref(),
             announce,
+            epoch,
         )
+    }
+
+    /// The same release, handing the lock to nobody.
+    pub(crate) fn without_grant(&self) -> Release<'_> {
+        Release {
+            owner: self.owner,
+            hold: self.hold,
+            id: self.id,
+            grant: None,
+        }
     }
 }
 

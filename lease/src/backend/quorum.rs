@@ -15,7 +15,7 @@ use crate::error::{Error, Result};
 use crate::keys::LockKeys;
 use crate::pool::{Identity, Pool};
 use crate::pubsub::Waiters;
-use crate::scripts::{self, Acquire, Announce, Call};
+use crate::scripts::{self, Acquire, Announce, Call, Epoch};
 use crate::state::LockState;
 use crate::watchdog::{Pending, Renewed, Renewer};
 use parking_lot::Mutex;
@@ -130,7 +130,7 @@ impl Quorum {
 /// hold's: it undoes an attempt or a grant wherever it went through, and changes nothing
 /// elsewhere.
 fn release_new_hold(keys: &LockKeys, owner: &str, hold: &str) -> Call {
-    scripts::release(keys, owner, hold, hold, None, Announce::Global)
+    scripts::release(keys, owner, hold, hold, None, Announce::Global, Epoch::None)
 }
 
 impl Backend for Quorum {
@@ -158,6 +158,7 @@ impl Backend for Quorum {
             attempt.lease,
             attempt.id,
             attempt.reenter,
+            Epoch::None,
         );
         // Undoing it, whichever it came to on a master: a new hold, or a re-entry. Each names
         // this acquisition, which exists only where the attempt ran.
@@ -170,6 +171,7 @@ impl Backend for Quorum {
                 attempt.id,
                 None,
                 Announce::Global,
+                Epoch::None,
             )
         });
         let undo: Vec<&Call> = std::iter::once(&undo_new).chain(&undo_reentry).collect();
@@ -228,7 +230,7 @@ impl Backend for Quorum {
     }
 
     fn release(&self, keys: &LockKeys, release: &Release<'_>, deadline: Instant) -> ReleaseOutcome {
-        let call = release.call(keys, Announce::Global);
+        let call = release.call(keys, Announce::Global, Epoch::None);
         // Withdraws the grant where it went through but cannot stand; a silent master gets it
         // behind the release.
         let withdraw = release
@@ -332,7 +334,7 @@ impl Backend for Quorum {
                 .pool
                 .call(self.deadline(deadline), |con| scripts::inspect(con, keys))
             {
-                Ok(view) => views.push((master.pool.endpoint().shown().to_owned(), view)),
+                Ok(view) => views.push((master.pool.shown().to_owned(), view)),
                 Err(error) => last_error = Some(error),
             }
         }

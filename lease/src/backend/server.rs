@@ -7,7 +7,7 @@ use crate::error::{Error, Result};
 use crate::keys::LockKeys;
 use crate::pool::{Pool, Via};
 use crate::pubsub::Waiters;
-use crate::scripts::{self, Acquire, Announce};
+use crate::scripts::{self, Acks, Acquire, Announce, Call, Epoch};
 use crate::state::LockState;
 use crate::watchdog::{Pending, Renewed, Renewer};
 use std::sync::Arc;
@@ -34,12 +34,33 @@ impl Server {
 /// is undone at once. Each release names the attempt's acquisition, which exists only if the
 /// attempt ran, so neither can touch anything else.
 fn undo(keys: &LockKeys, attempt: &Attempt<'_>, announce: Announce) -> Vec<u8> {
-    let release = |hold| scripts::release(keys, attempt.owner, hold, attempt.id, None, announce);
-    let mut bytes = release(attempt.id).bytes();
+    let mut bytes = undo_in(keys, attempt, announce, attempt.id).bytes();
     if let Some(hold) = attempt.reenter {
-        bytes.extend(release(hold).bytes());
+        bytes.extend(undo_in(keys, attempt, announce, hold).bytes());
     }
     bytes
+}
+
+/// The release of `attempt`'s acquisition in the hold `hold`.
+fn undo_in(keys: &LockKeys, attempt: &Attempt<'_>, announce: Announce, hold: &str) -> Call {
+    scripts::release(
+        keys,
+        attempt.owner,
+        hold,
+        attempt.id,
+        None,
+        announce,
+        Epoch::None,
+    )
+}
+
+/// `Error::NotReplicated` for the lock of `keys`.
+fn not_replicated(keys: &LockKeys, acks: Acks, acked: u64) -> Error {
+    Error::NotReplicated {
+        name: keys.name.clone(),
+        acked,
+        wanted: acks.replicas,
+    }
 }
 
 fn attempted(reply: Acquire) -> Attempted {
@@ -67,9 +88,31 @@ pub(crate) fn attempt_on(
         attempt.lease,
         attempt.id,
         attempt.reenter,
+        con.epoch(),
     );
-    match call.run(&mut con, &keys.lock) {
-        Ok(reply) => scripts::parse_acquire(&reply).map(attempted),
+    let acks = via.pool.acks();
+    match call.run_acked(&mut con, &keys.lock, acks) {
+        Ok((reply, acked)) => {
+            let attempted = scripts::parse_acquire(&reply).map(attempted)?;
+            let (Some(acks), Some(acked)) = (acks, acked) else {
+                return Ok(attempted);
+            };
+            match attempted {
+                Attempted::Acquired { holds, .. } if !acks.met(acked) => {
+                    // Not handed out: undone on the primary, which is still there to undo it.
+                    let hold = match (holds, attempt.reenter) {
+                        (1, _) | (_, None) => attempt.id,
+                        (_, Some(hold)) => hold,
+                    };
+                    let undone = undo_in(keys, attempt, announce, hold).run(&mut con, &keys.lock);
+                    if let Err(error) = undone {
+                        log::warn!("undoing an unacknowledged acquisition of {:?}: {error}; it lapses with its lease", keys.name);
+                    }
+                    Err(not_replicated(keys, acks, acked))
+                }
+                _ => Ok(attempted),
+            }
+        }
         Err(error) => {
             if error.is_unavailable() {
                 con.send_behind(&undo(keys, attempt, announce));
@@ -88,11 +131,28 @@ pub(crate) fn release_on(
     deadline: Instant,
     announce: Announce,
 ) -> ReleaseOutcome {
-    let call = release.call(keys, announce);
+    let acks = via.pool.acks();
+    // A grant would hand out a hold that no replica has: with acknowledgements required, the
+    // waiter takes the lock by an acquisition of its own instead.
+    let stripped;
+    let release = match acks {
+        Some(_) => {
+            stripped = release.without_grant();
+            &stripped
+        }
+        None => release,
+    };
     let once = || {
         via.call(deadline, |con| {
-            let reply = call.run(con, &keys.lock)?;
-            scripts::parse_release(&reply)
+            let call = release.call(keys, announce, con.epoch());
+            let (reply, acked) = call.run_acked(con, &keys.lock, acks)?;
+            let released = scripts::parse_release(&reply)?;
+            match (acks, acked) {
+                (Some(acks), Some(acked)) if !acks.met(acked) => {
+                    Err(not_replicated(keys, acks, acked))
+                }
+                _ => Ok(released),
+            }
         })
     };
     let mut outcome = once();
@@ -101,7 +161,12 @@ pub(crate) fn release_on(
         outcome = once();
     }
     ReleaseOutcome {
-        settled: !matches!(&outcome, Err(error) if error.is_unavailable()),
+        // A release the replicas did not acknowledge may be lost with the primary: it is sent
+        // again, like one that got no answer.
+        settled: !matches!(
+            &outcome,
+            Err(Error::Unavailable(_) | Error::NotReplicated { .. })
+        ),
         released: outcome.map(|released| match released {
             scripts::Release::Applied { holds_left } => Released::Applied { holds_left },
             scripts::Release::Granted { token, subscribers } => Released::Granted {
@@ -143,7 +208,7 @@ impl Backend for Server {
     }
 
     fn place(&self) -> &str {
-        self.pool.endpoint().shown()
+        self.pool.shown()
     }
 
     fn call_timeout(&self) -> Duration {
@@ -193,7 +258,7 @@ impl Backend for Server {
         let mut state = self
             .pool
             .call(deadline, |con| scripts::inspect(con, keys))?;
-        state.node = Some(self.pool.endpoint().shown().to_owned());
+        state.node = Some(self.pool.shown().to_owned());
         Ok(state)
     }
 
@@ -232,9 +297,18 @@ impl OneServer {
             None => self.connection.insert(self.pool.open(deadline)?),
         };
         let renewals: Vec<scripts::Renewal<'_>> = leases.iter().map(Pending::renewal).collect();
-        let outcome = scripts::renew(&renewals)
-            .run(con, "")
-            .and_then(|reply| scripts::parse_renew(&reply, leases.len()));
+        let acks = self.pool.acks();
+        let outcome =
+            scripts::renew(&renewals)
+                .run_acked(con, "", acks)
+                .and_then(|(reply, acked)| match (acks, acked) {
+                    (Some(acks), Some(acked)) if !acks.met(acked) => Err(Error::NotReplicated {
+                        name: format!("{} leases", leases.len()),
+                        acked,
+                        wanted: acks.replicas,
+                    }),
+                    _ => scripts::parse_renew(&reply, leases.len()),
+                });
         if !con.is_usable() {
             // Its state is unknown: the next call starts on a fresh connection.
             self.connection = None;

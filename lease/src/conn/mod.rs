@@ -8,16 +8,20 @@
 //! `Pipeline` and the typed commands.
 //!
 //! A call that fails, or does not finish by its deadline, leaves the connection closed: a late
-//! reply must never be read as the answer to the next call.
+//! reply must never be read as the answer to the next call. So does a reply that says the server
+//! is a replica (`READONLY`, `MASTERDOWN`): the next call must go to the primary.
 
 mod endpoint;
 mod resolve;
+mod sentinel;
 mod stream;
 mod tls;
 
 pub(crate) use endpoint::{redact, Addr, Endpoint};
+pub(crate) use sentinel::{is_primary, Sentinels};
 pub(crate) use tls::{config as tls_config, TlsFiles};
 
+use crate::scripts::Epoch;
 use redis::{ConnectionLike, RedisError, RedisResult, Value};
 use std::io::{self, Write};
 use std::net::TcpStream;
@@ -41,6 +45,8 @@ pub(crate) struct Conn {
     asking: bool,
     /// Replies to read and drop before the next one is returned (those of `ASKING`).
     skip: usize,
+    /// The epoch of the fencing tokens the server hands out on this connection.
+    epoch: Epoch,
 }
 
 impl Conn {
@@ -59,6 +65,7 @@ impl Conn {
             open: true,
             asking: false,
             skip: 0,
+            epoch: Epoch::None,
         };
         let mut login = Vec::new();
         if let Some(password) = &endpoint.password {
@@ -76,6 +83,17 @@ impl Conn {
             reply.extract_error()?;
         }
         Ok(conn)
+    }
+
+    /// The epoch of the fencing tokens handed out on this connection.
+    pub(crate) fn epoch(&self) -> Epoch {
+        self.epoch
+    }
+
+    /// Sets the epoch of the fencing tokens handed out on this connection: the one the server
+    /// was found to be the primary in when it was opened.
+    pub(crate) fn set_epoch(&mut self, epoch: Epoch) {
+        self.epoch = epoch;
     }
 
     /// Sets the deadline of the calls that follow.
@@ -148,7 +166,15 @@ impl Conn {
             self.skip -= 1;
         }
         let value = self.parser.parse_value(&mut self.stream);
-        self.closed_on_error(value)
+        let value = self.closed_on_error(value)?;
+        if let Value::ServerError(error) = &value {
+            if matches!(error.code(), "READONLY" | "MASTERDOWN") {
+                // A replica (a primary turned replica by a failover, its clients not cut off):
+                // no lock call can succeed here, and the next ones must look for the primary.
+                self.open = false;
+            }
+        }
+        Ok(value)
     }
 
     /// Reads the next message if one is complete by the deadline: `Ok(None)` otherwise, which

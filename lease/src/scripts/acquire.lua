@@ -8,12 +8,15 @@
 -- ARGV[2]  owner id
 -- ARGV[3]  this acquisition's id, unique; also the hold's id if the lock is free
 -- ARGV[4]  the id of the hold the caller holds and may re-enter, or ''
+-- ARGV[5]  the epoch of the tokens: '' (none), a whole number, or 'cluster' (see checks.lua);
+--          a new hold's token is one above the counter, or the epoch's first if that is higher
 -- Reply    {1, 1, token}       acquired as a new hold with the next fencing token
 --          {1, holds, token}   re-entered (holds > 1): the hold keeps its token, and its lease
 --                              is extended to ARGV[1] if less than that is left
 --          {0, ttl}            held by another hold (-1: without expiry); that may be an earlier
 --                              hold of the same owner that the caller does not name
--- Errors   WRONGTYPE, BADVALUE, ERR (invalid lease): before any write
+-- Errors   WRONGTYPE, BADVALUE, ERR (invalid lease or epoch), EPOCH (the counter is past the
+--          epoch's tokens): before any write
 local err = bad_lease(ARGV[1])
 if err then
   return err
@@ -23,7 +26,11 @@ if bad then
   return bad
 end
 if redis.call('exists', KEYS[1]) == 0 then
-  local token = next_token(KEYS[2], last)
+  local token, behind = token_after(last, ARGV[5])
+  if behind then
+    return behind
+  end
+  redis.call('set', KEYS[2], token)
   redis.call('hset', KEYS[1], ARGV[2], 1, ':hold', ARGV[3], ':token', token, ':a:' .. ARGV[3], 1)
   redis.call('pexpire', KEYS[1], ARGV[1])
   return {1, 1, token}

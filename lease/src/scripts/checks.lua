@@ -73,8 +73,57 @@ local function increment(digits)
   return string.char(unpack(bytes))
 end
 
--- Takes the next fencing token from the checked counter `key`, whose value is `last`.
-local function next_token(key, last)
-  redis.call('incr', key)
-  return increment(last)
+-- Whether the decimal string `a` is below `b` (both whole numbers without leading zeros).
+local function below(a, b)
+  if #a ~= #b then
+    return #a < #b
+  end
+  return a < b
+end
+
+-- 2^44: a token is its epoch times this, plus a count within the epoch.
+local EPOCH_SPAN = 17592186044416
+-- Epochs stay below 2^19, so that every token stays below 2^63.
+local EPOCH_LIMIT = 524288
+
+-- The range of tokens of the epoch `source` names: '' for none (tokens from 1 without end), a
+-- whole number the client established (a Sentinel configuration epoch), or 'cluster' for this
+-- node's own configuration epoch. Returns the range's first token and the first one past it (nil
+-- without epochs) as decimal strings; or nil, nil and an error reply.
+local function epoch_range(source)
+  if source == '' then
+    return '0', nil, nil
+  end
+  local epoch
+  if source == 'cluster' then
+    epoch = string.match(redis.call('cluster', 'info'), 'cluster_my_epoch:(%d+)')
+  else
+    epoch = string.match(source, '^%d+$')
+  end
+  if not epoch or #epoch > 6 or tonumber(epoch) >= EPOCH_LIMIT then
+    return nil, nil, redis.error_reply('ERR invalid epoch: a whole number below 2^19 is expected')
+  end
+  local n = tonumber(epoch)
+  return string.format('%.0f', n * EPOCH_SPAN), string.format('%.0f', (n + 1) * EPOCH_SPAN), nil
+end
+
+-- The next fencing token after `last` (a checked counter value) in the epoch `source` names: one
+-- above `last`, or the epoch's first token if that is higher. Or nil and an error reply if the
+-- counter has reached the end of the epoch's range (the epoch the caller gave is behind, or the
+-- epoch handed out all its tokens): a token from a lower range could repeat one handed out
+-- before a failover.
+local function token_after(last, source)
+  local floor, ceiling, bad = epoch_range(source)
+  if bad then
+    return nil, bad
+  end
+  local token = increment(last)
+  if below(token, floor) then
+    token = floor
+  end
+  if ceiling and not below(token, ceiling) then
+    return nil, redis.error_reply('EPOCH the fencing counter is past the range of epoch ' ..
+      source .. ': its tokens could repeat; the epoch must be read again')
+  end
+  return token, nil
 end

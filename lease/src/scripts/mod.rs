@@ -73,6 +73,62 @@ impl Call {
         self.invoke(con)
             .map_err(|error| Error::from_redis(error, key))
     }
+
+    /// [`Call::run`], followed on the same connection, in the same write, by `WAIT` for `acks`
+    /// when there are any: the reply, and how many replicas acknowledged the call (`None`
+    /// without `acks`). Whether that is enough is for the caller to judge.
+    pub(crate) fn run_acked(
+        &self,
+        con: &mut Conn,
+        key: &str,
+        acks: Option<Acks>,
+    ) -> Result<(Value, Option<u64>)> {
+        let Some(acks) = acks else {
+            return self.run(con, key).map(|reply| (reply, None));
+        };
+        let commands = [self.command.clone(), acks.wait()];
+        let sorted = |error| Error::from_redis(error, key);
+        let mut replies = con.exchange(&commands).map_err(sorted)?;
+        if matches!(replies.first(), Some(Value::ServerError(error)) if error.code() == "NOSCRIPT")
+        {
+            self.load(con).map_err(sorted)?;
+            replies = con.exchange(&commands).map_err(sorted)?;
+        }
+        let mut replies = replies.into_iter();
+        let reply = replies.next().unwrap_or(Value::Nil).extract_error();
+        let acked = replies.next().unwrap_or(Value::Nil).extract_error();
+        let reply = reply.map_err(sorted)?;
+        match acked.map_err(sorted)? {
+            Value::Int(acked) => Ok((reply, Some(u64::try_from(acked).unwrap_or(0)))),
+            other => Err(unexpected("WAIT", &other)),
+        }
+    }
+}
+
+/// How many replicas must acknowledge a write, and how long the server waits for them (`WAIT`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct Acks {
+    pub(crate) replicas: u64,
+    pub(crate) timeout: Duration,
+}
+
+impl Acks {
+    fn wait(self) -> redis::Cmd {
+        redis::cmd("WAIT")
+            .arg(self.replicas)
+            .arg(millis(self.timeout))
+            .clone()
+    }
+
+    /// The `WAIT` command as bytes, to follow calls written in one batch.
+    pub(crate) fn wait_bytes(self) -> Vec<u8> {
+        self.wait().get_packed_command()
+    }
+
+    /// Whether `acked` replicas are enough.
+    pub(crate) fn met(self, acked: u64) -> bool {
+        acked >= self.replicas
+    }
 }
 
 /// Whether the server answered that it does not have the script (after a restart or a
@@ -132,12 +188,14 @@ pub(crate) fn acquire(
     lease: Duration,
     id: &str,
     reenter: Option<&str>,
+    epoch: Epoch,
 ) -> Call {
     Call::new(&ACQUIRE, &[&keys.lock, &keys.fence])
         .arg(millis(lease))
         .arg(owner)
         .arg(id)
         .arg(reenter.unwrap_or(""))
+        .arg(epoch.arg())
 }
 
 pub(crate) fn parse_acquire(reply: &Value) -> Result<Acquire> {
@@ -179,6 +237,34 @@ pub(crate) struct Grant<'a> {
     pub(crate) lease: Duration,
 }
 
+/// The epoch the fencing tokens of a server are drawn in. A token is its epoch times 2^44 plus
+/// a count, and the scripts never hand out a token below the counter nor below its epoch's
+/// first: a server promoted by a failover has a higher epoch than the one it replaces, so its
+/// tokens are above every token the old one handed out, even those it never replicated.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Epoch {
+    /// No epochs: one server, whose counter only rises (tokens from 1).
+    None,
+    /// An epoch the client established: a Sentinel configuration epoch.
+    Known(u64),
+    /// The configuration epoch of the Redis Cluster node that runs the script, which it reads
+    /// itself (`CLUSTER INFO`).
+    Cluster,
+}
+
+impl Epoch {
+    /// The largest epoch a token can carry (2^19 - 1): every token stays below 2^63.
+    pub(crate) const MAX: u64 = (1 << 19) - 1;
+
+    fn arg(self) -> String {
+        match self {
+            Epoch::None => String::new(),
+            Epoch::Known(epoch) => epoch.to_string(),
+            Epoch::Cluster => "cluster".to_owned(),
+        }
+    }
+}
+
 /// How a lock's channel is announced on: a global channel (`PUBLISH`), or a sharded one on the
 /// master of its slot (`SPUBLISH`, Redis Cluster).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -205,6 +291,7 @@ pub(crate) fn release(
     id: &str,
     grant: Option<&Grant<'_>>,
     announce: Announce,
+    epoch: Epoch,
 ) -> Call {
     Call::new(&RELEASE, &[&keys.lock, &keys.fence, &keys.released])
         .arg(owner)
@@ -215,6 +302,7 @@ pub(crate) fn release(
         .arg(grant.map_or("", |grant| grant.hold))
         .arg(grant.map_or(1, |grant| millis(grant.lease)))
         .arg(announce.command())
+        .arg(epoch.arg())
 }
 
 pub(crate) fn parse_release(reply: &Value) -> Result<Release> {

@@ -14,6 +14,7 @@
 -- ARGV[7]  the lease of the grant in milliseconds ('1' when not granting)
 -- ARGV[8]  how the lock's channel is announced: 'publish', or 'spublish' for a sharded channel
 --          (Redis Cluster)
+-- ARGV[9]  the epoch of a granted hold's token (see acquire.lua)
 -- Reply    {n}                     released; n >= 1 acquisitions of the hold are left
 --          {0}                     the lock was freed and announced
 --          {0, token, subscribers} the lock was granted to ARGV[5] with this fencing token;
@@ -52,15 +53,18 @@ if left > 0 then
   return {left}
 end
 -- A grant needs a token; if the counter cannot give one, the lock is freed instead, and the
--- waiter, trying by itself, is told what is wrong with the counter.
-local last
+-- waiter, trying by itself, is told what is wrong with the counter or the epoch.
+local token
 if ARGV[5] ~= '' then
-  last = fence_value(KEYS[2])
+  local last = fence_value(KEYS[2])
+  if last then
+    token = token_after(last, ARGV[9])
+  end
 end
 redis.call('del', KEYS[1])
 redis.call('set', KEYS[3], ARGV[3], 'px', 60000)
-if last then
-  local token = next_token(KEYS[2], last)
+if token then
+  redis.call('set', KEYS[2], token)
   redis.call('hset', KEYS[1], ARGV[5], 1, ':hold', ARGV[6], ':token', token, ':a:' .. ARGV[6], 1)
   redis.call('pexpire', KEYS[1], ARGV[7])
   local count = ARGV[8] == 'spublish' and 'shardnumsub' or 'numsub'

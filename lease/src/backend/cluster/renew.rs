@@ -10,7 +10,7 @@ use super::routes::Routes;
 use super::slots::slot;
 use crate::conn::Conn;
 use crate::pool::Pooled;
-use crate::scripts::{self, Call, Renewal};
+use crate::scripts::{self, Acks, Call, Renewal};
 use crate::watchdog::{Pending, Renewed, Renewer};
 use std::collections::BTreeMap;
 use std::sync::Arc;
@@ -26,10 +26,15 @@ impl ClusterRenewer {
     }
 }
 
-/// The calls for one master: each slot's call, the slot, and the indices of its leases.
+/// Each slot's call to one master, the slot, and the indices of its leases.
+type Calls = [(Call, usize, Vec<usize>)];
+
+/// The calls for one master: each slot's call, the slot, and the indices of its leases; and
+/// the acknowledgements they wait for (a `WAIT` written behind them).
 struct Batch<'a> {
     conn: Option<Pooled<'a>>,
     calls: Vec<(Call, usize, Vec<usize>)>,
+    acks: Option<Acks>,
 }
 
 impl Renewer for ClusterRenewer {
@@ -67,7 +72,11 @@ impl Renewer for ClusterRenewer {
                     (scripts::renew(&renewals), slot, indices)
                 })
                 .collect();
-            let bytes: Vec<u8> = calls.iter().flat_map(|(call, _, _)| call.bytes()).collect();
+            let acks = pool.acks();
+            let mut bytes: Vec<u8> = calls.iter().flat_map(|(call, _, _)| call.bytes()).collect();
+            if let Some(acks) = acks {
+                bytes.extend(acks.wait_bytes());
+            }
             let conn = pool.get(deadline).and_then(|mut conn| {
                 conn.send(&bytes).map_err(crate::Error::Unavailable)?;
                 Ok(conn)
@@ -76,6 +85,7 @@ impl Renewer for ClusterRenewer {
                 Ok(conn) => batches.push(Batch {
                     conn: Some(conn),
                     calls,
+                    acks,
                 }),
                 Err(error) => {
                     log::warn!("renewing {} leases failed: {error}", calls.len());
@@ -87,7 +97,8 @@ impl Renewer for ClusterRenewer {
             let Some(conn) = batch.conn.as_mut() else {
                 continue;
             };
-            if let Err(error) = read(conn, &batch.calls, &self.routes, &mut outcome) {
+            let sent = (batch.calls.as_slice(), batch.acks);
+            if let Err(error) = read(conn, sent, &self.routes, &mut outcome) {
                 log::warn!(
                     "renewing leases failed: {error}; each is tried again before its deadline"
                 );
@@ -100,17 +111,19 @@ impl Renewer for ClusterRenewer {
 
 /// Reads one reply per call; a call the server did not have the script for is sent again after
 /// loading it, and a call redirected (`MOVED`) moves its slot in the map, so that the retry goes
-/// to the slot's new master.
+/// to the slot's new master. With acknowledgements required, the calls count only if the `WAIT`
+/// behind them was met (and a call sent again after loading its script is tried next round).
 fn read(
     conn: &mut Conn,
-    calls: &[(Call, usize, Vec<usize>)],
+    (calls, acks): (&Calls, Option<Acks>),
     routes: &Routes,
     outcome: &mut [Renewed],
 ) -> redis::RedisResult<()> {
     let mut again = Vec::new();
+    let mut replies = Vec::new();
     for (call, slot, indices) in calls {
         match conn.receive()?.extract_error() {
-            Ok(reply) => apply(&reply, indices, outcome),
+            Ok(reply) => replies.push((reply, indices)),
             Err(error) if scripts::is_noscript(&error) => again.push((call, indices)),
             Err(error) => {
                 if let (Some("MOVED"), Some((host, port))) = (error.code(), error.redirect_node()) {
@@ -121,6 +134,30 @@ fn read(
                 // These leases are tried again before their deadlines.
             }
         }
+    }
+    if let Some(acks) = acks {
+        let acked = match conn.receive()?.extract_error()? {
+            redis::Value::Int(acked) => u64::try_from(acked).unwrap_or(0),
+            _ => 0,
+        };
+        if !acks.met(acked) {
+            log::warn!(
+                "renewals acknowledged by {acked} of {} replicas: tried again before their deadlines",
+                acks.replicas
+            );
+            return Ok(());
+        }
+        for (reply, indices) in replies {
+            apply(&reply, indices, outcome);
+        }
+        for (call, _) in again {
+            // Loaded for the next round.
+            let _ = call.load(conn);
+        }
+        return Ok(());
+    }
+    for (reply, indices) in replies {
+        apply(&reply, indices, outcome);
     }
     for (call, indices) in again {
         if let Ok(reply) = call.invoke(conn) {

@@ -10,6 +10,7 @@ use super::slots::{self, Range, SLOTS};
 use crate::conn::Endpoint;
 use crate::error::{Error, Result};
 use crate::pool::Pool;
+use crate::scripts::{Acks, Epoch};
 use parking_lot::{Mutex, RwLock};
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -24,6 +25,8 @@ pub(crate) struct PoolSettings {
     pub(crate) max_idle: usize,
     pub(crate) connect_timeout: Duration,
     pub(crate) command_timeout: Duration,
+    /// The replica acknowledgements every write waits for.
+    pub(crate) acks: Option<Acks>,
 }
 
 pub(crate) struct Routes {
@@ -70,12 +73,16 @@ impl Routes {
         }
         let (host, port) = split(addr)?;
         let template = self.seeds.first()?;
-        let pool = Arc::new(Pool::new(
+        // A node's tokens are drawn in its own configuration epoch, which the scripts read.
+        let pool = Pool::new(
             template.at(host, port),
             self.settings.max_idle,
             self.settings.connect_timeout,
             self.settings.command_timeout,
-        ));
+        )
+        .with_epoch(Epoch::Cluster)
+        .with_acks(self.settings.acks);
+        let pool = Arc::new(pool);
         let name: Arc<str> = Arc::from(addr);
         nodes.insert(Arc::clone(&name), Arc::clone(&pool));
         Some((name, pool))
