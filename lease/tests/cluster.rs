@@ -1,6 +1,7 @@
 //! The lock on a real Redis Cluster on loopback (3 masters, 3 replicas): mutual exclusion over
 //! names in every slot from two clients, every public method, a resharding while locks are held,
-//! renewed and waited on, and a replica promoted under a holder.
+//! renewed and waited on, a replica promoted under a holder, and fencing tokens that rise across
+//! a forced failover to a replica that missed the last acquisition.
 
 mod common;
 mod support;
@@ -214,4 +215,45 @@ fn a_replica_promoted_under_a_holder_keeps_the_hold_or_tells_the_holder() {
         guards.iter().filter(|(_, guard)| !guard.is_lost()).count() > 0,
         "a coordinated failover loses no acknowledged write"
     );
+}
+
+#[test]
+fn tokens_rise_across_a_forced_failover_to_a_replica_that_missed_the_last_acquisition() {
+    let cluster = RedisCluster::start(3, 1);
+    let lease = Duration::from_secs(60);
+    let name = "behind";
+    let master = cluster.master_for_key(format!("{{{name}}}"));
+    let replica = cluster.replicas_of(master)[0];
+    let first = client(&cluster, lease);
+    let lock = first.lock(name).expect("valid");
+    let before = lock.lock().expect("free");
+    let replicated = before.fencing_token().expect("a token");
+    before.unlock().expect("held");
+    thread::sleep(Duration::from_millis(200));
+
+    cluster.pause_replica(replica);
+    let lost = lock.lock().expect("free");
+    let lost_token = lost.fencing_token().expect("a token");
+    assert!(lost_token > replicated);
+    cluster.pause(master);
+    cluster.resume(replica);
+    cluster.failover(replica, Failover::Force);
+
+    // The promoted replica never had the last acquisition, nor the counter's last value: its
+    // tokens are still above it, since its configuration epoch rose with the promotion.
+    let second = client(&cluster, lease);
+    let taken = second
+        .lock(name)
+        .expect("valid")
+        .try_lock_for(Duration::from_secs(10))
+        .expect("reachable")
+        .expect("the lost hold is not on the new master");
+    let token = taken.fencing_token().expect("a token");
+    assert!(
+        token > lost_token,
+        "token {token} after the lost {lost_token}: a fenced write would be accepted twice"
+    );
+    cluster.resume(master);
+    drop(lost);
+    taken.unlock().expect("held");
 }
