@@ -1,7 +1,9 @@
 //! The one acquire loop, for every deployment: a turn in the local queue, then attempts through
 //! the backend until the lock is held or the wait is over, sleeping between attempts until a
 //! release wakes the waiter (an announcement, or a release by a thread of this client, which may
-//! grant the lock to the sleeping contender directly), or until a bounded re-check is due.
+//! grant the lock to the sleeping contender directly), or until a bounded re-check is due. A wait
+//! with a deadline rides out a deployment that cannot serve for a while (a failover): an attempt
+//! that fails for a passing reason is made again, shortly, until the deadline.
 
 use crate::backend::{Attempt, Attempted, GrantFate};
 use crate::error::{Error, Result};
@@ -66,7 +68,18 @@ pub(crate) fn acquire(lock: &Lock, kind: LeaseKind, wait: Wait) -> Result<Option
             valid_until: watchdog::valid_until(sent_at, lease),
             now: &now,
         };
-        match core.backend.attempt(keys, &attempt, core.call_deadline())? {
+        let attempted = match core.backend.attempt(keys, &attempt, core.call_deadline()) {
+            Ok(attempted) => attempted,
+            Err(error) => match wait.retry_at(&error) {
+                Some(at) => {
+                    log::debug!("lock {:?}: {error}; trying again", keys.name);
+                    std::thread::sleep(at.saturating_duration_since(Instant::now()));
+                    continue;
+                }
+                None => return Err(error),
+            },
+        };
+        match attempted {
             Attempted::Acquired { holds, token } => {
                 let hold = match (holds, reenter) {
                     (1, _) => Arc::from(id.as_str()),

@@ -150,7 +150,9 @@ impl Lock {
     ///
     /// # Errors
     ///
-    /// As [`Lock::lock`].
+    /// As [`Lock::lock`], except that an attempt that fails for a reason that may pass
+    /// ([`Error::Unavailable`], [`Error::NotReplicated`]: a failover, say) is made again every
+    /// 100 ms until the deadline, which then ends the wait with that error.
     pub fn try_lock_for(&self, wait: Duration) -> Result<Option<LeaseGuard>> {
         self.try_until(after(wait), LeaseKind::Renewed)
     }
@@ -160,7 +162,9 @@ impl Lock {
     ///
     /// # Errors
     ///
-    /// As [`Lock::lock`].
+    /// As [`Lock::lock`], except that an attempt that fails for a reason that may pass
+    /// ([`Error::Unavailable`], [`Error::NotReplicated`]: a failover, say) is made again every
+    /// 100 ms until the deadline, which then ends the wait with that error.
     pub fn try_lock_until(&self, deadline: Instant) -> Result<Option<LeaseGuard>> {
         self.try_until(deadline, LeaseKind::Renewed)
     }
@@ -169,7 +173,8 @@ impl Lock {
     ///
     /// # Errors
     ///
-    /// As [`Lock::lock_with_lease`].
+    /// As [`Lock::lock_with_lease`], with failures that may pass tried again as
+    /// [`Lock::try_lock_for`] does.
     pub fn try_lock_for_with_lease(
         &self,
         wait: Duration,

@@ -57,6 +57,9 @@ impl LeaseKind {
     }
 }
 
+/// The pause before an attempt that failed for a passing reason is made again.
+pub(crate) const RETRY_PAUSE: Duration = Duration::from_millis(100);
+
 /// How long an acquisition may wait.
 #[derive(Clone, Copy, Debug)]
 pub(crate) enum Wait {
@@ -73,6 +76,19 @@ impl Wait {
             Wait::No => Some(started),
             Wait::Until(deadline) => deadline,
         }
+    }
+
+    /// When to try again after an attempt that failed with `error`: while a wait with a deadline
+    /// lasts, an error that may pass (Redis unavailable, a failover in progress, replicas that did
+    /// not acknowledge) is tried again after [`RETRY_PAUSE`]; anything else, or a wait without a
+    /// deadline or past it, ends the call with the error.
+    pub(crate) fn retry_at(self, error: &Error) -> Option<Instant> {
+        let Wait::Until(Some(deadline)) = self else {
+            return None;
+        };
+        let passing = matches!(error, Error::Unavailable(_) | Error::NotReplicated { .. });
+        let at = Instant::now() + RETRY_PAUSE;
+        (passing && at < deadline).then_some(at)
     }
 
     /// What a call that could not acquire answers: `Ok(None)` for one attempt, a timeout for a

@@ -84,6 +84,66 @@ fn the_lock_follows_a_failover_and_its_tokens_rise_with_the_epoch() {
 }
 
 #[test]
+fn holders_and_waiters_carry_on_across_a_failover() {
+    let set = SentinelSet::start();
+    let lease = Duration::from_millis(900);
+    let holder = Client::sentinel(set.master_name(), set.sentinel_urls())
+        .command_timeout(Duration::from_millis(300))
+        .default_lease(lease)
+        .build()
+        .expect("valid settings");
+    let lock = holder.lock("carried").expect("valid");
+    let guard = lock_when_available_renewed(&lock);
+    let token = guard.fencing_token().expect("a token");
+    let waiter = {
+        let waiting = self::client(&set);
+        thread::spawn(move || {
+            let lock = waiting.lock("carried").expect("valid");
+            let taken = lock
+                .try_lock_for(SETTLE)
+                .expect("the wait outlasts the failover")
+                .expect("handed over before the wait ends");
+            (Instant::now(), taken.fencing_token())
+        })
+    };
+    thread::sleep(lease);
+    set.failover();
+    thread::sleep(lease * 2);
+    // Renewed on the new primary, or told lost by its deadline: never neither.
+    match guard.lost() {
+        None => assert!(
+            lock.inspect().map_or(true, |state| state.is_held()),
+            "not told lost, yet not held"
+        ),
+        Some(lost) => assert!(lost.valid_until <= Instant::now(), "told lost: {lost:?}"),
+    }
+    let released = Instant::now();
+    drop(guard);
+    let (taken_at, next) = waiter.join().expect("no panic");
+    assert!(next > Some(token), "{next:?} after {token}");
+    assert!(
+        taken_at.saturating_duration_since(released) < Duration::from_secs(3),
+        "the waiter took the lock {:?} after the release",
+        taken_at.saturating_duration_since(released)
+    );
+}
+
+/// `lock` taken with the client's default (renewed) lease, tried again while the deployment is
+/// unavailable.
+fn lock_when_available_renewed(lock: &Lock) -> LeaseGuard {
+    let deadline = Instant::now() + SETTLE;
+    loop {
+        match lock.try_lock() {
+            Ok(Some(guard)) => return guard,
+            Err(Error::Unavailable(_)) if Instant::now() < deadline => {
+                thread::sleep(Duration::from_millis(50));
+            }
+            other => panic!("{other:?}"),
+        }
+    }
+}
+
+#[test]
 fn tokens_rise_across_a_failover_that_lost_the_last_acquisition() {
     let mut set = SentinelSet::start();
     let client = client(&set);
