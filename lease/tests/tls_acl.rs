@@ -91,7 +91,6 @@ const RULES: &[&str] = &[
     "+get",
     "+set",
     "+del",
-    "+incr",
     "+hset",
     "+hget",
     "+hexists",

@@ -11,8 +11,11 @@
 //! of one client on 10,000 names, against `redis-benchmark` running the raw lock's two commands
 //! with as many connections (the floor), on one server and on the cluster.
 //!
+//! With a primary and a replica (`acks`): the latency of a lock + unlock pair without and with
+//! replica acknowledgements.
+//!
 //! Run: `cargo run --release -p benches --bin lock_figures [quick] [single] [redlock] [cluster]
-//! [names]`.
+//! [names] [acks]`.
 #![allow(clippy::print_stdout)]
 
 use benches::figures::{quantile, Request};
@@ -70,6 +73,74 @@ fn main() {
     }
     if wanted("names") {
         many_names(quick);
+    }
+    if wanted("acks") {
+        acks(scale.rounds * 10);
+    }
+}
+
+/// The latency of an uncontended lock + unlock pair on a primary without replicas, on one with a
+/// replica, and on the same with every acquisition and release waiting for the replica
+/// (`replica_acks(1, ..)`).
+fn acks(pairs: usize) {
+    let alone = RedisServer::start();
+    let primary = RedisServer::start();
+    let replica = RedisServer::start();
+    let () = redis::cmd("REPLICAOF")
+        .arg("127.0.0.1")
+        .arg(primary.port())
+        .query(&mut replica.connection())
+        .expect("REPLICAOF");
+    let synced = Instant::now() + Duration::from_secs(20);
+    while !redis::cmd("INFO")
+        .arg("replication")
+        .query::<String>(&mut replica.connection())
+        .expect("INFO")
+        .contains("master_link_status:up")
+    {
+        assert!(Instant::now() < synced, "the replica did not sync");
+        thread::sleep(Duration::from_millis(20));
+    }
+    println!();
+    println!(
+        "## replica acknowledgements: uncontended lock + unlock pairs, one thread ({pairs} pairs)"
+    );
+    println!("| primary | acknowledgements | p50 µs | p99 µs | pairs/s |");
+    println!("|---|---|---|---|---|");
+    let runs = [
+        ("no replica", alone.url(), None),
+        ("one replica", primary.url(), None),
+        ("one replica", primary.url(), Some(1)),
+    ];
+    for (what, url, acks) in runs {
+        let mut builder = lease::Client::builder(url);
+        if let Some(replicas) = acks {
+            builder = builder.replica_acks(replicas, Duration::from_millis(500));
+        }
+        let client = builder.build().expect("valid settings");
+        let lock = client.lock("acks").expect("valid");
+        let pair = || {
+            let guard = lock.lock_with_lease(Duration::from_secs(10)).expect("free");
+            guard.unlock().expect("held");
+        };
+        for _ in 0..pairs / 10 {
+            pair();
+        }
+        let mut micros = Vec::with_capacity(pairs);
+        let began = Instant::now();
+        for _ in 0..pairs {
+            let one = Instant::now();
+            pair();
+            micros.push(one.elapsed().as_secs_f64() * 1e6);
+        }
+        let rate = pairs as f64 / began.elapsed().as_secs_f64();
+        micros.sort_by(f64::total_cmp);
+        println!(
+            "| {what} | {} | {:.0} | {:.0} | {rate:.0} |",
+            acks.map_or("none".to_owned(), |n| format!("WAIT {n}")),
+            quantile(&micros, 0.5),
+            quantile(&micros, 0.99),
+        );
     }
 }
 
