@@ -7,7 +7,9 @@
 
 pub mod checker;
 pub mod clock;
+pub mod failover;
 pub mod history;
+pub mod profiles;
 pub mod proxy;
 pub mod resource;
 pub mod scenario;

@@ -3,6 +3,7 @@
 
 use crate::checker::{self, Findings};
 use crate::clock::now_ns;
+use crate::failover;
 use crate::history::{self, Event};
 use crate::proxy::{Mode as ProxyMode, Proxy};
 use crate::resource;
@@ -14,7 +15,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::thread;
 use std::time::{Duration, Instant};
-use testkit::{Failover, Lcg, Monitor, RedisCluster, RedisServer};
+use testkit::{Failover, Lcg, Monitor, RedisCluster, RedisServer, SentinelSet};
 
 /// Which lock the clients take.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -26,12 +27,27 @@ pub enum Mode {
     /// `lease::Lock` on a Redis Cluster of three masters and three replicas, with fencing tokens
     /// (kept in the lock's slot).
     Cluster,
+    /// `lease::Lock` on a Sentinel-managed primary with one replica and three Sentinels, with
+    /// fencing tokens; with `acks`, every acquisition, renewal and release waits for the
+    /// replica's acknowledgement (`WAIT`) before it counts.
+    Sentinel { acks: bool },
 }
 
 impl Mode {
     /// Whether the clients get fencing tokens, so that stale writes can be counted.
     pub fn fenced(self) -> bool {
         self != Mode::Red
+    }
+
+    /// The mode `fault_client` takes.
+    fn client_mode(self) -> &'static str {
+        match self {
+            Mode::Single => "single",
+            Mode::Red => "redlock",
+            Mode::Cluster => "cluster",
+            Mode::Sentinel { acks: false } => "sentinel",
+            Mode::Sentinel { acks: true } => "sentinel-acks",
+        }
     }
 }
 
@@ -75,6 +91,19 @@ pub enum Fault {
     /// On a cluster: the lock's slot, with its keys, moved to another master while the clients
     /// go on, in the steps `redis-cli --cluster reshard` takes.
     Reshard,
+    /// On a cluster: the replica of the lock's slot master cut off, the clients on the master
+    /// alone for half a lease, the master killed, the replica made master by
+    /// `CLUSTER FAILOVER FORCE`, and the old master back, empty, as its replica.
+    ForceFailover,
+    /// With Sentinels: the replica cut off, the clients on the primary alone for half a lease,
+    /// the primary killed, the replica promoted, and the old primary back, empty, as its replica.
+    KillUnreplicated,
+    /// With Sentinels: `SENTINEL FAILOVER`, the old primary made the new one's replica.
+    SentinelFailover,
+    /// With Sentinels: the primary frozen (SIGSTOP) until its replica is promoted, then back,
+    /// believing it is the primary until the Sentinels make it a replica; then its copy of the
+    /// lock is compared with the new primary's.
+    FreezePrimary,
     /// Each time one of [`Fault::mix`], drawn from the seed: the soak.
     Mix,
 }
@@ -96,15 +125,43 @@ impl Fault {
     fn ends_logs(self, mode: Mode) -> bool {
         matches!(
             self,
-            Fault::KillMaster(_) | Fault::RestartMasterNow | Fault::PromoteReplica | Fault::Reshard
-        ) || (self == Fault::Mix && mode == Mode::Red)
+            Fault::KillMaster(_)
+                | Fault::RestartMasterNow
+                | Fault::PromoteReplica
+                | Fault::Reshard
+                | Fault::ForceFailover
+                | Fault::KillUnreplicated
+                | Fault::SentinelFailover
+                | Fault::FreezePrimary
+        ) || (self == Fault::Mix && matches!(mode, Mode::Red | Mode::Sentinel { .. }))
     }
 
     /// Whether the clients see nothing of the fault by design, so that it counts as effective
     /// when it was in place: one RedLock master of three cut off, frozen, slow, down or emptied,
-    /// or a cluster that moved the lock's slot without losing a write.
+    /// or a cluster or a Sentinel set that moved the lock to another server on request, with
+    /// its replica caught up.
     fn unseen_by_design(self, mode: Mode) -> bool {
-        mode == Mode::Red || matches!(self, Fault::PromoteReplica | Fault::Reshard)
+        mode == Mode::Red
+            || matches!(
+                self,
+                Fault::PromoteReplica | Fault::Reshard | Fault::SentinelFailover
+            )
+    }
+
+    /// How long the fault and the recovery after it may take: the room it needs before the
+    /// clients stop. A failover waits for servers to be promoted and synced; an old primary
+    /// frozen also for the Sentinels' turning it into a replica (8 s).
+    fn room(self, mode: Mode, lease: Duration) -> Duration {
+        match self {
+            Fault::ForceFailover | Fault::KillUnreplicated | Fault::SentinelFailover => lease * 10,
+            Fault::FreezePrimary => lease * 16,
+            Fault::Mix => Fault::mix(mode)
+                .iter()
+                .map(|fault| fault.room(mode, lease))
+                .max()
+                .unwrap_or(lease * 4),
+            _ => lease * 4,
+        }
     }
 
     /// Whether the clients' wall clock is faked, so that it can be stepped.
@@ -127,6 +184,9 @@ impl Fault {
             ],
             Mode::Red => &[KillMaster(2), Partition(2), FreezeServer(2), SlowMaster(2)],
             Mode::Cluster => &[FreezeSlotMaster, PromoteReplica, Reshard],
+            // Without the replica's acknowledgement a failover may lose a hold: outside.
+            Mode::Sentinel { acks: false } => &[SentinelFailover],
+            Mode::Sentinel { acks: true } => &[KillUnreplicated, SentinelFailover, FreezePrimary],
         }
     }
 }
@@ -138,129 +198,8 @@ pub struct Scenario {
     pub inside: bool,
     pub mode: Mode,
     pub fault: Fault,
-}
-
-/// The scenarios of every profile.
-pub fn all() -> Vec<Scenario> {
-    use Fault::*;
-    use Mode::*;
-    let scenario = |name, inside, mode, fault| Scenario {
-        name,
-        inside,
-        mode,
-        fault,
-    };
-    vec![
-        scenario("contention baseline", true, Single, None),
-        scenario(
-            "redis frozen (SIGSTOP) past the lease",
-            true,
-            Single,
-            FreezeServer(2),
-        ),
-        scenario("CLIENT PAUSE past the lease", true, Single, ClientPause(2)),
-        scenario("DEBUG SLEEP past the lease", true, Single, DebugSleep(2)),
-        scenario("RedLock contention baseline", true, Red, None),
-        scenario(
-            "RedLock: a master killed, restarted after 2 leases",
-            true,
-            Red,
-            KillMaster(2),
-        ),
-        scenario(
-            "replies delayed past the lease (proxy)",
-            true,
-            Single,
-            DelayReplies(2),
-        ),
-        scenario(
-            "replies held for 2 leases (proxy)",
-            true,
-            Single,
-            HoldReplies(2),
-        ),
-        scenario(
-            "partition from the server for 2 leases (proxy)",
-            true,
-            Single,
-            Partition(2),
-        ),
-        scenario(
-            "RedLock: a master partitioned for 2 leases (proxy)",
-            true,
-            Red,
-            Partition(2),
-        ),
-        scenario(
-            "RedLock: a master frozen (SIGSTOP) for 2 leases",
-            true,
-            Red,
-            FreezeServer(2),
-        ),
-        scenario(
-            "RedLock: a slow master, 50 ms (proxy)",
-            true,
-            Red,
-            SlowMaster(2),
-        ),
-        scenario(
-            "client wall clocks jumping ±5 min (libfaketime)",
-            true,
-            Single,
-            ClockJumps,
-        ),
-        scenario("cluster contention baseline", true, Cluster, None),
-        scenario(
-            "cluster: the lock's master frozen (SIGSTOP) past the lease",
-            true,
-            Cluster,
-            FreezeSlotMaster,
-        ),
-        scenario(
-            "cluster: a replica promoted (CLUSTER FAILOVER)",
-            true,
-            Cluster,
-            PromoteReplica,
-        ),
-        scenario(
-            "cluster: the lock's slot resharded under load",
-            true,
-            Cluster,
-            Reshard,
-        ),
-        scenario(
-            "holder frozen (SIGSTOP) past its lease",
-            false,
-            Single,
-            FreezeHolder(3),
-        ),
-        scenario("lock key expiring early", false, Single, ExpireKey),
-        scenario(
-            "RedLock: a master restarted empty at once",
-            false,
-            Red,
-            RestartMasterNow,
-        ),
-    ]
-}
-
-/// The soak: a random mix of the faults inside the timing assumptions, for one server and for
-/// RedLock. It must pass like any scenario inside them.
-pub fn soak() -> Vec<Scenario> {
-    vec![
-        Scenario {
-            name: "soak: a random mix of faults (one server)",
-            inside: true,
-            mode: Mode::Single,
-            fault: Fault::Mix,
-        },
-        Scenario {
-            name: "soak: a random mix of faults (RedLock)",
-            inside: true,
-            mode: Mode::Red,
-            fault: Fault::Mix,
-        },
-    ]
+    /// Whether the short profile runs it too.
+    pub short: bool,
 }
 
 /// How a scenario is run.
@@ -293,6 +232,9 @@ pub struct Outcome {
     /// Script writes to leases not their caller's, from the lock servers' logs (not when the
     /// fault restarts servers, which ends their logs).
     pub touches: Option<Touches>,
+    /// After each failover that brought the old primary back as a replica, what its copy of the
+    /// lock had that the new primary's did not (nothing, if the copies were equal).
+    pub diverged: Vec<String>,
 }
 
 impl Outcome {
@@ -302,12 +244,13 @@ impl Outcome {
     }
 
     /// `pass`, `FAIL`, `inconclusive` (the fault never took effect) or, outside the timing
-    /// assumptions, `as expected` when only overlaps and lost updates were found.
+    /// assumptions, `as expected` when only overlaps and lost updates were found. An old primary
+    /// whose copy of the lock differs from the new primary's fails the scenario wherever it is.
     pub fn verdict(&self) -> &'static str {
         let f = &self.findings;
         let broken_fencing = f.stale_accepted > 0 || f.token_violations > 0;
         let foreign = self.touches.as_ref().is_some_and(|t| t.foreign > 0);
-        if broken_fencing || foreign {
+        if broken_fencing || foreign || !self.diverged.is_empty() {
             "FAIL"
         } else if self.scenario.fault != Fault::None && self.effective == 0 {
             "inconclusive"
@@ -327,7 +270,25 @@ fn jitter(random: &mut Lcg, around: Duration) -> Duration {
     around / 2 + Duration::from_millis(random.below(spread * 2))
 }
 
+/// How long the clients of `scenario` run: the profile's duration, or longer if that leaves no
+/// room for one fault (after the longest pause before it) and the recovery after it.
+pub fn duration(scenario: &Scenario, settings: &Settings) -> Duration {
+    let one_fault =
+        START + settings.every * 3 / 2 + scenario.fault.room(scenario.mode, settings.lease);
+    match scenario.fault {
+        Fault::None => settings.duration,
+        _ => settings.duration.max(one_fault + Duration::from_secs(1)),
+    }
+}
+
+/// How long the clients are given to start before the first fault.
+const START: Duration = Duration::from_millis(500);
+
 pub fn run(scenario: &Scenario, settings: &Settings) -> std::io::Result<Outcome> {
+    let settings = &Settings {
+        duration: duration(scenario, settings),
+        ..settings.clone()
+    };
     let dir = settings
         .dir
         .join(scenario.name.replace([' ', ':', '(', ')', ','], "_"));
@@ -336,9 +297,10 @@ pub fn run(scenario: &Scenario, settings: &Settings) -> std::io::Result<Outcome>
     let mut lock_servers: Vec<RedisServer> = match scenario.mode {
         Mode::Single => vec![RedisServer::start()],
         Mode::Red => (0..3).map(|_| RedisServer::start()).collect(),
-        Mode::Cluster => Vec::new(),
+        Mode::Cluster | Mode::Sentinel { .. } => Vec::new(),
     };
-    let cluster = (scenario.mode == Mode::Cluster).then(|| RedisCluster::start(3, 1));
+    let mut cluster = (scenario.mode == Mode::Cluster).then(|| RedisCluster::start(3, 1));
+    let mut sentinels = matches!(scenario.mode, Mode::Sentinel { .. }).then(SentinelSet::start);
     let proxies: Vec<Proxy> = if scenario.fault.needs_proxy() {
         lock_servers
             .iter()
@@ -349,6 +311,11 @@ pub fn run(scenario: &Scenario, settings: &Settings) -> std::io::Result<Outcome>
     };
     let urls: Vec<String> = if let Some(cluster) = &cluster {
         cluster.seed_urls()
+    } else if let Some(set) = &sentinels {
+        // The name the Sentinels know the primary by, then the Sentinels.
+        std::iter::once(set.master_name().to_owned())
+            .chain(set.sentinel_urls())
+            .collect()
     } else if proxies.is_empty() {
         lock_servers.iter().map(RedisServer::url).collect()
     } else {
@@ -380,11 +347,15 @@ pub fn run(scenario: &Scenario, settings: &Settings) -> std::io::Result<Outcome>
         ));
     }
     // The lock servers' own logs of what they ran, to check that no script touched a lease
-    // that was not its caller's; on a cluster, the log of the master of the lock's slot.
+    // that was not its caller's; on a cluster, the log of the master of the lock's slot; with
+    // Sentinels, that of the primary.
     let monitors: Option<Vec<Monitor>> =
-        (!scenario.fault.ends_logs(scenario.mode)).then(|| match &cluster {
-            Some(cluster) => vec![cluster.server(cluster.master_for_key(LOCK_KEY)).monitor()],
-            None => lock_servers.iter().map(RedisServer::monitor).collect(),
+        (!scenario.fault.ends_logs(scenario.mode)).then(|| match (&cluster, &sentinels) {
+            (Some(cluster), _) => {
+                vec![cluster.server(cluster.master_for_key(LOCK_KEY)).monitor()]
+            }
+            (_, Some(set)) => vec![set.server(set.primary()).monitor()],
+            _ => lock_servers.iter().map(RedisServer::monitor).collect(),
         });
     let mut clients: Vec<Child> = prefixes
         .iter()
@@ -406,14 +377,16 @@ pub fn run(scenario: &Scenario, settings: &Settings) -> std::io::Result<Outcome>
     let mut faults: Vec<(u64, u64)> = Vec::new();
     let mut injected: Vec<Fault> = Vec::new();
     let mut kinds: BTreeMap<String, usize> = BTreeMap::new();
+    let mut diverged = Vec::new();
     let end = Instant::now() + settings.duration;
     // Let every client start before the first fault.
-    thread::sleep(Duration::from_millis(500));
+    thread::sleep(START);
     if scenario.fault != Fault::None {
         loop {
             let pause = jitter(&mut random, settings.every);
             // Room for the fault and the recovery after it.
-            if Instant::now() + pause + settings.lease * 4 >= end {
+            let room = scenario.fault.room(scenario.mode, settings.lease);
+            if Instant::now() + pause + room >= end {
                 break;
             }
             thread::sleep(pause);
@@ -428,9 +401,11 @@ pub fn run(scenario: &Scenario, settings: &Settings) -> std::io::Result<Outcome>
             let count = kinds.get(&name).copied().unwrap_or(0);
             let targets = Targets {
                 servers: &mut lock_servers,
-                cluster: cluster.as_ref(),
+                cluster: cluster.as_mut(),
+                sentinels: sentinels.as_mut(),
                 proxies: &proxies,
                 histories: &histories,
+                diverged: &mut diverged,
             };
             if let Some(window) = inject(fault, settings, targets, count) {
                 faults.push(window);
@@ -480,11 +455,12 @@ pub fn run(scenario: &Scenario, settings: &Settings) -> std::io::Result<Outcome>
         effective,
         findings,
         touches,
+        diverged,
     })
 }
 
 /// The lock the clients take, `jobs`, as a Redis key.
-const LOCK_KEY: &str = "{jobs}";
+pub(crate) const LOCK_KEY: &str = "{jobs}";
 
 /// libfaketime, as Debian's `faketime` package installs it.
 const FAKETIME: &str = "/usr/lib/x86_64-linux-gnu/faketime/libfaketime.so.1";
@@ -527,11 +503,7 @@ fn spawn_client(
         .arg(format!("c{n}"))
         .arg(history)
         .arg(resource_url)
-        .arg(match mode {
-            Mode::Single => "single",
-            Mode::Red => "redlock",
-            Mode::Cluster => "cluster",
-        })
+        .arg(mode.client_mode())
         .arg(settings.lease.as_millis().to_string())
         .arg(settings.duration.as_millis().to_string())
         .arg(settings.threads.to_string())
@@ -543,9 +515,12 @@ fn spawn_client(
 /// What a fault is injected into.
 struct Targets<'a> {
     servers: &'a mut [RedisServer],
-    cluster: Option<&'a RedisCluster>,
+    cluster: Option<&'a mut RedisCluster>,
+    sentinels: Option<&'a mut SentinelSet>,
     proxies: &'a [Proxy],
     histories: &'a [PathBuf],
+    /// Where a failover that brings the old primary back tells how its copy differed.
+    diverged: &'a mut Vec<String>,
 }
 
 /// Injects one fault; returns the window in which it was active.
@@ -558,8 +533,10 @@ fn inject(
     let Targets {
         servers,
         cluster,
+        sentinels,
         proxies,
         histories,
+        diverged,
     } = targets;
     let lease = settings.lease;
     let start = now_ns();
@@ -643,6 +620,10 @@ fn inject(
             let to = masters[(at + 1) % masters.len()];
             cluster.migrate_slot(slot, from, to);
         }
+        Fault::ForceFailover => failover::force_behind(cluster?, lease)?,
+        Fault::KillUnreplicated => failover::kill_unreplicated(sentinels?, lease),
+        Fault::SentinelFailover => failover::on_request(sentinels?),
+        Fault::FreezePrimary => diverged.extend(failover::freeze_primary(sentinels?)),
         Fault::DelayReplies(leases) => {
             proxies[0].set(ProxyMode::DelayReplies(lease * 3 / 2));
             thread::sleep(lease * leases);
@@ -683,4 +664,56 @@ fn signal(pid: u32, signal: &str) {
     let _ = Command::new("kill")
         .args([signal, &pid.to_string()])
         .status();
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn settings(duration: Duration) -> Settings {
+        Settings {
+            clients: 1,
+            threads: 1,
+            lease: Duration::from_secs(1),
+            duration,
+            every: Duration::from_secs(3),
+            seed: 1,
+            client_binary: PathBuf::new(),
+            dir: PathBuf::new(),
+        }
+    }
+
+    fn scenario(mode: Mode, fault: Fault) -> Scenario {
+        Scenario {
+            name: "test",
+            inside: true,
+            mode,
+            fault,
+            short: true,
+        }
+    }
+
+    #[test]
+    fn a_short_run_leaves_room_for_one_failover_and_its_recovery() {
+        let short = settings(Duration::from_secs(10));
+        let failover = scenario(Mode::Sentinel { acks: true }, Fault::KillUnreplicated);
+        let lasts = duration(&failover, &short);
+        let room =
+            START + short.every * 3 / 2 + Fault::KillUnreplicated.room(failover.mode, short.lease);
+        assert!(lasts > room, "{lasts:?} leaves no room for {room:?}");
+    }
+
+    #[test]
+    fn faults_that_fit_keep_the_profile_duration() {
+        for duration_of_profile in [Duration::from_secs(10), Duration::from_secs(45)] {
+            let profile = settings(duration_of_profile);
+            for fault in [Fault::None, Fault::FreezeServer(2), Fault::Mix] {
+                let run = scenario(Mode::Single, fault);
+                assert_eq!(duration(&run, &profile), duration_of_profile, "{fault:?}");
+            }
+        }
+        let long = settings(Duration::from_secs(45));
+        let frozen = scenario(Mode::Sentinel { acks: true }, Fault::FreezePrimary);
+        assert_eq!(duration(&frozen, &long), long.duration);
+    }
 }

@@ -4,7 +4,11 @@
 //! `lease` client (so they also queue locally and hand the lock to each other); each has its own
 //! owner id and writes what it does to its own history file, `HISTORY-<thread>.jsonl`.
 //!
-//! `fault_client CLIENT HISTORY RESOURCE_URL single|redlock|cluster LEASE_MS RUN_MS THREADS URL...`
+//! `fault_client CLIENT HISTORY RESOURCE_URL MODE LEASE_MS RUN_MS THREADS URL...`
+//!
+//! `MODE` is `single` (one URL), `redlock` (the masters' URLs), `cluster` (seed URLs), or
+//! `sentinel` or `sentinel-acks` (the name the Sentinels know the primary by, then the Sentinels'
+//! URLs; with `-acks`, every acquisition, renewal and release waits for one replica).
 
 #![allow(clippy::print_stderr, clippy::print_stdout, missing_docs)]
 
@@ -23,10 +27,25 @@ const WAIT: Duration = Duration::from_secs(1);
 /// How often a long step looks whether a renewal moved the hold's deadline.
 const LOOK: Duration = Duration::from_millis(50);
 
-/// What the threads of the process share: one client, of one server, of RedLock's masters or of
-/// a cluster.
+/// What the threads of the process share: one client, of one server, of RedLock's masters, of
+/// a cluster or of a Sentinel-managed primary.
 fn open(mode: &str, lease: Duration, urls: &[String]) -> lease::Result<lease::Client> {
     match mode {
+        "sentinel" | "sentinel-acks" => {
+            let (master_name, sentinels) = urls
+                .split_first()
+                .ok_or_else(|| lease::Error::InvalidArgument("no Sentinel master name".into()))?;
+            let builder = lease::Client::sentinel(master_name, sentinels.iter().cloned())
+                .default_lease(lease)
+                .command_timeout(lease / 2)
+                .connect_timeout(lease / 2);
+            match mode {
+                // A quarter lease for the replica's acknowledgement, within the command timeout.
+                "sentinel-acks" => builder.replica_acks(1, lease / 4),
+                _ => builder,
+            }
+            .build()
+        }
         "single" => lease::Client::builder(urls[0].as_str())
             .default_lease(lease)
             .command_timeout(lease / 2)
@@ -62,7 +81,7 @@ fn main() {
     let args: Vec<String> = std::env::args().skip(1).collect();
     if args.len() < 8 {
         eprintln!(
-            "usage: fault_client CLIENT HISTORY RESOURCE_URL single|redlock|cluster LEASE_MS RUN_MS THREADS URL..."
+            "usage: fault_client CLIENT HISTORY RESOURCE_URL single|redlock|cluster|sentinel|sentinel-acks LEASE_MS RUN_MS THREADS URL..."
         );
         std::process::exit(64);
     }

@@ -4,14 +4,15 @@
 //!
 //! `faults [--profile short|default|soak] [--minutes N] [--seed N] [--report FILE] [--only TEXT] [--keep]`
 //!
-//! The soak runs a random mix of the faults inside the timing assumptions, for one server and for
-//! RedLock, `--minutes` each (10 unless told).
+//! The soak runs a random mix of the faults inside the timing assumptions, for one server, for
+//! RedLock and for a Sentinel-managed primary, `--minutes` each (10 unless told).
 //!
 //! Needs `fault_client` beside it (`cargo build --release -p faults` builds both) and
 //! `redis-server` on PATH.
 
 #![allow(clippy::print_stderr, clippy::print_stdout, missing_docs)]
 
+use faults::profiles;
 use faults::scenario::{self, Outcome, Settings};
 use std::time::Duration;
 
@@ -35,9 +36,9 @@ fn main() {
         }
     };
     let (clients, threads, duration, scenarios) = match profile.as_str() {
-        "short" => (4, 2, Duration::from_secs(10), scenario::all()),
-        "default" => (8, 2, Duration::from_secs(45), scenario::all()),
-        "soak" => (8, 2, Duration::from_secs(60 * minutes), scenario::soak()),
+        "short" => (4, 2, Duration::from_secs(10), profiles::short()),
+        "default" => (8, 2, Duration::from_secs(45), profiles::all()),
+        "soak" => (8, 2, Duration::from_secs(60 * minutes), profiles::soak()),
         other => {
             eprintln!("faults: unknown profile {other:?} (short, default, soak)");
             std::process::exit(64);
@@ -72,7 +73,8 @@ fn main() {
     let mut lines = vec![
         format!(
             "Profile `{profile}`, seed {seed}: {clients} client processes of {threads} threads per scenario \
-             ({} clients; the threads of a process share its `lease` client), {duration:?} each, \
+             ({} clients; the threads of a process share its `lease` client), {duration:?} each \
+             (longer where that leaves no room for one fault and its recovery), \
              lease {lease:?} (renewed), a fault about every {:?}.",
             clients * threads,
             settings.every
@@ -105,6 +107,9 @@ fn main() {
                 }
                 if let Some(first) = outcome.touches.as_ref().and_then(|t| t.first.as_ref()) {
                     eprintln!("faults: a lease of another owner touched: {first}");
+                }
+                for difference in &outcome.diverged {
+                    eprintln!("faults: after a failover, {difference}");
                 }
                 lines.push(row(&outcome));
             }
