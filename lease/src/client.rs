@@ -492,7 +492,8 @@ impl ClientBuilder {
                     self.connect_timeout,
                     self.command_timeout,
                 );
-                Box::new(Server::new(pool.with_acks(acks)))
+                let thread = format!("lease-sentinel-{short_id}");
+                Box::new(Server::following(pool.with_acks(acks), thread)?)
             }
             Topology::RedLock(_) => Box::new(self.quorum_backend(endpoints, &id)?),
         };

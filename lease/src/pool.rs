@@ -21,7 +21,7 @@ use crate::scripts::{Acks, Epoch};
 use parking_lot::Mutex;
 use redis::Value;
 use std::ops::{Deref, DerefMut};
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -63,6 +63,9 @@ pub(crate) struct Pool {
     /// Whether the eviction policy was looked at (by the first connection).
     policy_checked: AtomicBool,
     identity_check: Option<IdentityCheck>,
+    /// Raised when every connection must go ([`Pool::forget_connections`]); a connection opened
+    /// under a lower value is closed instead of used again.
+    generation: AtomicU64,
 }
 
 impl Pool {
@@ -105,6 +108,7 @@ impl Pool {
             command_timeout,
             policy_checked: AtomicBool::new(false),
             identity_check: None,
+            generation: AtomicU64::new(0),
         }
     }
 
@@ -171,7 +175,29 @@ impl Pool {
             check(&identity)?;
         }
         conn.set_deadline(deadline);
+        conn.generation = self.generation.load(Ordering::Acquire);
         Ok(conn)
+    }
+
+    /// The Sentinels the pool asks for the primary, if it does.
+    pub(crate) fn sentinels(&self) -> Option<&Sentinels> {
+        match &self.target {
+            Target::Sentinel(sentinels) => Some(sentinels),
+            Target::Fixed { .. } => None,
+        }
+    }
+
+    /// Closes the idle connections, and every connection in use as soon as it is given back or
+    /// looked at ([`Pool::is_current`]): the server they reach is no longer the one to use (the
+    /// Sentinels announced a new primary).
+    pub(crate) fn forget_connections(&self) {
+        self.generation.fetch_add(1, Ordering::AcqRel);
+        self.idle.lock().clear();
+    }
+
+    /// Whether `conn`, opened by this pool, may still be used.
+    pub(crate) fn is_current(&self, conn: &Conn) -> bool {
+        conn.is_usable() && conn.generation == self.generation.load(Ordering::Acquire)
     }
 
     /// Warns once if the server may evict keys: an evicted lock key is a lock granted twice, an
@@ -218,7 +244,7 @@ impl Pool {
 
     /// An idle connection, or a new one; its calls end by `deadline`.
     pub(crate) fn get(&self, deadline: Instant) -> Result<Pooled<'_>> {
-        let idle = self.idle.lock().pop();
+        let idle = self.idle.lock().pop().filter(|conn| self.is_current(conn));
         let conn = match idle {
             Some(mut conn) => {
                 conn.set_deadline(deadline);
@@ -340,7 +366,7 @@ impl Drop for Pooled<'_> {
             let mut idle = self.pool.idle.lock();
             if !conn.is_usable() {
                 idle.clear();
-            } else if idle.len() < self.pool.max_idle {
+            } else if self.pool.is_current(&conn) && idle.len() < self.pool.max_idle {
                 idle.push(conn);
             }
         }

@@ -357,6 +357,13 @@ fn serve(
         if shared.stop.load(Ordering::Acquire) {
             return Ok(());
         }
+        if !pool.is_current(&conn) {
+            // The Sentinels named another primary: subscribe there.
+            return Err(crate::conn::io_error(
+                std::io::ErrorKind::NotConnected,
+                "the primary changed",
+            ));
+        }
         let mut elsewhere: Vec<(String, Arc<Pool>)> = Vec::new();
         let (wanted, unwanted) = {
             let mut channels = shared.channels.lock();

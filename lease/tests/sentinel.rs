@@ -84,6 +84,25 @@ fn the_lock_follows_a_failover_and_its_tokens_rise_with_the_epoch() {
 }
 
 #[test]
+fn a_failover_the_sentinels_announce_drops_the_connections_to_the_old_primary() {
+    let set = SentinelSet::start();
+    let client = client(&set);
+    let lock = client.lock("announced").expect("valid");
+    // A connection to the primary, idle in the pool.
+    assert!(!lock.inspect().expect("reachable").is_held());
+    set.failover();
+    // The old primary is a replica now (its clients were not cut off): a call on the idle
+    // connection would be refused (READONLY). The announcement (+switch-master) reaches the
+    // client within its poll, and the next call goes to the new primary at once.
+    thread::sleep(Duration::from_secs(1));
+    let guard = lock
+        .try_lock_with_lease(Duration::from_secs(30))
+        .expect("the first call after the announcement goes to the new primary")
+        .expect("free");
+    guard.unlock().expect("held");
+}
+
+#[test]
 fn holders_and_waiters_carry_on_across_a_failover() {
     let set = SentinelSet::start();
     let lease = Duration::from_millis(900);

@@ -11,6 +11,7 @@ pub(crate) mod cluster;
 pub(crate) mod fanout;
 pub(crate) mod quorum;
 pub(crate) mod server;
+pub(crate) mod switches;
 
 use crate::error::Result;
 use crate::keys::LockKeys;

@@ -27,6 +27,14 @@ impl Server {
             pool: Arc::new(pool),
         }
     }
+
+    /// A server the Sentinels name, whose connections are dropped as soon as they announce a
+    /// failover (by a thread named `thread_name`).
+    pub(crate) fn following(pool: Pool, thread_name: String) -> Result<Server> {
+        let server = Server::new(pool);
+        super::switches::watch(&server.pool, thread_name).map_err(Error::Spawn)?;
+        Ok(server)
+    }
 }
 
 /// The releases that undo `attempt` whatever it came to, written behind it on a connection that
@@ -289,6 +297,13 @@ struct OneServer {
 impl OneServer {
     fn call(&mut self, leases: &[Pending]) -> Result<Vec<bool>> {
         let deadline = self.pool.call_deadline();
+        if self
+            .connection
+            .as_ref()
+            .is_some_and(|con| !self.pool.is_current(con))
+        {
+            self.connection = None;
+        }
         let con = match &mut self.connection {
             Some(con) => {
                 con.set_deadline(deadline);

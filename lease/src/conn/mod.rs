@@ -47,6 +47,8 @@ pub(crate) struct Conn {
     skip: usize,
     /// The epoch of the fencing tokens the server hands out on this connection.
     epoch: Epoch,
+    /// The generation of the pool that opened it (see `Pool::forget_connections`).
+    pub(crate) generation: u64,
 }
 
 impl Conn {
@@ -66,6 +68,7 @@ impl Conn {
             asking: false,
             skip: 0,
             epoch: Epoch::None,
+            generation: 0,
         };
         let mut login = Vec::new();
         if let Some(password) = &endpoint.password {

@@ -76,6 +76,16 @@ impl Sentinels {
         })
     }
 
+    /// Each Sentinel.
+    pub(crate) fn endpoints(&self) -> &[Endpoint] {
+        &self.sentinels
+    }
+
+    /// The name the Sentinels monitor the primary under.
+    pub(crate) fn master(&self) -> &str {
+        &self.master
+    }
+
     /// How the deployment is shown: the master name and the Sentinels' URLs, passwords hidden.
     pub(crate) fn shown(&self) -> &str {
         &self.shown
