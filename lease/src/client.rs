@@ -280,6 +280,7 @@ impl ClientBuilder {
 
     /// For `rediss://` servers: a PEM file of CA certificates to trust beside the system's (a
     /// managed service's, or your own CA's). Read when the client is built.
+    #[must_use = "a setting applies to the builder it returns"]
     pub fn tls_ca_file(mut self, path: impl Into<std::path::PathBuf>) -> Self {
         self.tls.ca_file = Some(path.into());
         self
@@ -287,6 +288,7 @@ impl ClientBuilder {
 
     /// For `rediss://` servers that ask for a client certificate: a PEM certificate chain and its
     /// private key. Read when the client is built.
+    #[must_use = "a setting applies to the builder it returns"]
     pub fn tls_client_cert(
         mut self,
         cert: impl Into<std::path::PathBuf>,
@@ -298,6 +300,7 @@ impl ClientBuilder {
 
     /// The password to log in with, in place of any in the URLs: to keep it out of a URL that
     /// is shown (a command line, a configuration file). It is never shown itself.
+    #[must_use = "a setting applies to the builder it returns"]
     pub fn password(mut self, password: impl Into<String>) -> Self {
         self.password = Some(password.into());
         self
@@ -332,12 +335,14 @@ impl ClientBuilder {
 
     /// The lease of a lock taken without one, renewed every third of it while held; from 10 ms
     /// to a year, in whole milliseconds; default 30 s.
+    #[must_use = "a setting applies to the builder it returns"]
     pub fn default_lease(mut self, lease: Duration) -> Self {
         self.default_lease = lease;
         self
     }
 
     /// How long opening a connection may take; default 2 s, at most an hour.
+    #[must_use = "a setting applies to the builder it returns"]
     pub fn connect_timeout(mut self, timeout: Duration) -> Self {
         self.connect_timeout = timeout;
         self
@@ -346,12 +351,14 @@ impl ClientBuilder {
     /// How long one call to Redis may take in all, connecting included, however the server
     /// answers; default 2 s, at most an hour. On RedLock, the time each call gives the masters
     /// to answer: keep it far below the lease.
+    #[must_use = "a setting applies to the builder it returns"]
     pub fn command_timeout(mut self, timeout: Duration) -> Self {
         self.command_timeout = timeout;
         self
     }
 
     /// A prefix for every key and channel, to share a server between applications.
+    #[must_use = "a setting applies to the builder it returns"]
     pub fn key_prefix(mut self, prefix: impl Into<String>) -> Self {
         self.prefix = prefix.into();
         self
@@ -359,6 +366,7 @@ impl ClientBuilder {
 
     /// Idle connections kept for reuse, per server; default 8. Busy threads open more when all
     /// are in use.
+    #[must_use = "a setting applies to the builder it returns"]
     pub fn pool_size(mut self, size: usize) -> Self {
         self.pool_size = size;
         self
@@ -366,12 +374,14 @@ impl ClientBuilder {
 
     /// How many threads of this client may wait for one lock behind the one contending in Redis;
     /// more are refused at once with [`Error::QueueFull`]. Default 1024.
+    #[must_use = "a setting applies to the builder it returns"]
     pub fn max_local_waiters(mut self, max: usize) -> Self {
         self.max_local_waiters = max;
         self
     }
 
     /// How many leases one renewal call renews at most, from 1 to 10,000; default 100.
+    #[must_use = "a setting applies to the builder it returns"]
     pub fn renewal_batch(mut self, batch: usize) -> Self {
         self.renewal_batch = batch;
         self
@@ -380,6 +390,7 @@ impl ClientBuilder {
     /// The timer the watchdog schedules renewals and deadlines on, instead of one of its own: to
     /// share one timer thread between clients, or to drive the watchdog with a
     /// [`wheel::ManualClock`] in tests. Its tick bounds how late a holder is told of a loss.
+    #[must_use = "a setting applies to the builder it returns"]
     pub fn timer(mut self, timer: Timer) -> Self {
         self.timer = Some(timer);
         self
@@ -398,6 +409,7 @@ impl ClientBuilder {
     /// restart without persistence) or a promotion of a replica that did not acknowledge can
     /// still lose a hold. See the guarantees in the crate documentation. `timeout` must be below
     /// the command timeout. Not for RedLock.
+    #[must_use = "a setting applies to the builder it returns"]
     pub fn replica_acks(mut self, replicas: usize, timeout: Duration) -> Self {
         self.acks = Some(Acks {
             replicas: u64::try_from(replicas).unwrap_or(u64::MAX),
@@ -407,6 +419,7 @@ impl ClientBuilder {
     }
 
     /// RedLock only: how many masters must grant a lock, from N/2+1 (the default) to N.
+    #[must_use = "a setting applies to the builder it returns"]
     pub fn quorum(mut self, quorum: usize) -> Self {
         self.quorum = Some(quorum);
         self
@@ -414,6 +427,7 @@ impl ClientBuilder {
 
     /// RedLock only: the longest random pause between two attempts of a waiting call; default
     /// 20 ms.
+    #[must_use = "a setting applies to the builder it returns"]
     pub fn retry_delay(mut self, delay: Duration) -> Self {
         self.retry_delay = Some(delay);
         self

@@ -334,6 +334,7 @@ impl Default for TimerBuilder {
 
 impl TimerBuilder {
     /// The tick: deadlines round up to a multiple of it. At least [`MIN_TICK`]; default 1 ms.
+    #[must_use = "a setting applies to the builder it returns"]
     pub fn tick(mut self, tick: Duration) -> Self {
         self.tick = tick;
         self
@@ -342,6 +343,7 @@ impl TimerBuilder {
     /// Buckets in the innermost ring, rounded up to a power of two; from 1 to [`MAX_SLOTS`],
     /// default 512. Deadlines further than one rotation go to outer rings; this is a speed and
     /// memory trade, never a limit on delays.
+    #[must_use = "a setting applies to the builder it returns"]
     pub fn ticks_per_wheel(mut self, ticks: usize) -> Self {
         self.ticks_per_wheel = ticks;
         self
@@ -354,6 +356,7 @@ impl TimerBuilder {
     /// Keeping it exact costs one compare-and-swap on a count that every scheduling thread shares
     /// (and a subtraction when a task leaves), so threads scheduling at once contend on it. By
     /// default there is no such count: each shard alone holds at most [`MAX_PENDING`] tasks.
+    #[must_use = "a setting applies to the builder it returns"]
     pub fn max_pending(mut self, max: usize) -> Self {
         self.max_pending = Some(max);
         self
@@ -366,18 +369,21 @@ impl TimerBuilder {
     /// A thread schedules on one shard (chosen by the order in which threads first scheduled), so
     /// up to this many threads schedule without sharing a lock. Each shard costs about 9 KiB
     /// when empty, and the worker looks at every shard each time it wakes.
+    #[must_use = "a setting applies to the builder it returns"]
     pub fn shards(mut self, shards: usize) -> Self {
         self.shards = Some(shards);
         self
     }
 
     /// The worker thread's name; default `wheel-timer`.
+    #[must_use = "a setting applies to the builder it returns"]
     pub fn thread_name(mut self, name: impl Into<String>) -> Self {
         self.thread_name = name.into();
         self
     }
 
     /// Reads time from a [`ManualClock`] instead of the monotonic clock.
+    #[must_use = "a setting applies to the builder it returns"]
     pub fn clock(mut self, clock: ManualClock) -> Self {
         self.clock = Clock::Manual(clock);
         self

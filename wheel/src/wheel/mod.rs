@@ -39,8 +39,21 @@ pub const MAX_LEN: usize = (u32::MAX - 1) as usize;
 
 /// An entry could not be inserted: the wheel holds `u32::MAX - 1` entries already. The value is
 /// handed back.
+///
+/// ```
+/// let full: Box<dyn std::error::Error> = Box::new(wheel::WheelFull("task"));
+/// assert!(full.to_string().starts_with("the wheel is full"));
+/// ```
 #[derive(Debug, PartialEq, Eq)]
 pub struct WheelFull<T>(pub T);
+
+impl<T> std::fmt::Display for WheelFull<T> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "the wheel is full: it holds {MAX_LEN} entries")
+    }
+}
+
+impl<T: std::fmt::Debug> std::error::Error for WheelFull<T> {}
 
 /// A hashed timing wheel holding values of type `T` until their deadline tick.
 ///
