@@ -92,3 +92,14 @@ pub use state::LockState;
 pub use watchdog::WatchdogMetrics;
 /// The timer crate the watchdog runs on, for [`ClientBuilder::timer`].
 pub use wheel;
+
+/// The Rust examples of the README and of docs/lease.md, compiled (and run where they need no
+/// server) as doc tests, so that the documentation cannot drift from the API.
+#[cfg(doctest)]
+mod documentation {
+    #[doc = include_str!("../../README.md")]
+    struct Readme;
+
+    #[doc = include_str!("../../docs/lease.md")]
+    struct Guide;
+}
