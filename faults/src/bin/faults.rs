@@ -136,6 +136,15 @@ fn main() {
         let _ = std::fs::remove_dir_all(&dir);
     }
     if failed {
+        // The report may go where nobody reads it (the test script discards stdout): the rows
+        // that failed are also told on stderr, under the table's header.
+        eprintln!("faults: {}", lines[2]);
+        for line in lines
+            .iter()
+            .filter(|line| line.ends_with("| FAIL |") || line.contains("| could not run:"))
+        {
+            eprintln!("faults: failed: {line}");
+        }
         std::process::exit(1);
     }
 }
