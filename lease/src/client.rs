@@ -75,6 +75,11 @@ impl Core {
 
 impl Client {
     /// A client with the default settings for the server at `url`.
+    ///
+    /// # Errors
+    ///
+    /// As [`ClientBuilder::build`]: [`Error::InvalidArgument`] for a URL that does not parse,
+    /// [`Error::Spawn`] if a thread cannot be started.
     pub fn open(url: &str) -> Result<Client> {
         Client::builder(url).build()
     }
@@ -171,6 +176,10 @@ impl Client {
     }
 
     /// A lock by name: 1 to 1024 bytes, without `{` or `}`.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::InvalidArgument`] for a name that is empty, longer than 1024 bytes, or has `{` or `}`.
     pub fn lock(&self, name: &str) -> Result<Lock> {
         let keys = LockKeys::new(&self.core.prefix, name)?;
         Ok(Lock::new(Arc::clone(&self.core), keys))
@@ -436,6 +445,12 @@ impl ClientBuilder {
     /// Checks the settings and starts the client's threads. On one server it connects to
     /// nothing yet: an unreachable server shows on the first lock operation. On RedLock it asks
     /// the masters that answer who they are, to refuse two URLs of one server.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::InvalidArgument`] for a setting out of range, a URL that does not parse (its
+    /// password never repeated), TLS files that cannot be read, or two RedLock URLs that reach
+    /// one server; [`Error::Spawn`] if a thread cannot be started.
     pub fn build(self) -> Result<Client> {
         let default_lease = check_lease("the default lease", self.default_lease)?;
         check_timeout("connect timeout", self.connect_timeout)?;

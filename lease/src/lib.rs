@@ -58,6 +58,7 @@
 //! record carries a password or an owner id.
 
 #![forbid(unsafe_code)]
+#![warn(clippy::missing_errors_doc)]
 
 mod acquire;
 mod backend;

@@ -32,6 +32,10 @@ pub struct MultiLock {
 impl MultiLock {
     /// The set of `locks`. Refuses an empty set, and a lock given twice (the same key on the same
     /// server URL).
+    ///
+    /// # Errors
+    ///
+    /// [`Error::InvalidArgument`] for an empty set or a lock given twice.
     pub fn new(locks: impl IntoIterator<Item = Lock>) -> Result<MultiLock> {
         let mut members: Vec<Lock> = locks.into_iter().collect();
         if members.is_empty() {
@@ -58,6 +62,10 @@ impl MultiLock {
     }
 
     /// Takes every member, waiting as long as it takes.
+    ///
+    /// # Errors
+    ///
+    /// As [`Lock::lock`] for the first member that fails; the members taken before are released.
     pub fn lock(&self) -> Result<MultiGuard> {
         let mut guards = Vec::with_capacity(self.members.len());
         for member in &self.members {
@@ -67,12 +75,22 @@ impl MultiLock {
     }
 
     /// One attempt at each member: `Ok(None)` (and nothing held) if any is held elsewhere.
+    ///
+    /// # Errors
+    ///
+    /// As [`Lock::try_lock`] for the first member that fails; the members taken before are
+    /// released.
     pub fn try_lock(&self) -> Result<Option<MultiGuard>> {
         self.take_each(|member| member.try_lock())
     }
 
     /// Waits up to `wait` in all for every member: `Ok(None)` (and nothing held) if one stayed
     /// held elsewhere.
+    ///
+    /// # Errors
+    ///
+    /// As [`Lock::try_lock_for`] for the first member that fails; the members taken before are
+    /// released.
     pub fn try_lock_for(&self, wait: Duration) -> Result<Option<MultiGuard>> {
         let deadline = after(wait);
         self.take_each(|member| member.try_lock_until(deadline))
@@ -137,6 +155,11 @@ impl MultiGuard {
     }
 
     /// Releases every member (in reverse order) and reports the first failure.
+    ///
+    /// # Errors
+    ///
+    /// The first error of the members' [`LeaseGuard::unlock`]s; every member is released in any
+    /// case.
     pub fn unlock(mut self) -> Result<()> {
         let mut first_error = None;
         while let Some(guard) = self.guards.pop() {

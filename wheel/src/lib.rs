@@ -44,6 +44,7 @@
 //! Nothing is printed.
 
 #![forbid(unsafe_code)]
+#![warn(clippy::missing_errors_doc)]
 
 mod clock;
 mod error;

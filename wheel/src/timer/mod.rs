@@ -111,6 +111,10 @@ impl Drop for Owner {
 impl Timer {
     /// A timer with the default settings: 1 ms tick, 512 ticks per wheel, no pending limit, four
     /// shards per core.
+    ///
+    /// # Errors
+    ///
+    /// [`BuildError::Spawn`] if the worker thread cannot be started.
     pub fn new() -> Result<Timer, BuildError> {
         Timer::builder().build()
     }
@@ -126,6 +130,11 @@ impl Timer {
 
     /// Runs `task` once, on the worker thread, `delay` from now: never before, and usually within
     /// one tick after. A delay too large to represent never fires.
+    ///
+    /// # Errors
+    ///
+    /// [`ScheduleError::Stopped`] once the timer is stopped, [`ScheduleError::TooManyPending`] at
+    /// `max_pending`; each hands `task` back.
     pub fn schedule<F>(&self, delay: Duration, task: F) -> Result<Timeout, ScheduleError<F>>
     where
         F: FnOnce() + Send + 'static,
@@ -136,6 +145,10 @@ impl Timer {
     }
 
     /// Runs `task` once, on the worker thread, at `deadline` (at once if it has passed).
+    ///
+    /// # Errors
+    ///
+    /// As [`Timer::schedule`].
     pub fn schedule_at<F>(&self, deadline: Instant, task: F) -> Result<Timeout, ScheduleError<F>>
     where
         F: FnOnce() + Send + 'static,
@@ -167,6 +180,10 @@ impl Timer {
     /// Periods missed because the worker was busy are skipped, not run in a burst.
     ///
     /// A run that panics ends the task.
+    ///
+    /// # Errors
+    ///
+    /// As [`Timer::schedule`], and [`ScheduleError::ZeroPeriod`] for a zero period.
     pub fn schedule_fixed_rate<F>(
         &self,
         first: Duration,
@@ -182,6 +199,10 @@ impl Timer {
     /// Runs `task` at `first` from now, then again `delay` after each run ends.
     ///
     /// A run that panics ends the task.
+    ///
+    /// # Errors
+    ///
+    /// As [`Timer::schedule`], and [`ScheduleError::ZeroPeriod`] for a zero delay.
     pub fn schedule_fixed_delay<F>(
         &self,
         first: Duration,
@@ -390,6 +411,11 @@ impl TimerBuilder {
     }
 
     /// Checks the settings and starts the worker thread.
+    ///
+    /// # Errors
+    ///
+    /// A [`BuildError`] naming the setting out of range, or [`BuildError::Spawn`] if the worker
+    /// thread cannot be started.
     pub fn build(self) -> Result<Timer, BuildError> {
         if self.tick < MIN_TICK {
             return Err(BuildError::TickTooShort { given: self.tick });

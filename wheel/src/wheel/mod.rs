@@ -95,6 +95,10 @@ impl<T> Wheel<T> {
     ///
     /// `slots` must be a power of two from 1 to [`MAX_SLOTS`]. A larger ring makes inward moves
     /// rarer; a smaller one saves memory. Both are correct.
+    ///
+    /// # Errors
+    ///
+    /// [`InvalidSlots`] unless `slots` is a power of two from 1 to [`MAX_SLOTS`].
     pub fn new(slots: usize) -> Result<Self, InvalidSlots> {
         if !slots.is_power_of_two() || slots > MAX_SLOTS {
             return Err(InvalidSlots(slots));
@@ -133,6 +137,10 @@ impl<T> Wheel<T> {
 
     /// Stores `value` until `deadline`. A deadline at or before [`Wheel::now`] is due at once: the
     /// next [`Wheel::advance`] hands it out, reporting `now` as its deadline.
+    ///
+    /// # Errors
+    ///
+    /// [`WheelFull`], with `value` handed back, when the wheel holds [`MAX_LEN`] entries.
     pub fn insert(&mut self, deadline: u64, value: T) -> Result<Key, WheelFull<T>> {
         let deadline = deadline.max(self.now);
         let (key, index) = self.arena.insert(deadline, value).map_err(WheelFull)?;
