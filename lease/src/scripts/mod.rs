@@ -361,6 +361,59 @@ pub(crate) fn parse_renew(reply: &Value, leases: usize) -> Result<Vec<bool>> {
 mod tests {
     use super::*;
 
+    /// Acquires and releases `keys` as a new hold on `con` with tokens of `epoch`.
+    fn take(con: &mut Conn, keys: &LockKeys, id: &str, epoch: Epoch) -> Result<u64> {
+        let reply = acquire(keys, "o", Duration::from_secs(5), id, None, epoch).run(con, "k")?;
+        let Acquire::Acquired { token, .. } = parse_acquire(&reply)? else {
+            panic!("held: {reply:?}");
+        };
+        let released = release(keys, "o", id, id, None, Announce::Global, Epoch::None);
+        released.run(con, "k")?;
+        Ok(token)
+    }
+
+    #[test]
+    fn an_epoch_raises_the_tokens_and_an_epoch_behind_the_counter_gets_none() {
+        let server = testkit::RedisServer::start();
+        let endpoint = crate::conn::Endpoint::parse(&server.url()).expect("valid");
+        let deadline = std::time::Instant::now() + Duration::from_secs(10);
+        let mut con = Conn::open(&endpoint, deadline).expect("reachable");
+        let keys = LockKeys::new("", "epochs").expect("valid");
+        let span = 1u64 << 44;
+        assert_eq!(take(&mut con, &keys, "a", Epoch::None).expect("free"), 1);
+        assert_eq!(
+            take(&mut con, &keys, "b", Epoch::Known(0)).expect("free"),
+            2
+        );
+        // A new epoch starts at its first token, then counts up within it.
+        assert_eq!(
+            take(&mut con, &keys, "c", Epoch::Known(3)).expect("free"),
+            3 * span
+        );
+        assert_eq!(
+            take(&mut con, &keys, "d", Epoch::Known(3)).expect("free"),
+            3 * span + 1
+        );
+        // Without an epoch the counter goes on; with one behind it, nothing is handed out.
+        assert_eq!(
+            take(&mut con, &keys, "e", Epoch::None).expect("free"),
+            3 * span + 2
+        );
+        let behind = take(&mut con, &keys, "f", Epoch::Known(2));
+        assert!(
+            matches!(&behind, Err(Error::Unavailable(e)) if e.code() == Some("EPOCH")),
+            "{behind:?}"
+        );
+        let state = crate::scripts::inspect(&mut con, &keys).expect("readable");
+        assert!(!state.is_held(), "refused before any write: {state:?}");
+        let past = take(&mut con, &keys, "g", Epoch::Known(Epoch::MAX + 1));
+        assert!(matches!(&past, Err(Error::Refused(_))), "{past:?}");
+        assert_eq!(
+            take(&mut con, &keys, "h", Epoch::Known(Epoch::MAX)).expect("free"),
+            Epoch::MAX * span
+        );
+    }
+
     fn bulk(text: &str) -> Value {
         Value::BulkString(text.as_bytes().to_vec())
     }
