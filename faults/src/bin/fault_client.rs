@@ -153,7 +153,7 @@ fn run(
     let mut cycle = 0u64;
     while Instant::now() < end {
         cycle += 1;
-        let step_pause = if cycle % LONG_EVERY == 0 {
+        let step_pause = if cycle.is_multiple_of(LONG_EVERY) {
             lease / 2
         } else {
             STEP_PAUSE
