@@ -6,6 +6,7 @@ mod tool;
 
 use redis::Commands;
 use std::fs;
+use std::io::Write;
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 use support::{client, wait_until, RedisServer};
@@ -129,6 +130,40 @@ fn a_broken_stderr_never_stands_between_a_loss_and_the_kill() {
     let done = finish(status, Duration::from_secs(10));
     assert!(matches!(done.status.code(), Some(0 | 1)), "{done:?}");
     assert!(!String::from_utf8_lossy(&done.stderr).contains("panicked"));
+}
+
+#[test]
+fn a_full_stderr_with_every_record_logged_never_stands_between_a_loss_and_the_kill() {
+    let server = RedisServer::start();
+    // A pipe nobody reads, filled to the brim before `lease` starts: every write to it blocks.
+    let (reader, writer) = nix::unistd::pipe().expect("a pipe");
+    let mut filler = fs::File::from(writer.try_clone().expect("dup"));
+    let filling = std::thread::spawn(move || {
+        let chunk = [b'x'; 4096];
+        while filler.write_all(&chunk).is_ok() {}
+    });
+    std::thread::sleep(Duration::from_millis(200));
+    let started = Instant::now();
+    let run = lease(&server.url())
+        .args(["-vv", "--lease", "2s", "run", "p", "--", "sleep", "6"])
+        .stdout(Stdio::null())
+        .stderr(Stdio::from(writer))
+        .spawn()
+        .expect("start lease");
+    let lock = client(&server).lock("p").expect("valid");
+    wait_until("the job holds the lock", || {
+        lock.is_locked().expect("reachable")
+    });
+    assert!(lock.force_unlock().expect("reachable"));
+    let done = finish(run, Duration::from_secs(10));
+    assert_eq!(done.status.code(), Some(LOST), "{done:?}");
+    assert!(
+        started.elapsed() < Duration::from_secs(5),
+        "the command was not stopped: {:?}",
+        started.elapsed()
+    );
+    drop(reader);
+    filling.join().expect("the filler ends with the pipe");
 }
 
 #[test]

@@ -2,6 +2,7 @@
 //! terminal; Ctrl-Z stops the command and `lease` with it, so nothing renews the lease of a
 //! stopped command; `fg` continues both while the lease holds; a stopped command whose lease ran
 //! out is killed; a command that reads the terminal from the background does not keep the lease.
+//! And what a new user sees: Ctrl-C, a server that is not there, a mistyped option.
 
 mod support;
 mod tool;
@@ -227,4 +228,87 @@ fn a_command_reading_the_terminal_from_the_background_does_not_keep_the_lease() 
     terminal.wait_for("the shell answering", |screen| {
         screen.matches("the-shell-still-has-its-terminal").count() >= 2
     });
+}
+
+/// The lines of `screen` from the one with `typed` (the command line as typed) up to the next
+/// prompt: what the command printed.
+fn printed_after(screen: &str, typed: &str) -> Vec<String> {
+    screen
+        .lines()
+        .skip_while(|line| !line.contains(typed))
+        .skip(1)
+        .take_while(|line| !line.starts_with("ready>"))
+        .map(str::to_owned)
+        .collect()
+}
+
+#[test]
+fn ctrl_c_stops_the_command_releases_the_lock_and_lease_exits_with_its_status() {
+    let server = RedisServer::start();
+    let terminal = Terminal::start(&server.url());
+    let cat = cat_under_lease(&terminal, "10s", "");
+    terminal.line("typed-at-cat");
+    terminal.wait_for("cat echoing what was typed", |screen| {
+        screen.matches("typed-at-cat").count() >= 2
+    });
+    terminal.keys(&["C-c"]);
+    wait_until("cat is gone", Duration::from_secs(5), || gone(&cat));
+    terminal.line("echo code=$?");
+    // SIGINT killed cat: lease exits 128+2, as a shell reports a command killed by a signal.
+    let screen = terminal.wait_for("lease's exit code", |screen| screen.contains("code=130"));
+    assert!(
+        !screen.lines().any(|line| line.starts_with("lease:")),
+        "lease said something:\n{screen}"
+    );
+    assert!(!client(&server)
+        .lock("job")
+        .expect("valid")
+        .is_locked()
+        .expect("reachable"));
+}
+
+#[test]
+fn a_missing_server_gets_one_line_naming_it_without_its_password() {
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .and_then(|listener| listener.local_addr())
+        .expect("a free port")
+        .port();
+    let terminal = Terminal::start(&format!("redis://:hunter2@127.0.0.1:{port}"));
+    let typed = "lease run job -- echo ran; echo code=$?";
+    terminal.line(typed);
+    let screen = terminal.wait_for("lease's exit code", |screen| screen.contains("code=69"));
+    assert_eq!(
+        printed_after(&screen, typed),
+        [
+            format!(
+                "lease: redis unavailable at redis://:***@127.0.0.1:{port}: Connection refused \
+                 (os error 111)"
+            ),
+            "code=69".to_owned()
+        ],
+        "{screen}"
+    );
+    assert!(!screen.contains("hunter2"), "{screen}");
+}
+
+#[test]
+fn a_mistyped_option_gets_clap_s_suggestion_and_the_usage() {
+    let server = RedisServer::start();
+    let terminal = Terminal::start(&server.url());
+    let typed = "lease run --wiat 5s job -- echo ran; echo code=$?";
+    terminal.line(typed);
+    let screen = terminal.wait_for("lease's exit code", |screen| screen.contains("code=64"));
+    let printed = printed_after(&screen, typed).join("\n");
+    for expected in [
+        "error: unexpected argument '--wiat' found",
+        "tip: a similar argument exists: '--wait'",
+        "Usage: lease run --wait <DURATION> <NAME> -- <CMD>...",
+        "For more information, try '--help'.",
+    ] {
+        assert!(printed.contains(expected), "no {expected:?}:\n{screen}");
+    }
+    assert!(
+        !printed.lines().any(|line| line == "ran"),
+        "the command ran:\n{screen}"
+    );
 }

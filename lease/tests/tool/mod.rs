@@ -8,9 +8,41 @@ use std::process::{Child, Command, Output, Stdio};
 use std::time::{Duration, Instant};
 
 pub fn lease(url: &str) -> Command {
-    let mut command = Command::new(env!("CARGO_BIN_EXE_lease"));
-    command.env("LEASE_REDIS_URL", url).process_group(0);
+    let mut command = bare();
+    command.env("LEASE_REDIS_URL", url);
     command
+}
+
+/// The tool with none of the variables it reads for its settings: it goes by its flags and its
+/// defaults, and by what the test sets.
+pub fn bare() -> Command {
+    let mut command = Command::new(env!("CARGO_BIN_EXE_lease"));
+    command.process_group(0);
+    for (name, _) in std::env::vars_os() {
+        let name = name.to_string_lossy().into_owned();
+        if name.starts_with("LEASE_") || name == "REDIS_URL" {
+            command.env_remove(name);
+        }
+    }
+    command
+}
+
+/// A local port nobody listens on (bound, then let go).
+pub fn closed_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0")
+        .and_then(|listener| listener.local_addr())
+        .expect("a free port")
+        .port()
+}
+
+/// What the tool wrote on stderr.
+pub fn stderr_of(output: &Output) -> String {
+    String::from_utf8_lossy(&output.stderr).into_owned()
+}
+
+/// What the tool wrote on stdout.
+pub fn stdout_of(output: &Output) -> String {
+    String::from_utf8_lossy(&output.stdout).into_owned()
 }
 
 pub fn output(command: &mut Command) -> Output {

@@ -5,10 +5,13 @@
 
 use crate::exit;
 use clap::Args;
+use nix::errno::Errno;
 use nix::sys::signal::Signal;
 use nix::unistd::{getpgrp, getppid, Pid};
 use std::io::ErrorKind;
+use std::os::unix::fs::PermissionsExt;
 use std::os::unix::process::CommandExt;
+use std::path::PathBuf;
 use std::process::{Command, ExitCode};
 
 #[derive(Args)]
@@ -44,13 +47,36 @@ pub fn exec(args: ExecArgs) -> ExitCode {
         return ExitCode::from(exit::USAGE);
     };
     // Returns only if the command could not be executed.
-    let error = Command::new(program).args(rest).exec();
+    let mut error = Command::new(program).args(rest).exec();
+    if error.raw_os_error() == Some(Errno::ENOEXEC as i32) {
+        // A file the kernel cannot run (a script without a `#!` line): run it by `/bin/sh`, as
+        // execvp(3) and shells do. Where the C library's execvp does this itself it never gets
+        // here; where it does not (musl), this is the same rule.
+        if let Some(path) = found(program) {
+            error = Command::new("/bin/sh").arg(path).args(rest).exec();
+        }
+    }
     let code = match error.kind() {
         ErrorKind::NotFound => exit::NOT_FOUND,
         ErrorKind::PermissionDenied => exit::CANNOT_EXECUTE,
         _ => exit::FAILED,
     };
-    crate::say::say(format_args!("cannot run {program:?}: {error}"));
+    log::error!("cannot run {program:?}: {error}");
     crate::say::flush(std::time::Duration::from_millis(500));
     ExitCode::from(code)
+}
+
+/// The file `program` names, as execvp(3) finds it: the program itself if it has a `/`, else the
+/// first executable file of that name in a directory of `$PATH`.
+fn found(program: &str) -> Option<PathBuf> {
+    if program.contains('/') {
+        return Some(PathBuf::from(program));
+    }
+    let path = std::env::var_os("PATH").unwrap_or_else(|| "/bin:/usr/bin".into());
+    std::env::split_paths(&path)
+        .map(|dir| dir.join(program))
+        .find(|file| {
+            file.metadata()
+                .is_ok_and(|meta| meta.is_file() && meta.permissions().mode() & 0o111 != 0)
+        })
 }

@@ -14,7 +14,8 @@ pub const REFUSED: u8 = 78;
 /// A key of the lock holds something a lock cannot use (another type, a counter that cannot give
 /// a token).
 pub const DATA: u8 = 65;
-/// The command line is wrong: an unknown option, a bad duration or URL, a missing command.
+/// The command line is wrong: an unknown option, a bad duration or URL, a missing command (or
+/// none at all).
 pub const USAGE: u8 = 64;
 /// The command could not be started because it is not executable.
 pub const CANNOT_EXECUTE: u8 = 126;
@@ -23,24 +24,53 @@ pub const NOT_FOUND: u8 = 127;
 /// Anything else the tool could not do (an unexpected reply, a thread that would not start).
 pub const FAILED: u8 = 1;
 
-/// The exit codes, as `--help` shows them.
-pub const HELP: &str = "\
-Exit codes:
-  the command's own    lease run: the command's exit status; 128+N if signal N killed it
-  64                   usage error: bad option, duration, URL or name; missing command
-  65                   a key of the lock holds something a lock cannot use
-  69                   Redis unavailable: unreachable, no answer within the timeouts, or busy
-  75                   lease run: the lock was not acquired within --wait
-  78                   Redis refused: password, ACL, database index, full server, cluster node
-  79                   lease run: the lease was lost while the command ran (it was stopped)
-  126, 127             lease run: the command is not executable, or was not found
-  1                    any other failure";
+/// The exit codes and what each means, as `--help` and the man pages show them.
+pub const CODES: [(&str, &str); 9] = [
+    (
+        "the command's own",
+        "lease run: the command's exit status; 128+N if signal N killed it",
+    ),
+    (
+        "64",
+        "usage error: no command, a bad option, duration, URL or name",
+    ),
+    ("65", "a key of the lock holds something a lock cannot use"),
+    (
+        "69",
+        "Redis unavailable: unreachable, no answer within the timeouts, or busy",
+    ),
+    ("75", "lease run: the lock was not acquired within --wait"),
+    (
+        "78",
+        "Redis refused: password, ACL, database index, full server, cluster node",
+    ),
+    (
+        "79",
+        "lease run: the lease was lost while the command ran (it was stopped)",
+    ),
+    (
+        "126, 127",
+        "lease run: the command is not executable, or was not found",
+    ),
+    ("1", "any other failure"),
+];
+
+/// The exit code of a command whose output went to a closed stdout: the caller stopped reading.
+pub fn printed(written: bool) -> ExitCode {
+    if written {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::from(FAILED)
+    }
+}
 
 /// A failure to report: one line on stderr, and the exit code.
 #[derive(Debug)]
 pub struct Failure {
     pub code: u8,
     pub message: String,
+    /// The library's error it comes from, if it does.
+    pub cause: Option<lease::Error>,
 }
 
 impl Failure {
@@ -48,6 +78,7 @@ impl Failure {
         Failure {
             code,
             message: message.into(),
+            cause: None,
         }
     }
 
@@ -55,8 +86,9 @@ impl Failure {
         Failure::new(USAGE, message)
     }
 
+    /// Logs the message (an error record: one line, `lease: <message>`) and gives the code.
     pub fn report(self) -> ExitCode {
-        crate::say::say(&self.message);
+        log::error!("{}", self.message);
         ExitCode::from(self.code)
     }
 }
@@ -71,6 +103,10 @@ impl From<lease::Error> for Failure {
             lease::Error::Timeout { .. } => NOT_ACQUIRED,
             _ => FAILED,
         };
-        Failure::new(code, error.to_string())
+        Failure {
+            code,
+            message: error.to_string(),
+            cause: Some(error),
+        }
     }
 }

@@ -7,95 +7,129 @@
 //! lease unlock --force nightly-backup
 //! ```
 //!
-//! Everything the tool prints goes through `say` (stderr) or `say::out` (stdout), which never
-//! block it and never fail it.
+//! Everything the tool says on stderr is a log record (see `logger`), written by `say`'s thread of
+//! its own; machine output goes to stdout through `say::out`. Neither ever blocks or fails it.
 
 mod clock;
+mod connect;
 mod exec;
 mod exit;
 mod job;
 mod keeper;
 mod logger;
+mod manual;
 mod run;
 mod say;
 mod status;
 
-use clap::{Args, Parser, Subcommand};
+use clap::error::ErrorKind;
+use clap::{ArgAction, ArgMatches, Args, CommandFactory, FromArgMatches, Parser, Subcommand};
+use connect::Connection;
 use exit::Failure;
 use lease::Client;
-use std::path::PathBuf;
+use std::io::Write;
 use std::process::ExitCode;
 use std::time::Duration;
 
 /// Run a command while holding a lease on Redis, renewed for as long as the command runs.
 #[derive(Parser)]
-#[command(name = "lease", version, after_help = exit::HELP)]
+#[command(
+    name = "lease",
+    version,
+    after_help = after_help(),
+    arg_required_else_help = true
+)]
 struct Cli {
     #[command(flatten)]
-    common: Common,
+    connection: Connection,
+    #[command(flatten)]
+    verbosity: Verbosity,
     #[command(subcommand)]
     command: Command,
 }
 
-/// Options every command takes.
+/// How much the tool says on stderr.
 #[derive(Args)]
-struct Common {
-    /// The Redis server: redis://[user[:password]@]host[:port][/db], rediss://... (TLS) or
-    /// redis+unix:///path; several, comma-separated or repeated, with --cluster or --redlock
-    #[arg(
-        long,
-        global = true,
-        env = "LEASE_REDIS_URL",
-        hide_env_values = true,
-        value_delimiter = ',',
-        default_value = "redis://127.0.0.1:6379"
-    )]
-    url: Vec<String>,
-    /// The URLs are seed nodes of a Redis Cluster
-    #[arg(long, global = true, conflicts_with = "redlock")]
-    cluster: bool,
-    /// The URLs are independent masters, each lock taken on a quorum of them (RedLock; no
-    /// fencing tokens)
-    #[arg(long, global = true)]
-    redlock: bool,
-    /// A PEM file of CA certificates to trust for rediss:// servers, beside the system's
-    #[arg(long, global = true, value_name = "FILE")]
-    tls_ca_file: Option<PathBuf>,
-    /// Read the password from this file, to keep it out of the URL (and out of `ps`); also
-    /// taken from $LEASE_REDIS_PASSWORD
-    #[arg(long, global = true, value_name = "FILE")]
-    password_file: Option<PathBuf>,
-    /// A prefix for every key, to share a server between applications
-    #[arg(long, global = true, default_value = "")]
-    prefix: String,
-    /// The lease, renewed every third of it while held: 500ms, 30s, 5m (from 10ms)
-    #[arg(
-        long,
-        global = true,
-        default_value = "30s",
-        value_name = "DURATION",
-        value_parser = duration
-    )]
-    lease: Duration,
-    /// Log what the lock library does on stderr
-    #[arg(long, short, global = true)]
-    verbose: bool,
+struct Verbosity {
+    /// Say more on stderr: -v the lock library's debug log, -vv its trace
+    #[arg(long, short, global = true, action = ArgAction::Count)]
+    verbose: u8,
+    /// Say less on stderr: -q only the failure that explains the exit code, -qq nothing
+    #[arg(long, short, global = true, action = ArgAction::Count)]
+    quiet: u8,
 }
 
 #[derive(Subcommand)]
 enum Command {
     /// Acquire NAME, run CMD while holding it, release it when CMD exits
+    #[command(after_help = run::after_help())]
     Run(run::RunArgs),
     /// Show whether NAME is held, by whom, for how long, and its fencing tokens
     Status(status::StatusArgs),
     /// Remove NAME whoever holds it (for clearing a dead holder)
     Unlock(status::UnlockArgs),
-    /// The dead-man's switch of `lease run` (started by it, not by hand)
-    #[command(name = "__keeper", hide = true)]
+    /// Print a completion script for SHELL on stdout
+    #[command(after_help = manual::table("Install, for example", &manual::COMPLETIONS_INSTALL))]
+    Completions(manual::CompletionsArgs),
+    /// Print the manual page on stdout, in roff (man -l <(lease man))
+    Man(manual::ManArgs),
+}
+
+/// The tool's own helper processes, started by `lease run` and never by hand: kept out of the
+/// command line a person sees (its help, completions and man page).
+#[derive(Parser)]
+#[command(name = "lease")]
+struct Helper {
+    #[command(flatten)]
+    verbosity: Verbosity,
+    #[command(subcommand)]
+    process: HelperProcess,
+}
+
+#[derive(Subcommand)]
+enum HelperProcess {
+    /// The dead-man's switch of `lease run`
+    #[command(name = "__keeper")]
     Keeper(keeper::KeeperArgs),
-    /// The first moment of the command of `lease run` (started by it, not by hand)
-    #[command(name = "__exec", hide = true)]
+    /// The first moment of the command of `lease run`
+    #[command(name = "__exec")]
     Exec(exec::ExecArgs),
+}
+
+/// Whether this process is one of the tool's helpers: its first argument names one.
+fn is_helper() -> bool {
+    std::env::args_os()
+        .nth(1)
+        .is_some_and(|first| first.to_string_lossy().starts_with("__"))
+}
+
+/// The variables the tool reads besides the options' own.
+const VARIABLES: [(&str, &str); 3] = [
+    (
+        "REDIS_URL",
+        "the server, when neither --url nor LEASE_REDIS_URL gives one",
+    ),
+    (
+        "LEASE_REDIS_PASSWORD",
+        "the password, when no password file is given",
+    ),
+    (
+        logger::FILTER_VARIABLE,
+        "what to log: warn (the default), debug, lease::watchdog=trace,... (-v and -q override \
+         its level)",
+    ),
+];
+
+/// The variables the tool reads besides the options' own, and the exit codes.
+fn after_help() -> String {
+    format!(
+        "{}\n\n{}",
+        manual::table(
+            "Environment (besides the options' own variables, shown beside them)",
+            &VARIABLES
+        ),
+        manual::table("Exit codes", &exit::CODES)
+    )
 }
 
 /// A duration such as `500ms`, `30s`, `5m` or `1h30m`; `0` is allowed.
@@ -104,27 +138,21 @@ pub(crate) fn duration(text: &str) -> Result<Duration, String> {
 }
 
 fn main() -> ExitCode {
-    let cli = match Cli::try_parse() {
-        Ok(cli) => cli,
-        Err(error) => {
-            use clap::error::ErrorKind;
-            return match error.kind() {
-                ErrorKind::DisplayHelp | ErrorKind::DisplayVersion => {
-                    let _ = error.print();
-                    ExitCode::SUCCESS
-                }
-                _ => {
-                    let code = Failure::usage(one_line(&error.to_string())).report();
-                    say::flush(Duration::from_millis(200));
-                    code
-                }
-            };
-        }
-    };
-    if cli.common.verbose {
-        logger::install();
+    if is_helper() {
+        return helper();
     }
-    let code = match execute(cli) {
+    let parsed = Cli::command()
+        .try_get_matches()
+        .and_then(|matches| Cli::from_arg_matches(&matches).map(|cli| (cli, matches)));
+    let (cli, matches) = match parsed {
+        Ok(parsed) => parsed,
+        Err(error) => return usage(&error),
+    };
+    if let Err(error) = cli.connection.check(&matches) {
+        return usage(&error);
+    }
+    logger::install(cli.verbosity.verbose, cli.verbosity.quiet);
+    let code = match execute(cli, &matches) {
         Ok(code) => code,
         Err(failure) => failure.report(),
     };
@@ -132,62 +160,61 @@ fn main() -> ExitCode {
     code
 }
 
-/// Clap's message without its usage block, on one line.
-fn one_line(text: &str) -> String {
-    let message = text.split("\n\nUsage:").next().unwrap_or(text);
-    let message = message.replace("For more information, try '--help'.", "");
-    let words: Vec<&str> = message.split_whitespace().collect();
-    words.join(" ").trim_start_matches("error: ").to_owned()
-}
-
-/// The password given apart from the URL, if any: from `--password-file` (its first line), else
-/// from `$LEASE_REDIS_PASSWORD`.
-fn password(common: &Common) -> Result<Option<String>, Failure> {
-    if let Some(path) = &common.password_file {
-        let text = std::fs::read_to_string(path).map_err(|error| {
-            Failure::usage(format!("cannot read the password file {path:?}: {error}"))
-        })?;
-        return Ok(Some(text.lines().next().unwrap_or_default().to_owned()));
-    }
-    Ok(std::env::var("LEASE_REDIS_PASSWORD").ok())
-}
-
-fn execute(cli: Cli) -> Result<ExitCode, Failure> {
-    let client = match cli.command {
-        Command::Keeper(args) => return Ok(keeper::keeper(args)),
-        Command::Exec(args) => return Ok(exec::exec(args)),
-        _ => {
-            let common = &cli.common;
-            let builder = if common.cluster {
-                Client::cluster(common.url.iter().cloned())
-            } else if common.redlock {
-                Client::redlock(common.url.iter().cloned())
-            } else {
-                match common.url.as_slice() {
-                    [url] => Client::builder(url.as_str()),
-                    _ => {
-                        return Err(Failure::usage(
-                            "several URLs need --cluster (seed nodes) or --redlock (masters)",
-                        ))
-                    }
-                }
-            };
-            let mut builder = builder
-                .key_prefix(common.prefix.as_str())
-                .default_lease(common.lease);
-            if let Some(ca_file) = &common.tls_ca_file {
-                builder = builder.tls_ca_file(ca_file);
-            }
-            if let Some(password) = password(&cli.common)? {
-                builder = builder.password(password);
-            }
-            builder.build()?
-        }
+fn helper() -> ExitCode {
+    let helper = match Helper::try_parse() {
+        Ok(helper) => helper,
+        Err(error) => return usage(&error),
     };
-    match cli.command {
-        Command::Run(args) => run::run(&client, args),
-        Command::Status(args) => status::status(&client, args),
-        Command::Unlock(args) => status::unlock(&client, args),
-        Command::Keeper(_) | Command::Exec(_) => Ok(ExitCode::from(exit::FAILED)),
+    logger::install(helper.verbosity.verbose, helper.verbosity.quiet);
+    let code = match helper.process {
+        HelperProcess::Keeper(args) => keeper::keeper(args),
+        HelperProcess::Exec(args) => exec::exec(args),
+    };
+    say::flush(Duration::from_millis(200));
+    code
+}
+
+/// Clap's own message, usage and hints on stderr (help and the version on stdout), and the
+/// usage code (0 for help and the version). Nothing runs yet that a stuck stderr could hold up.
+fn usage(error: &clap::Error) -> ExitCode {
+    if error.kind() == ErrorKind::DisplayHelpOnMissingArgumentOrSubcommand {
+        // No command at all: the help, as clap prints it, ended by a newline as `--help` is.
+        let help = format!("{}\n", error.render().to_string().trim_end());
+        let _ = std::io::stderr().write_all(help.as_bytes());
+        return ExitCode::from(exit::USAGE);
     }
+    let _ = error.print();
+    match error.kind() {
+        ErrorKind::DisplayHelp | ErrorKind::DisplayVersion => ExitCode::SUCCESS,
+        _ => ExitCode::from(exit::USAGE),
+    }
+}
+
+fn execute(cli: Cli, matches: &ArgMatches) -> Result<ExitCode, Failure> {
+    let connection = &cli.connection;
+    match cli.command {
+        Command::Run(args) => with_client(connection, matches, |client| run::run(client, args)),
+        Command::Status(args) => {
+            with_client(connection, matches, |client| status::status(client, args))
+        }
+        Command::Unlock(args) => {
+            with_client(connection, matches, |client| status::unlock(client, args))
+        }
+        Command::Completions(args) => Ok(manual::completions(args)),
+        Command::Man(args) => Ok(manual::man(args)),
+    }
+}
+
+/// Runs `work` with a client of the servers the options and the environment give; a failure
+/// that concerns the servers names them.
+fn with_client(
+    connection: &Connection,
+    matches: &ArgMatches,
+    work: impl FnOnce(&Client) -> Result<ExitCode, Failure>,
+) -> Result<ExitCode, Failure> {
+    let servers = connection.servers(matches)?;
+    connection
+        .client(&servers)
+        .and_then(|client| work(&client))
+        .map_err(|failure| servers.named_in(failure))
 }

@@ -12,9 +12,9 @@
 //! takes the terminal back and stops itself too, so that nothing renews a lease for a stopped
 //! command; when continued, it continues the command only if the lease is still valid.
 
+use crate::connect::SECRETS;
 use crate::exit::{self, Failure};
 use crate::job::{self, Event, Group, Terminal};
-use crate::say::say;
 use clap::Args;
 use crossbeam_channel::{select, Receiver};
 use lease::{Client, LeaseGuard, Lost, LostReason};
@@ -42,6 +42,11 @@ pub struct RunArgs {
         value_parser = crate::duration
     )]
     kill_grace: Duration,
+    /// Hold the lock as this owner id instead of a random one: a host or job name, shown by
+    /// `lease status` and given to CMD as $LEASE_OWNER. Another `lease run` as the same owner
+    /// still waits: a hold is never shared between processes
+    #[arg(long, value_name = "ID")]
+    owner: Option<String>,
     /// The lock's name
     name: String,
     /// The command to run, after `--`, and its arguments
@@ -49,8 +54,39 @@ pub struct RunArgs {
     command: Vec<String>,
 }
 
-/// Environment variables that carry the tool's secrets: never passed to the command.
-pub const SECRETS: [&str; 3] = ["LEASE_REDIS_URL", "LEASE_REDIS_PASSWORD", "REDIS_URL"];
+/// What the command finds in its environment besides `lease`'s own (less its secrets).
+pub const COMMAND_ENVIRONMENT: [(&str, &str); 4] = [
+    ("LEASE_NAME", "the lock's name"),
+    (
+        "LEASE_TOKEN",
+        "the fencing token of this hold, above every one before it: pass it to what CMD writes, \
+         and have that refuse lower ones (none with --redlock)",
+    ),
+    (
+        "LEASE_OWNER",
+        "the hold's owner id, as `lease status` shows it; a credential: keep it to the job",
+    ),
+    ("LEASE_HELD", "1"),
+];
+
+/// What comes before [`COMMAND_ENVIRONMENT`] in the help.
+pub fn command_environment() -> String {
+    format!(
+        "CMD gets the environment of lease, less {}, and with:",
+        SECRETS.join(", ")
+    )
+}
+
+/// What the command finds in its environment, and the exit codes, as `lease run --help` shows
+/// them.
+pub fn after_help() -> String {
+    format!(
+        "{}\n{}\n\n{}",
+        command_environment(),
+        crate::manual::columns(&COMMAND_ENVIRONMENT),
+        crate::manual::table("Exit codes", &exit::CODES)
+    )
+}
 
 /// Why `lease` is stopping the command, if it is.
 #[derive(Clone, Copy, PartialEq, Eq)]
@@ -112,7 +148,10 @@ pub fn run(client: &Client, args: RunArgs) -> Result<ExitCode, Failure> {
 }
 
 fn acquire(client: &Client, args: &RunArgs) -> Result<LeaseGuard, Failure> {
-    let lock = client.lock(&args.name)?;
+    let mut lock = client.lock(&args.name)?;
+    if let Some(owner) = &args.owner {
+        lock = lock.owned_by(owner.as_str())?;
+    }
     let acquired = match args.wait {
         None => Some(lock.lock()?),
         Some(wait) if wait.is_zero() => lock.try_lock()?,
@@ -136,6 +175,7 @@ fn spawn(args: &RunArgs, guard: &LeaseGuard, foreground: bool) -> Result<Child, 
     let mut command = Command::new(current_exe()?);
     command
         .arg("__exec")
+        .args(crate::logger::flags())
         .arg("--parent")
         .arg(getpid().to_string());
     if foreground {
@@ -220,7 +260,7 @@ impl Supervised {
                 recv(keeper_gone) -> _ => {
                     if stopping.is_none() {
                         self.group.terminate();
-                        say("the dead-man's switch ended: stopping the command");
+                        log::error!("the dead-man's switch ended: stopping the command");
                         stopping = Some(Stopping {
                             why: Stop::Keeper,
                             kill_at: Instant::now() + self.grace,
@@ -245,11 +285,11 @@ impl Supervised {
         let now = Instant::now();
         if stopping.is_none() && now + self.grace >= deadline {
             self.group.terminate();
-            say(format_args!(
+            log::error!(
                 "no renewal of {:?} confirmed and its lease ends in {:?}: stopping the command",
                 self.name,
                 deadline.saturating_duration_since(now)
-            ));
+            );
             *stopping = Some(Stopping {
                 why: Stop::Lease,
                 kill_at: deadline,
@@ -260,10 +300,10 @@ impl Supervised {
             if !stopping.killed && now >= stopping.kill_at {
                 self.group.signal(Signal::SIGKILL);
                 stopping.killed = true;
-                say(format_args!(
+                log::warn!(
                     "the command outlived its grace of {:?}: SIGKILL",
                     self.grace
-                ));
+                );
             }
         }
     }
@@ -293,10 +333,10 @@ impl Supervised {
         }
         self.enforce(self.guard.valid_until(), stopping);
         let why = reason.map_or_else(|| "the watchdog stopped".to_owned(), |r| r.to_string());
-        say(format_args!(
+        log::error!(
             "lost the lease on {:?} ({why}); stopping the command",
             self.name
-        ));
+        );
     }
 
     /// The command was stopped: stop too, so that nothing renews the lease of a stopped
@@ -306,19 +346,19 @@ impl Supervised {
         if let Some(terminal) = &self.terminal {
             terminal.take_back(self.group.0);
         }
-        say(format_args!(
+        log::warn!(
             "the command was stopped ({signal}); so is lease, and its lease is no longer renewed"
-        ));
+        );
         crate::say::flush(Duration::from_millis(100));
         let _ = kill(getpid(), Signal::SIGSTOP);
         // Continued: by a shell's `fg` or `bg`, by anyone, or by the dead-man's switch.
         if self.guard.is_lost() {
             self.group.signal(Signal::SIGKILL);
             let _ = events.recv_timeout(Duration::from_secs(5));
-            say(format_args!(
+            log::error!(
                 "the lease on {:?} ran out while the command was stopped; it was killed",
                 self.name
-            ));
+            );
             self.keeper.done();
             crate::say::flush(Duration::from_millis(200));
             return Some(ExitCode::from(exit::LOST));
@@ -378,9 +418,7 @@ impl Supervised {
 fn release(guard: LeaseGuard) {
     let name = guard.name().to_owned();
     if let Err(error) = guard.unlock() {
-        say(format_args!(
-            "releasing {name:?} failed: {error}; it lapses with its lease"
-        ));
+        log::warn!("releasing {name:?} failed: {error}; it lapses with its lease");
     }
 }
 

@@ -1,7 +1,7 @@
-//! The tool's messages on stderr, written by a thread of their own: a stderr that is closed, full
-//! or stopped (a background job writing to its terminal) never blocks or fails the tool, so
-//! nothing it prints can stand between a lost lease and the command being stopped. Lines that
-//! cannot be written are dropped.
+//! The tool's stderr, written by a thread of its own: a stderr that is closed, full or stopped (a
+//! background job writing to its terminal) never blocks or fails the tool, so nothing it prints
+//! can stand between a lost lease and the command being stopped. Lines that cannot be written
+//! are dropped. Every message reaches it as a log record (see `logger`), through [`Pipe`].
 
 use crossbeam_channel::{Receiver, Sender};
 use std::io::Write;
@@ -44,10 +44,21 @@ fn print(lines: Receiver<Line>) {
     }
 }
 
-/// Prints `lease: <message>` on stderr, without waiting for it to be written.
-pub fn say(message: impl std::fmt::Display) {
-    if let Some(printer) = printer() {
-        let _ = printer.try_send(Line::Text(format!("lease: {message}\n")));
+/// A writer that hands what it is given to the stderr thread and returns at once: the logger's
+/// target. One `write` is one formatted record.
+pub struct Pipe;
+
+impl Write for Pipe {
+    fn write(&mut self, bytes: &[u8]) -> std::io::Result<usize> {
+        if let Some(printer) = printer() {
+            let text = String::from_utf8_lossy(bytes).into_owned();
+            let _ = printer.try_send(Line::Text(text));
+        }
+        Ok(bytes.len())
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
     }
 }
 
@@ -61,11 +72,17 @@ pub fn flush(limit: Duration) {
     }
 }
 
-/// Writes `text` and a newline on stdout; a closed stdout (`lease status | true`) is not an
-/// error worth more than the exit code the caller chooses.
-pub fn out(text: &str) -> bool {
+/// Writes `bytes` on stdout; a closed stdout (`lease status | true`) is not an error worth more
+/// than the exit code the caller chooses.
+pub fn out_bytes(bytes: &[u8]) -> bool {
     let mut stdout = std::io::stdout().lock();
-    writeln!(stdout, "{text}")
+    stdout
+        .write_all(bytes)
         .and_then(|()| stdout.flush())
         .is_ok()
+}
+
+/// Writes `text` and a newline on stdout, as [`out_bytes`] does.
+pub fn out(text: &str) -> bool {
+    out_bytes(format!("{text}\n").as_bytes())
 }

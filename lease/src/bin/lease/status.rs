@@ -1,7 +1,7 @@
 //! `lease status` and `lease unlock --force`: an operator's view of a lock, and its last resort.
 //! Both work on a full server and on keys that hold something a lock cannot use.
 
-use crate::exit::{self, Failure};
+use crate::exit::{printed, Failure};
 use crate::say::out;
 use clap::Args;
 use lease::{Client, LockState};
@@ -23,15 +23,6 @@ pub struct UnlockArgs {
     /// Required: the lock is removed whoever holds it, and the holder is not told
     #[arg(long)]
     force: bool,
-}
-
-/// The exit code of a command whose output went to a closed stdout: the caller stopped reading.
-fn printed(written: bool) -> ExitCode {
-    if written {
-        ExitCode::SUCCESS
-    } else {
-        ExitCode::from(exit::FAILED)
-    }
 }
 
 pub fn status(client: &Client, args: StatusArgs) -> Result<ExitCode, Failure> {
