@@ -29,7 +29,11 @@ fn the_version_is_the_crate_s() {
 
 #[test]
 fn no_arguments_print_the_usage_and_the_commands_with_the_usage_code() {
+    // The same with a server in the environment, as a user of the tool has it.
+    let configured = output(&mut lease("redis://127.0.0.1:6379"));
     let done = output(&mut bare());
+    assert_eq!(stderr_of(&configured), stderr_of(&done));
+    assert_eq!(configured.status.code(), Some(USAGE), "{configured:?}");
     assert_eq!(done.status.code(), Some(USAGE), "{done:?}");
     assert!(done.stdout.is_empty(), "{done:?}");
     let stderr = stderr_of(&done);

@@ -312,3 +312,25 @@ fn a_mistyped_option_gets_clap_s_suggestion_and_the_usage() {
         "the command ran:\n{screen}"
     );
 }
+
+#[test]
+fn lease_alone_shows_its_help_even_with_a_server_in_the_environment() {
+    let server = RedisServer::start();
+    let terminal = Terminal::start(&server.url());
+    let typed = "lease; echo code=$?";
+    terminal.line(typed);
+    let screen = terminal.wait_for("lease's exit code", |screen| screen.contains("code=64"));
+    let printed = printed_after(&screen, typed).join("\n");
+    for expected in [
+        "Usage: lease [OPTIONS] <COMMAND>",
+        "Commands:",
+        "  run ",
+        "Exit codes:",
+    ] {
+        assert!(printed.contains(expected), "no {expected:?}:\n{screen}");
+    }
+    assert!(
+        !printed.lines().any(|line| line.starts_with("error:")),
+        "{screen}"
+    );
+}

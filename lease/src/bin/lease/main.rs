@@ -27,18 +27,13 @@ use clap::{ArgAction, ArgMatches, Args, CommandFactory, FromArgMatches, Parser, 
 use connect::Connection;
 use exit::Failure;
 use lease::Client;
-use std::io::Write;
+use std::io::{IsTerminal, Write};
 use std::process::ExitCode;
 use std::time::Duration;
 
 /// Run a command while holding a lease on Redis, renewed for as long as the command runs.
 #[derive(Parser)]
-#[command(
-    name = "lease",
-    version,
-    after_help = after_help(),
-    arg_required_else_help = true
-)]
+#[command(name = "lease", version, after_help = after_help())]
 struct Cli {
     #[command(flatten)]
     connection: Connection,
@@ -141,6 +136,9 @@ fn main() -> ExitCode {
     if is_helper() {
         return helper();
     }
+    if std::env::args_os().len() <= 1 {
+        return help_for_nothing();
+    }
     let parsed = Cli::command()
         .try_get_matches()
         .and_then(|matches| Cli::from_arg_matches(&matches).map(|cli| (cli, matches)));
@@ -174,15 +172,21 @@ fn helper() -> ExitCode {
     code
 }
 
+/// `lease` alone, whatever its variables say: the help on stderr, and the usage code.
+fn help_for_nothing() -> ExitCode {
+    let help = Cli::command().render_help();
+    let help = if std::io::stderr().is_terminal() {
+        help.ansi().to_string()
+    } else {
+        help.to_string()
+    };
+    let _ = std::io::stderr().write_all(format!("{}\n", help.trim_end()).as_bytes());
+    ExitCode::from(exit::USAGE)
+}
+
 /// Clap's own message, usage and hints on stderr (help and the version on stdout), and the
 /// usage code (0 for help and the version). Nothing runs yet that a stuck stderr could hold up.
 fn usage(error: &clap::Error) -> ExitCode {
-    if error.kind() == ErrorKind::DisplayHelpOnMissingArgumentOrSubcommand {
-        // No command at all: the help, as clap prints it, ended by a newline as `--help` is.
-        let help = format!("{}\n", error.render().to_string().trim_end());
-        let _ = std::io::stderr().write_all(help.as_bytes());
-        return ExitCode::from(exit::USAGE);
-    }
     let _ = error.print();
     match error.kind() {
         ErrorKind::DisplayHelp | ErrorKind::DisplayVersion => ExitCode::SUCCESS,

@@ -82,7 +82,7 @@ pub fn command_environment() -> String {
 pub fn after_help() -> String {
     format!(
         "{}\n{}\n\n{}",
-        command_environment(),
+        crate::manual::wrap(&command_environment(), 80).join("\n"),
         crate::manual::columns(&COMMAND_ENVIRONMENT),
         crate::manual::table("Exit codes", &exit::CODES)
     )
