@@ -324,3 +324,40 @@ fn an_explicit_owner_names_the_holder_and_another_run_under_it_still_waits() {
     let lock = client(&server).lock("job").expect("valid name");
     assert!(!lock.is_locked().expect("reachable"), "released");
 }
+
+#[test]
+fn a_run_through_sentinels_gets_a_token_of_the_primarys_epoch_and_refuses_unacknowledged_holds() {
+    let set = testkit::SentinelSet::start();
+    let sentinels = set.sentinel_urls().join(",");
+    let (_dir, tokens) = scratch("tokens");
+    let through = |extra: &[&str]| {
+        let mut command = tool::bare();
+        command
+            .args(["--url", &sentinels, "--sentinel", set.master_name()])
+            .args(["--command-timeout", "1s"])
+            .args(extra)
+            .args(["run", "--wait", "0", "job"])
+            .args(shell("echo $LEASE_TOKEN >> FILE", &tokens));
+        output(&mut command)
+    };
+    let done = through(&[]);
+    assert_eq!(done.status.code(), Some(0), "{}", stderr_of(&done));
+    let done = through(&["--replica-acks", "1"]);
+    assert_eq!(done.status.code(), Some(0), "{}", stderr_of(&done));
+    let written = fs::read_to_string(&tokens).expect("the jobs wrote their tokens");
+    let written: Vec<u64> = written
+        .lines()
+        .map(|line| line.parse().expect("a token"))
+        .collect();
+    assert_eq!(written, [1, 2], "no failover yet: epoch 0");
+
+    // Acknowledgements required and the replica gone: the command never runs.
+    set.pause_replica();
+    let refused = through(&["--replica-acks", "1"]);
+    assert_eq!(refused.status.code(), Some(UNAVAILABLE), "{refused:?}");
+    let stderr = stderr_of(&refused);
+    assert!(stderr.contains("replicas acknowledged"), "{stderr}");
+    set.resume_replica();
+    let written = fs::read_to_string(&tokens).expect("readable");
+    assert_eq!(written.lines().count(), 2, "the refused run did not run");
+}

@@ -21,7 +21,8 @@ pub const SECRETS: [&str; 3] = ["LEASE_REDIS_URL", "LEASE_REDIS_PASSWORD", "REDI
 #[derive(Args)]
 pub struct Connection {
     /// The Redis server: redis://[user[:password]@]host[:port][/db], rediss://... (TLS) or
-    /// redis+unix:///path; several, comma-separated or repeated, with --cluster or --redlock
+    /// redis+unix:///path; several, comma-separated or repeated, with --cluster, --redlock or
+    /// --sentinel
     /// [default: $REDIS_URL, else redis://127.0.0.1:6379]
     #[arg(
         long,
@@ -51,6 +52,26 @@ pub struct Connection {
         value_parser = FalseyValueParser::new()
     )]
     redlock: bool,
+    /// The URLs are Sentinels of the primary they monitor under this name; the lock follows
+    /// the primary across failovers
+    #[arg(
+        long,
+        global = true,
+        value_name = "MASTER",
+        env = "LEASE_SENTINEL",
+        hide_env_values = true
+    )]
+    sentinel: Option<String>,
+    /// Count an acquisition, renewal or release only once this many replicas have it (WAIT),
+    /// within half the command timeout; an acquisition they do not acknowledge is undone
+    #[arg(
+        long,
+        global = true,
+        value_name = "N",
+        env = "LEASE_REPLICA_ACKS",
+        hide_env_values = true
+    )]
+    replica_acks: Option<usize>,
     /// A PEM file of CA certificates to trust for rediss:// servers, beside the system's
     #[arg(
         long,
@@ -164,6 +185,7 @@ enum Topology {
     Server,
     Cluster,
     RedLock,
+    Sentinel,
 }
 
 /// The servers to connect to, settled from the options and the environment.
@@ -258,15 +280,26 @@ impl Connection {
             Topology::Server => "server",
             Topology::Cluster => "cluster seeds",
             Topology::RedLock => "RedLock masters",
+            Topology::Sentinel => "Sentinels",
         };
         log::debug!("{what} {} (from {source})", servers.shown());
         Ok(servers)
     }
 
-    /// `--cluster` or `--redlock`; a flag over the other's variable.
+    /// `--cluster`, `--redlock` or `--sentinel`; a flag over the other's variable.
     fn topology(&self, matches: &ArgMatches) -> Result<Topology, Failure> {
         let on_command_line =
             |id: &str| global_source(matches, id) == Some(ValueSource::CommandLine);
+        if self.sentinel.is_some() {
+            return if self.cluster || self.redlock {
+                Err(Failure::usage(
+                    "--sentinel excludes --cluster and --redlock (also as LEASE_SENTINEL, \
+                     LEASE_CLUSTER and LEASE_REDLOCK)",
+                ))
+            } else {
+                Ok(Topology::Sentinel)
+            };
+        }
         match (self.cluster, self.redlock) {
             (false, false) => Ok(Topology::Server),
             (true, false) => Ok(Topology::Cluster),
@@ -288,6 +321,9 @@ impl Connection {
         let builder = match (servers.topology, servers.urls.as_slice()) {
             (Topology::Cluster, _) => Client::cluster(urls),
             (Topology::RedLock, _) => Client::redlock(urls),
+            (Topology::Sentinel, _) => {
+                Client::sentinel(self.sentinel.as_deref().unwrap_or_default(), urls)
+            }
             (Topology::Server, [url]) => Client::builder(url.as_str()),
             (Topology::Server, _) => {
                 return Err(Failure::usage(
@@ -300,6 +336,9 @@ impl Connection {
             .default_lease(self.lease.get())
             .connect_timeout(self.connect_timeout.get())
             .command_timeout(self.command_timeout.get());
+        if let Some(replicas) = self.replica_acks {
+            builder = builder.replica_acks(replicas, self.command_timeout.get() / 2);
+        }
         if let Some(ca_file) = &self.tls_ca_file {
             builder = builder.tls_ca_file(ca_file);
         }

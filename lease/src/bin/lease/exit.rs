@@ -96,7 +96,8 @@ impl Failure {
 impl From<lease::Error> for Failure {
     fn from(error: lease::Error) -> Self {
         let code = match &error {
-            lease::Error::Unavailable(_) => UNAVAILABLE,
+            // Too few replicas to count on now: as unreachable, worth trying again later.
+            lease::Error::Unavailable(_) | lease::Error::NotReplicated { .. } => UNAVAILABLE,
             lease::Error::Refused(_) => REFUSED,
             lease::Error::WrongType { .. } | lease::Error::BadValue { .. } => DATA,
             lease::Error::InvalidArgument(_) => USAGE,
