@@ -594,7 +594,11 @@ fn inject(
             servers[victim].restart();
         }
         Fault::ClockJumps => {
-            let offset = if count.is_multiple_of(2) { "+5m" } else { "-5m" };
+            let offset = if count.is_multiple_of(2) {
+                "+5m"
+            } else {
+                "-5m"
+            };
             let clock_file = histories.first()?.with_file_name("faketime");
             std::fs::write(clock_file, format!("{offset}\n")).ok()?;
         }
