@@ -1,4 +1,4 @@
-//! Uncontended lock + unlock against one local redis-server, for `lease` and its peers in the same
+//! Uncontended lock + unlock against one local redis-server, for `redis-lease` and its peers in the same
 //! run; on three masters (RedLock); and on a local Redis Cluster. Contention, fairness and hand-off latency are printed by
 //! `cargo run --release -p benches --bin lock_figures`.
 //!

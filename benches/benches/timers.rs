@@ -1,5 +1,5 @@
 //! Caller-side cost of schedule, cancel and the pair, with one million timeouts pending, for
-//! `wheel` and its peers in the same run; and the bare `Wheel` data structure.
+//! `hashwheel` and its peers in the same run; and the bare `Wheel` data structure.
 //!
 //! Run: `cargo bench -p benches --bench timers`. Burst expiry, lateness, wakeups, CPU and memory
 //! are printed by `cargo run --release -p benches --bin timer_figures`.
@@ -173,7 +173,7 @@ fn bare_wheel(c: &mut Criterion) {
         .iter()
         .map(|delay| delay.as_millis() as u64)
         .collect();
-    let mut wheel: wheel::Wheel<u64> = wheel::Wheel::new(512).expect("valid");
+    let mut wheel: hashwheel::Wheel<u64> = hashwheel::Wheel::new(512).expect("valid");
     for (i, delay) in delays(PENDING, 5).iter().enumerate() {
         wheel
             .insert(delay.as_millis() as u64, i as u64)
@@ -189,7 +189,7 @@ fn bare_wheel(c: &mut Criterion) {
     });
     group.bench_function("advance, per expired entry (1M on one tick)", |b| {
         b.iter_custom(|iters| {
-            let mut burst: wheel::Wheel<u64> = wheel::Wheel::new(512).expect("valid");
+            let mut burst: hashwheel::Wheel<u64> = hashwheel::Wheel::new(512).expect("valid");
             let mut total = Duration::ZERO;
             let mut left = iters;
             while left > 0 {

@@ -42,29 +42,29 @@ pub trait SharedPeer: Send + Sync + Sized + 'static {
 
 fn noop() {}
 
-/// `wheel`'s timer, 100 ms tick, 512 buckets; every thread holds a clone of the `Timer`.
-pub struct SharedWheel(wheel::Timer);
+/// `hashwheel`'s timer, 100 ms tick, 512 buckets; every thread holds a clone of the `Timer`.
+pub struct SharedWheel(hashwheel::Timer);
 
 impl SharedPeer for SharedWheel {
-    type Caller = wheel::Timer;
-    type Handle = wheel::Timeout;
+    type Caller = hashwheel::Timer;
+    type Handle = hashwheel::Timeout;
     const NAME: &'static str = "wheel";
     const SETTINGS: &'static str = "tick 100 ms, 512 buckets";
     fn start() -> Self {
-        let timer = wheel::Timer::builder()
+        let timer = hashwheel::Timer::builder()
             .tick(TICK)
             .ticks_per_wheel(BUCKETS)
             .build()
             .expect("valid settings");
         SharedWheel(timer)
     }
-    fn caller(&self, _index: usize) -> wheel::Timer {
+    fn caller(&self, _index: usize) -> hashwheel::Timer {
         self.0.clone()
     }
-    fn schedule(caller: &mut wheel::Timer, delay: Duration) -> wheel::Timeout {
+    fn schedule(caller: &mut hashwheel::Timer, delay: Duration) -> hashwheel::Timeout {
         caller.schedule(delay, noop).expect("no limit set")
     }
-    fn cancel(_caller: &mut wheel::Timer, handle: wheel::Timeout) {
+    fn cancel(_caller: &mut hashwheel::Timer, handle: hashwheel::Timeout) {
         handle.cancel();
     }
 }
@@ -246,7 +246,7 @@ pub fn bursts<P: SharedPeer>(
 /// Keeps `threads` threads scheduling and cancelling on `timer` at full speed until the returned
 /// guard is dropped: each thread schedules a batch of 1,000 timeouts 1-60 s away, then cancels
 /// them, over and over. The guard's `stop` returns the operations done.
-pub fn keep_busy(timer: &wheel::Timer, threads: usize, delays: Arc<Vec<Duration>>) -> Busy {
+pub fn keep_busy(timer: &hashwheel::Timer, threads: usize, delays: Arc<Vec<Duration>>) -> Busy {
     let stop = Arc::new(std::sync::atomic::AtomicBool::new(false));
     let workers = (0..threads)
         .map(|_| {

@@ -1,4 +1,4 @@
-//! The distributed locks the benchmarks compare, behind one interface: this workspace's `lease`
+//! The distributed locks the benchmarks compare, behind one interface: this workspace's `redis-lease`
 //! (its single-server `Lock`, and its RedLock over several masters), the raw floor (SET NX PX,
 //! then a Lua check-and-delete, on one connection), `rslock` and `redlock`. `rslock` and
 //! `redlock` run over every URL given: one for the single-server tables, three for RedLock's.
@@ -22,13 +22,13 @@ pub trait LockPeer: Send + 'static {
     fn with_lock(&mut self, name: &str, critical: &mut dyn FnMut());
 }
 
-/// `lease`: one client shared by every thread, as an application would use it.
-pub struct Lease(lease::Client);
+/// `redis-lease`: one client shared by every thread, as an application would use it.
+pub struct Lease(redis_lease::Client);
 
 impl LockPeer for Lease {
     const NAME: &'static str = "lease";
     fn group(urls: &[String], threads: usize) -> Vec<Self> {
-        let client = lease::Client::builder(urls[0].as_str())
+        let client = redis_lease::Client::builder(urls[0].as_str())
             .default_lease(LEASE)
             .pool_size(threads.max(1))
             .build()
@@ -40,8 +40,8 @@ impl LockPeer for Lease {
     }
 }
 
-/// One critical section under `lease`'s lock `name`, on any deployment.
-fn lease_section(client: &lease::Client, name: &str, critical: &mut dyn FnMut()) {
+/// One critical section under `redis-lease`'s lock `name`, on any deployment.
+fn lease_section(client: &redis_lease::Client, name: &str, critical: &mut dyn FnMut()) {
     let guard = client
         .lock(name)
         .expect("valid name")
@@ -51,13 +51,13 @@ fn lease_section(client: &lease::Client, name: &str, critical: &mut dyn FnMut())
     guard.unlock().expect("released");
 }
 
-/// `lease` on a Redis Cluster (the URLs are seed nodes): one client shared by every thread.
-pub struct LeaseCluster(lease::Client);
+/// `redis-lease` on a Redis Cluster (the URLs are seed nodes): one client shared by every thread.
+pub struct LeaseCluster(redis_lease::Client);
 
 impl LockPeer for LeaseCluster {
     const NAME: &'static str = "lease, cluster";
     fn group(urls: &[String], threads: usize) -> Vec<Self> {
-        let client = lease::Client::cluster(urls.iter().cloned())
+        let client = redis_lease::Client::cluster(urls.iter().cloned())
             .default_lease(LEASE)
             .pool_size(threads.max(1))
             .build()
@@ -179,14 +179,14 @@ impl LockPeer for Redlock {
     }
 }
 
-/// `lease`'s RedLock over every URL: one client shared by every thread, with a command timeout of
+/// `redis-lease`'s RedLock over every URL: one client shared by every thread, with a command timeout of
 /// 5% of the lease.
-pub struct LeaseRedLock(lease::Client);
+pub struct LeaseRedLock(redis_lease::Client);
 
 impl LockPeer for LeaseRedLock {
     const NAME: &'static str = "lease RedLock";
     fn group(urls: &[String], threads: usize) -> Vec<Self> {
-        let masters = lease::Client::redlock(urls.iter().cloned())
+        let masters = redis_lease::Client::redlock(urls.iter().cloned())
             .default_lease(LEASE)
             .command_timeout(LEASE / 20)
             .build()

@@ -1,4 +1,4 @@
-//! Many threads on many names: threads sharing one `lease` client take and release random names
+//! Many threads on many names: threads sharing one `redis-lease` client take and release random names
 //! among 10,000, as fast as they can; and the floor, `redis-benchmark` running the same two
 //! commands as the raw lock (`SET NX PX` on a random key, then the check-and-delete script by
 //! `EVALSHA`) with as many connections, without pipelining.

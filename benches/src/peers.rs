@@ -1,4 +1,4 @@
-//! One interface over every timer the benchmarks compare: this workspace's `wheel`, and its peers.
+//! One interface over every timer the benchmarks compare: this workspace's `hashwheel`, and its peers.
 
 use crate::baseline::HeapTimer;
 use hierarchical_hash_wheel_timer::thread_timer::{TimerRef, TimerWithThread};
@@ -35,13 +35,13 @@ pub trait Peer {
 }
 
 /// This workspace's timer, with a 1 ms tick.
-pub struct Wheel(pub wheel::Timer);
+pub struct Wheel(pub hashwheel::Timer);
 
 impl Peer for Wheel {
-    type Handle = wheel::Timeout;
+    type Handle = hashwheel::Timeout;
     const NAME: &'static str = "wheel";
     fn start() -> Self {
-        Wheel(wheel::Timer::new().expect("default settings"))
+        Wheel(hashwheel::Timer::new().expect("default settings"))
     }
     fn schedule<F: FnMut() + Send + 'static>(&mut self, delay: Duration, task: F) -> Self::Handle {
         self.0.schedule(delay, task).expect("no limit set")

@@ -20,14 +20,14 @@ use testkit::{Failover, Lcg, Monitor, RedisCluster, RedisServer, SentinelSet};
 /// Which lock the clients take.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Mode {
-    /// `lease::Lock` on one server, with fencing tokens.
+    /// `redis_lease::Lock` on one server, with fencing tokens.
     Single,
-    /// `lease::RedLock` on three masters (no fencing tokens).
+    /// `redis_lease::RedLock` on three masters (no fencing tokens).
     Red,
-    /// `lease::Lock` on a Redis Cluster of three masters and three replicas, with fencing tokens
+    /// `redis_lease::Lock` on a Redis Cluster of three masters and three replicas, with fencing tokens
     /// (kept in the lock's slot).
     Cluster,
-    /// `lease::Lock` on a Sentinel-managed primary with one replica and three Sentinels, with
+    /// `redis_lease::Lock` on a Sentinel-managed primary with one replica and three Sentinels, with
     /// fencing tokens; with `acks`, every acquisition, renewal and release waits for the
     /// replica's acknowledgement (`WAIT`) before it counts.
     Sentinel { acks: bool },

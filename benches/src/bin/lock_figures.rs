@@ -1,12 +1,12 @@
 //! Prints the lock figures that are not criterion timings: 8 threads contending for one key
 //! (critical sections per second, fairness, how often the lock passes to another thread) and
-//! hand-off latency (a release to the next waiter holding the lock), for `lease` and its peers in
+//! hand-off latency (a release to the next waiter holding the lock), for `redis-lease` and its peers in
 //! one run, against a redis-server the binary starts.
 //!
-//! With three local masters: the same contention for `lease`'s RedLock, `rslock` and `redlock`,
-//! and `lease`'s RedLock acquisition latency with one master frozen.
+//! With three local masters: the same contention for `redis-lease`'s RedLock, `rslock` and `redlock`,
+//! and `redis-lease`'s RedLock acquisition latency with one master frozen.
 //!
-//! On a local Redis Cluster (3 masters, 3 replicas): the same contention and hand-off for `lease`
+//! On a local Redis Cluster (3 masters, 3 replicas): the same contention and hand-off for `redis-lease`
 //! beside one server's (`cluster`). And many threads on many names (`names`): 16 and 64 threads
 //! of one client on 10,000 names, against `redis-benchmark` running the raw lock's two commands
 //! with as many connections (the floor), on one server and on the cluster.
@@ -113,7 +113,7 @@ fn acks(pairs: usize) {
         ("one replica", primary.url(), Some(1)),
     ];
     for (what, url, acks) in runs {
-        let mut builder = lease::Client::builder(url);
+        let mut builder = redis_lease::Client::builder(url);
         if let Some(replicas) = acks {
             builder = builder.replica_acks(replicas, Duration::from_millis(500));
         }
@@ -144,7 +144,7 @@ fn acks(pairs: usize) {
     }
 }
 
-/// `lease` on a local cluster beside one server: uncontended pairs, contention, hand-off.
+/// `redis-lease` on a local cluster beside one server: uncontended pairs, contention, hand-off.
 fn cluster(scale: &Scale) {
     let server = RedisServer::start();
     let one = [server.url()];
@@ -266,7 +266,7 @@ fn three_masters(scale: &Scale) {
     contention::<Redlock>(&urls, scale);
 
     let node_timeout = Duration::from_millis(50);
-    let masters = lease::Client::redlock(urls.iter().cloned())
+    let masters = redis_lease::Client::redlock(urls.iter().cloned())
         .command_timeout(node_timeout)
         .build()
         .expect("valid settings");
@@ -362,7 +362,7 @@ fn percentiles(mut samples: Vec<f64>) -> (f64, f64, f64) {
     )
 }
 
-/// Holder and waiter are two threads of one process (for `lease`, sharing one client: the local
+/// Holder and waiter are two threads of one process (for `redis-lease`, sharing one client: the local
 /// queue's path).
 fn handoff_in_process<P: LockPeer>(urls: &[String], scale: &Scale) {
     let name = format!("handoff:{}", P::NAME);
@@ -419,7 +419,7 @@ fn handoff_across_processes(url: &str, scale: &Scale) {
         .expect("spawn the waiter process");
     let mut to_child = child.stdin.take().expect("piped");
     let mut from_child = BufReader::new(child.stdout.take().expect("piped")).lines();
-    let holder = lease::Client::open(url).expect("valid settings");
+    let holder = redis_lease::Client::open(url).expect("valid settings");
     let lock = holder.lock(name).expect("valid name");
     let mut samples = Vec::with_capacity(scale.rounds);
     for _ in 0..scale.rounds {
@@ -471,7 +471,7 @@ fn handoff_python_redis_lock(url: &str, scale: &Scale) {
 
 /// The child side: on each "go", wait for the lock, stamp the acquisition, release, report.
 fn child_waiter(url: &str) {
-    let client = lease::Client::open(url).expect("valid settings");
+    let client = redis_lease::Client::open(url).expect("valid settings");
     let lock = client.lock("handoff:processes").expect("valid name");
     let stdin = std::io::stdin();
     let mut out = std::io::stdout();

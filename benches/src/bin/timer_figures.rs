@@ -1,5 +1,5 @@
 //! Prints the timer figures that are not criterion timings: memory per pending timeout, expiry
-//! bursts, lateness, wakeups and worker CPU, for `wheel` and its peers in one run.
+//! bursts, lateness, wakeups and worker CPU, for `hashwheel` and its peers in one run.
 //!
 //! Run: `cargo run --release -p benches --bin timer_figures [quick] [SECTION...]`, sections being
 //! `loop`, `memory`, `burst`, `deadline`, `lateness`, `idle`, `threads` (many threads scheduling
@@ -95,7 +95,7 @@ fn median(mut values: Vec<f64>) -> f64 {
     values[values.len() / 2]
 }
 
-/// `wheel`'s schedule, cancel and the pair in a tight loop with 1M pending: best of 40 rounds of
+/// `hashwheel`'s schedule, cancel and the pair in a tight loop with 1M pending: best of 40 rounds of
 /// 100,000 operations each, before the prefilled timeouts start falling due.
 fn tight_loop(scale: &Scale) {
     let rounds = 40;
@@ -439,7 +439,7 @@ fn threads_of<P: SharedPeer>(scale: &Scale, threads: usize) {
     );
 }
 
-/// The one-deadline and lateness figures of `wheel` again, while two other threads keep
+/// The one-deadline and lateness figures of `hashwheel` again, while two other threads keep
 /// scheduling and cancelling on the same timer at full speed.
 fn busy(scale: &Scale) {
     let callers = 2;

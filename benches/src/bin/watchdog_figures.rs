@@ -13,7 +13,7 @@
 
 use benches::figures::{quantile, Request};
 use benches::threads::{named_thread, ThreadSample};
-use lease::{Client, LostReason};
+use redis_lease::{Client, LostReason};
 use std::collections::HashMap;
 use std::process::Command;
 use std::thread;
@@ -233,7 +233,7 @@ fn renewal_calls(log: &[Monitored]) -> Vec<(u64, Vec<&str>)> {
 }
 
 fn renew_sha() -> String {
-    redis::Script::new(include_str!("../../../lease/src/scripts/renew.lua"))
+    redis::Script::new(include_str!("../../../redis-lease/src/scripts/renew.lua"))
         .get_hash()
         .to_owned()
 }

@@ -29,13 +29,13 @@ const LOOK: Duration = Duration::from_millis(50);
 
 /// What the threads of the process share: one client, of one server, of RedLock's masters, of
 /// a cluster or of a Sentinel-managed primary.
-fn open(mode: &str, lease: Duration, urls: &[String]) -> lease::Result<lease::Client> {
+fn open(mode: &str, lease: Duration, urls: &[String]) -> redis_lease::Result<redis_lease::Client> {
     match mode {
         "sentinel" | "sentinel-acks" => {
-            let (master_name, sentinels) = urls
-                .split_first()
-                .ok_or_else(|| lease::Error::InvalidArgument("no Sentinel master name".into()))?;
-            let builder = lease::Client::sentinel(master_name, sentinels.iter().cloned())
+            let (master_name, sentinels) = urls.split_first().ok_or_else(|| {
+                redis_lease::Error::InvalidArgument("no Sentinel master name".into())
+            })?;
+            let builder = redis_lease::Client::sentinel(master_name, sentinels.iter().cloned())
                 .default_lease(lease)
                 .command_timeout(lease / 2)
                 .connect_timeout(lease / 2);
@@ -46,17 +46,17 @@ fn open(mode: &str, lease: Duration, urls: &[String]) -> lease::Result<lease::Cl
             }
             .build()
         }
-        "single" => lease::Client::builder(urls[0].as_str())
+        "single" => redis_lease::Client::builder(urls[0].as_str())
             .default_lease(lease)
             .command_timeout(lease / 2)
             .connect_timeout(lease / 2)
             .build(),
-        "cluster" => lease::Client::cluster(urls.iter().cloned())
+        "cluster" => redis_lease::Client::cluster(urls.iter().cloned())
             .default_lease(lease)
             .command_timeout(lease / 2)
             .connect_timeout(lease / 2)
             .build(),
-        _ => lease::Client::redlock(urls.iter().cloned())
+        _ => redis_lease::Client::redlock(urls.iter().cloned())
             .default_lease(lease)
             .command_timeout(lease / 10)
             .build(),
@@ -64,12 +64,12 @@ fn open(mode: &str, lease: Duration, urls: &[String]) -> lease::Result<lease::Cl
 }
 
 /// The hold's fencing token; RedLock has none, and records 0.
-fn token(held: &lease::LeaseGuard) -> u64 {
+fn token(held: &redis_lease::LeaseGuard) -> u64 {
     held.fencing_token().unwrap_or(0)
 }
 
 /// How the hold was lost, if it was: the watchdog's reason, or past its deadline.
-fn loss(held: &lease::LeaseGuard) -> Option<(String, Instant)> {
+fn loss(held: &redis_lease::LeaseGuard) -> Option<(String, Instant)> {
     match held.lost() {
         Some(lost) => Some((format!("{:?}", lost.reason), lost.valid_until)),
         None if held.is_lost() => Some(("PastDeadline".into(), held.valid_until())),
@@ -133,7 +133,7 @@ fn run(
     name: &str,
     recorder: &mut Recorder,
     resource_url: &str,
-    shared: &lease::Client,
+    shared: &redis_lease::Client,
     lease: Duration,
     run_for: Duration,
 ) -> Result<(), Box<dyn std::error::Error>> {

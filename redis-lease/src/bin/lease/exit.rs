@@ -1,0 +1,115 @@
+//! The tool's exit codes, and how a failure maps to one.
+
+use std::process::ExitCode;
+
+/// `lease run` could not acquire the lock within `--wait`.
+pub const NOT_ACQUIRED: u8 = 75;
+/// The lease was lost while the command ran; the command was stopped.
+pub const LOST: u8 = 79;
+/// Redis could not be reached, did not answer in time, or said it cannot serve now.
+pub const UNAVAILABLE: u8 = 69;
+/// Redis refused: a wrong password or ACL rule, a database it does not have, a cluster node
+/// given as a server, a full server. Retrying will not help until a setting changes.
+pub const REFUSED: u8 = 78;
+/// A key of the lock holds something a lock cannot use (another type, a counter that cannot give
+/// a token).
+pub const DATA: u8 = 65;
+/// The command line is wrong: an unknown option, a bad duration or URL, a missing command (or
+/// none at all).
+pub const USAGE: u8 = 64;
+/// The command could not be started because it is not executable.
+pub const CANNOT_EXECUTE: u8 = 126;
+/// The command could not be started because it was not found.
+pub const NOT_FOUND: u8 = 127;
+/// Anything else the tool could not do (an unexpected reply, a thread that would not start).
+pub const FAILED: u8 = 1;
+
+/// The exit codes and what each means, as `--help` and the man pages show them.
+pub const CODES: [(&str, &str); 9] = [
+    (
+        "the command's own",
+        "lease run: the command's exit status; 128+N if signal N killed it",
+    ),
+    (
+        "64",
+        "usage error: no command, a bad option, duration, URL or name",
+    ),
+    ("65", "a key of the lock holds something a lock cannot use"),
+    (
+        "69",
+        "Redis unavailable: unreachable, no answer within the timeouts, or busy",
+    ),
+    ("75", "lease run: the lock was not acquired within --wait"),
+    (
+        "78",
+        "Redis refused: password, ACL, database index, full server, cluster node",
+    ),
+    (
+        "79",
+        "lease run: the lease was lost while the command ran (it was stopped)",
+    ),
+    (
+        "126, 127",
+        "lease run: the command is not executable, or was not found",
+    ),
+    ("1", "any other failure"),
+];
+
+/// The exit code of a command whose output went to a closed stdout: the caller stopped reading.
+pub fn printed(written: bool) -> ExitCode {
+    if written {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::from(FAILED)
+    }
+}
+
+/// A failure to report: one line on stderr, and the exit code.
+#[derive(Debug)]
+pub struct Failure {
+    pub code: u8,
+    pub message: String,
+    /// The library's error it comes from, if it does.
+    pub cause: Option<redis_lease::Error>,
+}
+
+impl Failure {
+    pub fn new(code: u8, message: impl Into<String>) -> Self {
+        Failure {
+            code,
+            message: message.into(),
+            cause: None,
+        }
+    }
+
+    pub fn usage(message: impl Into<String>) -> Self {
+        Failure::new(USAGE, message)
+    }
+
+    /// Logs the message (an error record: one line, `lease: <message>`) and gives the code.
+    pub fn report(self) -> ExitCode {
+        log::error!("{}", self.message);
+        ExitCode::from(self.code)
+    }
+}
+
+impl From<redis_lease::Error> for Failure {
+    fn from(error: redis_lease::Error) -> Self {
+        let code = match &error {
+            // Too few replicas to count on now: as unreachable, worth trying again later.
+            redis_lease::Error::Unavailable(_) | redis_lease::Error::NotReplicated { .. } => {
+                UNAVAILABLE
+            }
+            redis_lease::Error::Refused(_) => REFUSED,
+            redis_lease::Error::WrongType { .. } | redis_lease::Error::BadValue { .. } => DATA,
+            redis_lease::Error::InvalidArgument(_) => USAGE,
+            redis_lease::Error::Timeout { .. } => NOT_ACQUIRED,
+            _ => FAILED,
+        };
+        Failure {
+            code,
+            message: error.to_string(),
+            cause: Some(error),
+        }
+    }
+}

@@ -1,0 +1,113 @@
+//! `lease status` and `lease unlock --force`: an operator's view of a lock, and its last resort.
+//! Both work on a full server and on keys that hold something a lock cannot use.
+
+use crate::exit::{printed, Failure};
+use crate::say::out;
+use clap::Args;
+use redis_lease::{Client, LockState};
+use std::process::ExitCode;
+
+#[derive(Args)]
+pub struct StatusArgs {
+    /// The lock's name
+    name: String,
+    /// Print one JSON object instead of a sentence
+    #[arg(long)]
+    json: bool,
+}
+
+#[derive(Args)]
+pub struct UnlockArgs {
+    /// The lock's name
+    name: String,
+    /// Required: the lock is removed whoever holds it, and the holder is not told
+    #[arg(long)]
+    force: bool,
+}
+
+pub fn status(client: &Client, args: StatusArgs) -> Result<ExitCode, Failure> {
+    let state = client.lock(&args.name)?.inspect()?;
+    let text = if args.json {
+        json(&state).to_string()
+    } else {
+        describe(&state)
+    };
+    Ok(printed(out(&text)))
+}
+
+pub fn unlock(client: &Client, args: UnlockArgs) -> Result<ExitCode, Failure> {
+    if !args.force {
+        return Err(Failure::usage(format!(
+            "unlock removes {:?} whoever holds it: add --force to mean it",
+            args.name
+        )));
+    }
+    let lock = client.lock(&args.name)?;
+    let state = lock.inspect()?;
+    let text = if lock.force_unlock()? {
+        format!("removed: {}", describe(&state))
+    } else {
+        format!("{:?} was not held: nothing removed", args.name)
+    };
+    Ok(printed(out(&text)))
+}
+
+/// One sentence: `"jobs" held by 3f…:1 (1 hold), 12.3s left, token 42, last fencing token 42`,
+/// then one line per problem found.
+fn describe(state: &LockState) -> String {
+    let token = match state.last_token {
+        Some(token) => format!("last fencing token {token}"),
+        None => "no fencing token handed out yet".to_owned(),
+    };
+    let on = state
+        .node
+        .as_ref()
+        .map_or_else(String::new, |node| format!(" (on {node})"));
+    let mut text = if state.is_held() {
+        let holders: Vec<String> = state
+            .holders
+            .iter()
+            .map(|(owner, holds)| {
+                let plural = if *holds == 1 { "" } else { "s" };
+                format!("{owner} ({holds} hold{plural})")
+            })
+            .collect();
+        let left = match state.ttl {
+            Some(ttl) => format!("{:.1}s left", ttl.as_secs_f64()),
+            None => "no expiry".to_owned(),
+        };
+        let hold_token = state
+            .hold_token
+            .map_or_else(String::new, |token| format!(", token {token}"));
+        format!(
+            "{:?}{on} held by {}, {left}{hold_token}, {token}",
+            state.name,
+            holders.join(", ")
+        )
+    } else {
+        format!("{:?}{on} is free, {token}", state.name)
+    };
+    for problem in &state.problems {
+        text.push_str("\nproblem: ");
+        text.push_str(problem);
+    }
+    text
+}
+
+fn json(state: &LockState) -> serde_json::Value {
+    let holders: Vec<serde_json::Value> = state
+        .holders
+        .iter()
+        .map(|(owner, holds)| serde_json::json!({ "owner": owner, "holds": holds }))
+        .collect();
+    serde_json::json!({
+        "name": state.name,
+        "node": state.node,
+        "held": state.is_held(),
+        "holders": holders,
+        "ttl_ms": state.ttl.map(|ttl| u64::try_from(ttl.as_millis()).unwrap_or(u64::MAX)),
+        "hold_token": state.hold_token,
+        "last_token": state.last_token,
+        "problems": state.problems,
+    })
+}

@@ -1,0 +1,628 @@
+//! [`Client`]: what every lock of one client shares (its backend, waiters, local queues and
+//! watchdog), and [`ClientBuilder`], the one set of settings for every deployment.
+
+use crate::backend::cluster::{Cluster, PoolSettings, Routes};
+use crate::backend::{quorum, server::Server, Backend};
+use crate::conn::{redact, tls_config, Endpoint, Sentinels, TlsFiles};
+use crate::error::{Error, Result};
+use crate::holds::LiveHolds;
+use crate::keys::LockKeys;
+use crate::local_queue::LocalQueues;
+use crate::lock::Lock;
+use crate::owner::{self, Ids};
+use crate::policy::{check_lease, check_timeout};
+use crate::pool::Pool;
+use crate::pubsub::Waiters;
+use crate::scripts::Acks;
+use crate::unsettled::UnsettledReleases;
+use crate::watchdog::{self, Watchdog, WatchdogMetrics};
+use hashwheel::Timer;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+/// A handle for taking locks on one Redis deployment: one server ([`Client::builder`]), a Redis
+/// Cluster ([`Client::cluster`]), or several independent masters (RedLock, [`Client::redlock`]).
+/// Every lock method works the same on each. Cheap to clone; clones share connections, threads
+/// and local queues.
+///
+/// A client runs a timer and a renewal thread (the watchdog's) whatever the number of locks, and
+/// a pub/sub subscriber per server it waits on (one on one server, one per master of a cluster,
+/// none on RedLock).
+///
+/// ```no_run
+/// use std::time::Duration;
+/// use redis_lease::Client;
+///
+/// let client = Client::builder("redis://127.0.0.1:6379")
+///     .default_lease(Duration::from_secs(10))
+///     .build()?;
+/// let lock = client.lock("reports/nightly")?;
+/// if let Some(guard) = lock.try_lock_for(Duration::from_secs(2))? {
+///     println!("fencing token {:?}", guard.fencing_token());
+///     guard.unlock()?;
+/// }
+/// # Ok::<(), redis_lease::Error>(())
+/// ```
+#[derive(Clone)]
+pub struct Client {
+    core: Arc<Core>,
+}
+
+/// The parts every lock of a client shares.
+pub(crate) struct Core {
+    pub(crate) backend: Box<dyn Backend>,
+    pub(crate) waiters: Waiters,
+    pub(crate) queues: LocalQueues,
+    pub(crate) watchdog: Watchdog,
+    pub(crate) unsettled: UnsettledReleases,
+    pub(crate) holds: LiveHolds,
+    pub(crate) ids: Ids,
+    pub(crate) default_lease: Duration,
+    prefix: String,
+}
+
+impl Core {
+    /// The owner id of the calling thread.
+    pub(crate) fn thread_owner(&self) -> String {
+        format!("{}:{}", self.ids.client(), owner::thread_id())
+    }
+
+    /// The deadline of one call to the backend that starts now.
+    pub(crate) fn call_deadline(&self) -> Instant {
+        crate::policy::after(self.backend.call_timeout())
+    }
+}
+
+impl Client {
+    /// A client with the default settings for the server at `url`.
+    ///
+    /// # Errors
+    ///
+    /// As [`ClientBuilder::build`]: [`Error::InvalidArgument`] for a URL that does not parse,
+    /// [`Error::Spawn`] if a thread cannot be started.
+    pub fn open(url: &str) -> Result<Client> {
+        Client::builder(url).build()
+    }
+
+    /// Settings for a client of one server: `redis://[user:password@]host[:port][/db]`, or
+    /// `redis+unix:///path/to/socket[?db=N]`.
+    pub fn builder(url: impl Into<String>) -> ClientBuilder {
+        ClientBuilder::new(Topology::Server(url.into()))
+    }
+
+    /// Settings for a client of a Redis Cluster, given the URL of one or more of its nodes (the
+    /// seeds): the client learns the other nodes and which master serves which slot from them,
+    /// and follows the cluster as slots move and replicas are promoted. Each lock lives in the
+    /// slot of its name, with its fencing counter.
+    ///
+    /// ```no_run
+    /// use redis_lease::Client;
+    ///
+    /// let client = Client::cluster(["redis://10.0.0.1:7000", "redis://10.0.0.2:7000"]).build()?;
+    /// let guard = client.lock("reports/nightly")?.lock()?;
+    /// guard.unlock()?;
+    /// # Ok::<(), redis_lease::Error>(())
+    /// ```
+    pub fn cluster<I, S>(seeds: I) -> ClientBuilder
+    where
+        I: IntoIterator<Item = S>,
+        S: Into<String>,
+    {
+        ClientBuilder::new(Topology::Cluster(
+            seeds.into_iter().map(Into::into).collect(),
+        ))
+    }
+
+    /// Settings for a client of a primary that Redis Sentinel manages: `master` is the name the
+    /// Sentinels monitor it under, `sentinels` the URLs of some or all of them
+    /// (`redis://host:26379`). The client asks them for the primary each time it connects, and
+    /// takes a primary only if a majority of the given Sentinels answer; it follows failovers
+    /// for lock calls, renewals and the waiters' pub/sub connection. The URLs' login (user and
+    /// password, or [`ClientBuilder::password`]) and transport (`rediss://`) are used for the
+    /// Sentinels and the data servers alike, and their database for the data servers.
+    ///
+    /// Fencing tokens carry the Sentinels' configuration epoch of the primary in their high
+    /// bits, so that they rise across every failover, also one whose primary never replicated
+    /// the last tokens it handed out.
+    ///
+    /// ```no_run
+    /// use std::time::Duration;
+    /// use redis_lease::Client;
+    ///
+    /// let sentinels = ["redis://10.0.0.1:26379", "redis://10.0.0.2:26379", "redis://10.0.0.3:26379"];
+    /// let client = Client::sentinel("mymaster", sentinels)
+    ///     .replica_acks(1, Duration::from_millis(200))
+    ///     .build()?;
+    /// let guard = client.lock("billing/invoices")?.lock()?;
+    /// guard.unlock()?;
+    /// # Ok::<(), redis_lease::Error>(())
+    /// ```
+    pub fn sentinel<I, S>(master: &str, sentinels: I) -> ClientBuilder
+    where
+        I: IntoIterator<Item = S>,
+        S: Into<String>,
+    {
+        ClientBuilder::new(Topology::Sentinel {
+            master: master.to_owned(),
+            urls: sentinels.into_iter().map(Into::into).collect(),
+        })
+    }
+
+    /// Settings for a client that takes each lock on a quorum of independent masters (RedLock),
+    /// each given by its URL. A master that is down when the client is built is allowed: it
+    /// counts as a failed vote until it answers. Its locks have no fencing tokens.
+    ///
+    /// ```no_run
+    /// use std::time::Duration;
+    /// use redis_lease::Client;
+    ///
+    /// let masters = ["redis://10.0.0.1:6379", "redis://10.0.0.2:6379", "redis://10.0.0.3:6379"];
+    /// let client = Client::redlock(masters)
+    ///     .command_timeout(Duration::from_millis(50))
+    ///     .build()?;
+    /// let guard = client.lock("payments/settlement")?.lock()?;
+    /// // ... work while !guard.is_lost() ...
+    /// guard.unlock()?;
+    /// # Ok::<(), redis_lease::Error>(())
+    /// ```
+    pub fn redlock<I, S>(urls: I) -> ClientBuilder
+    where
+        I: IntoIterator<Item = S>,
+        S: Into<String>,
+    {
+        ClientBuilder::new(Topology::RedLock(
+            urls.into_iter().map(Into::into).collect(),
+        ))
+    }
+
+    /// A lock by name: 1 to 1024 bytes, without `{` or `}`.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::InvalidArgument`] for a name that is empty, longer than 1024 bytes, or has `{` or `}`.
+    pub fn lock(&self, name: &str) -> Result<Lock> {
+        let keys = LockKeys::new(&self.core.prefix, name)?;
+        Ok(Lock::new(Arc::clone(&self.core), keys))
+    }
+
+    /// This client's random id, the first part of the owner ids it makes.
+    pub fn id(&self) -> &str {
+        self.core.ids.client()
+    }
+
+    /// The lease of a lock taken without one.
+    pub fn default_lease(&self) -> Duration {
+        self.core.default_lease
+    }
+
+    /// Whether this client's holds carry fencing tokens (not on RedLock).
+    pub fn has_fencing_tokens(&self) -> bool {
+        self.core.backend.fenced()
+    }
+
+    /// Publishes the watchdog's counters ([`WatchdogMetrics::record`]) and its timer's
+    /// (`hashwheel::Metrics::record`) through the `metrics` facade, labelled with the client's
+    /// id (`client`, and `timer` = `lease-<client id>`). With the `metrics` feature.
+    #[cfg(feature = "metrics")]
+    pub fn record_metrics(&self) {
+        let id = self.core.ids.client();
+        self.core.watchdog.metrics().record(id);
+        self.core
+            .watchdog
+            .timer_metrics()
+            .record(&format!("lease-{id}"));
+    }
+
+    /// A snapshot of the watchdog's counters: holds watched, renewal calls, losses.
+    pub fn watchdog_metrics(&self) -> WatchdogMetrics {
+        self.core.watchdog.metrics()
+    }
+}
+
+impl std::fmt::Debug for Client {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Client")
+            .field("id", &self.core.ids.client())
+            .field("place", &self.core.backend.place())
+            .field("prefix", &self.core.prefix)
+            .finish_non_exhaustive()
+    }
+}
+
+/// Which deployment a client talks to.
+#[derive(Clone)]
+enum Topology {
+    Server(String),
+    Cluster(Vec<String>),
+    RedLock(Vec<String>),
+    Sentinel { master: String, urls: Vec<String> },
+}
+
+/// Settings for a [`Client`], from [`Client::builder`] or [`Client::redlock`]. Every setting is
+/// checked by [`ClientBuilder::build`]; a bad one is an [`Error::InvalidArgument`] there, never a
+/// failure later.
+#[derive(Clone)]
+#[must_use = "a builder does nothing until `build` is called"]
+pub struct ClientBuilder {
+    topology: Topology,
+    default_lease: Duration,
+    connect_timeout: Duration,
+    command_timeout: Duration,
+    prefix: String,
+    pool_size: usize,
+    max_local_waiters: usize,
+    renewal_batch: usize,
+    timer: Option<Timer>,
+    quorum: Option<usize>,
+    retry_delay: Option<Duration>,
+    password: Option<String>,
+    tls: TlsFiles,
+    acks: Option<Acks>,
+}
+
+impl std::fmt::Debug for ClientBuilder {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let urls: Vec<String> = match &self.topology {
+            Topology::Server(url) => vec![redact(url)],
+            Topology::Cluster(urls) | Topology::RedLock(urls) | Topology::Sentinel { urls, .. } => {
+                urls.iter().map(|url| redact(url)).collect()
+            }
+        };
+        f.debug_struct("ClientBuilder")
+            .field("urls", &urls)
+            .field("default_lease", &self.default_lease)
+            .field("command_timeout", &self.command_timeout)
+            .field("prefix", &self.prefix)
+            .field("quorum", &self.quorum)
+            .field("password", &self.password.as_ref().map(|_| "***"))
+            .field("tls", &self.tls)
+            .finish_non_exhaustive()
+    }
+}
+
+impl ClientBuilder {
+    fn new(topology: Topology) -> ClientBuilder {
+        ClientBuilder {
+            topology,
+            default_lease: Duration::from_secs(30),
+            connect_timeout: Duration::from_secs(2),
+            command_timeout: Duration::from_secs(2),
+            prefix: String::new(),
+            pool_size: 8,
+            max_local_waiters: 1024,
+            renewal_batch: watchdog::DEFAULT_BATCH,
+            timer: None,
+            quorum: None,
+            retry_delay: None,
+            password: None,
+            tls: TlsFiles::default(),
+            acks: None,
+        }
+    }
+
+    /// For `rediss://` servers: a PEM file of CA certificates to trust beside the system's (a
+    /// managed service's, or your own CA's). Read when the client is built.
+    #[must_use = "a setting applies to the builder it returns"]
+    pub fn tls_ca_file(mut self, path: impl Into<std::path::PathBuf>) -> Self {
+        self.tls.ca_file = Some(path.into());
+        self
+    }
+
+    /// For `rediss://` servers that ask for a client certificate: a PEM certificate chain and its
+    /// private key. Read when the client is built.
+    #[must_use = "a setting applies to the builder it returns"]
+    pub fn tls_client_cert(
+        mut self,
+        cert: impl Into<std::path::PathBuf>,
+        key: impl Into<std::path::PathBuf>,
+    ) -> Self {
+        self.tls.client_cert = Some((cert.into(), key.into()));
+        self
+    }
+
+    /// The password to log in with, in place of any in the URLs: to keep it out of a URL that
+    /// is shown (a command line, a configuration file). It is never shown itself.
+    #[must_use = "a setting applies to the builder it returns"]
+    pub fn password(mut self, password: impl Into<String>) -> Self {
+        self.password = Some(password.into());
+        self
+    }
+
+    /// The endpoints of the builder's URLs, with the password and TLS settings applied.
+    fn endpoints(&self) -> Result<Vec<Endpoint>> {
+        let urls: Vec<&String> = match &self.topology {
+            Topology::Server(url) => vec![url],
+            Topology::Cluster(urls) | Topology::RedLock(urls) | Topology::Sentinel { urls, .. } => {
+                urls.iter().collect()
+            }
+        };
+        let mut endpoints = Vec::with_capacity(urls.len());
+        let mut tls = None;
+        for url in urls {
+            let mut endpoint = Endpoint::parse(url)?;
+            if let Some(password) = &self.password {
+                endpoint = endpoint.with_password(password);
+            }
+            if endpoint.is_tls() {
+                let config = match &tls {
+                    Some(config) => config,
+                    None => tls.insert(tls_config(&self.tls)?),
+                };
+                endpoint = endpoint.with_tls(config);
+            }
+            endpoints.push(endpoint);
+        }
+        Ok(endpoints)
+    }
+
+    /// The lease of a lock taken without one, renewed every third of it while held; from 10 ms
+    /// to a year, in whole milliseconds; default 30 s.
+    #[must_use = "a setting applies to the builder it returns"]
+    pub fn default_lease(mut self, lease: Duration) -> Self {
+        self.default_lease = lease;
+        self
+    }
+
+    /// How long opening a connection may take; default 2 s, at most an hour.
+    #[must_use = "a setting applies to the builder it returns"]
+    pub fn connect_timeout(mut self, timeout: Duration) -> Self {
+        self.connect_timeout = timeout;
+        self
+    }
+
+    /// How long one call to Redis may take in all, connecting included, however the server
+    /// answers; default 2 s, at most an hour. On RedLock, the time each call gives the masters
+    /// to answer: keep it far below the lease.
+    #[must_use = "a setting applies to the builder it returns"]
+    pub fn command_timeout(mut self, timeout: Duration) -> Self {
+        self.command_timeout = timeout;
+        self
+    }
+
+    /// A prefix for every key and channel, to share a server between applications.
+    #[must_use = "a setting applies to the builder it returns"]
+    pub fn key_prefix(mut self, prefix: impl Into<String>) -> Self {
+        self.prefix = prefix.into();
+        self
+    }
+
+    /// Idle connections kept for reuse, per server; default 8. Busy threads open more when all
+    /// are in use.
+    #[must_use = "a setting applies to the builder it returns"]
+    pub fn pool_size(mut self, size: usize) -> Self {
+        self.pool_size = size;
+        self
+    }
+
+    /// How many threads of this client may wait for one lock behind the one contending in Redis;
+    /// more are refused at once with [`Error::QueueFull`]. Default 1024.
+    #[must_use = "a setting applies to the builder it returns"]
+    pub fn max_local_waiters(mut self, max: usize) -> Self {
+        self.max_local_waiters = max;
+        self
+    }
+
+    /// How many leases one renewal call renews at most, from 1 to 10,000; default 100.
+    #[must_use = "a setting applies to the builder it returns"]
+    pub fn renewal_batch(mut self, batch: usize) -> Self {
+        self.renewal_batch = batch;
+        self
+    }
+
+    /// The timer the watchdog schedules renewals and deadlines on, instead of one of its own: to
+    /// share one timer thread between clients, or to drive the watchdog with a
+    /// [`hashwheel::ManualClock`] in tests. Its tick bounds how late a holder is told of a loss.
+    #[must_use = "a setting applies to the builder it returns"]
+    pub fn timer(mut self, timer: Timer) -> Self {
+        self.timer = Some(timer);
+        self
+    }
+
+    /// Requires every acquisition, renewal and release to reach `replicas` replicas of the
+    /// primary within `timeout` (`WAIT` behind each script call) before it counts. An
+    /// acquisition that is not acknowledged in time is undone and fails with
+    /// [`Error::NotReplicated`], never handed out; a renewal that is not counts as not made (the
+    /// watchdog tries again before the lease's deadline); a release that is not is reported and
+    /// sent again before the same owner takes the lock again. A release never hands the lock
+    /// straight to a waiting thread of the client then: the waiter acquires it itself.
+    ///
+    /// This makes an acknowledged hold survive the failover of a primary to one of those
+    /// replicas; it is not consensus: a replica that acknowledged and then lost the write (a
+    /// restart without persistence) or a promotion of a replica that did not acknowledge can
+    /// still lose a hold. See the guarantees in the crate documentation. `timeout` must be below
+    /// the command timeout. Not for RedLock.
+    #[must_use = "a setting applies to the builder it returns"]
+    pub fn replica_acks(mut self, replicas: usize, timeout: Duration) -> Self {
+        self.acks = Some(Acks {
+            replicas: u64::try_from(replicas).unwrap_or(u64::MAX),
+            timeout,
+        });
+        self
+    }
+
+    /// RedLock only: how many masters must grant a lock, from N/2+1 (the default) to N.
+    #[must_use = "a setting applies to the builder it returns"]
+    pub fn quorum(mut self, quorum: usize) -> Self {
+        self.quorum = Some(quorum);
+        self
+    }
+
+    /// RedLock only: the longest random pause between two attempts of a waiting call; default
+    /// 20 ms.
+    #[must_use = "a setting applies to the builder it returns"]
+    pub fn retry_delay(mut self, delay: Duration) -> Self {
+        self.retry_delay = Some(delay);
+        self
+    }
+
+    /// Checks the settings and starts the client's threads. On one server it connects to
+    /// nothing yet: an unreachable server shows on the first lock operation. On RedLock it asks
+    /// the masters that answer who they are, to refuse two URLs of one server.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::InvalidArgument`] for a setting out of range, a URL that does not parse (its
+    /// password never repeated), TLS files that cannot be read, or two RedLock URLs that reach
+    /// one server; [`Error::Spawn`] if a thread cannot be started.
+    pub fn build(self) -> Result<Client> {
+        let default_lease = check_lease("the default lease", self.default_lease)?;
+        check_timeout("connect timeout", self.connect_timeout)?;
+        check_timeout("command timeout", self.command_timeout)?;
+        if self.retry_delay.is_some_and(|delay| delay.is_zero()) {
+            return Err(Error::InvalidArgument(
+                "the retry delay must be above zero".into(),
+            ));
+        }
+        watchdog::check_batch(self.renewal_batch)?;
+        crate::keys::check_prefix(&self.prefix)?;
+        let id = owner::random_id()?;
+        let short_id = &id[..8];
+        let mut endpoints = self.endpoints()?;
+        if !matches!(self.topology, Topology::RedLock(_))
+            && (self.quorum.is_some() || self.retry_delay.is_some())
+        {
+            return Err(Error::InvalidArgument(
+                "quorum and retry_delay are RedLock settings (Client::redlock)".into(),
+            ));
+        }
+        let acks = self.acks()?;
+        let backend: Box<dyn Backend> = match &self.topology {
+            Topology::Cluster(_) => {
+                if endpoints.is_empty() {
+                    return Err(Error::InvalidArgument(
+                        "a cluster client needs the URL of at least one node".into(),
+                    ));
+                }
+                if endpoints.iter().any(|endpoint| endpoint.db != 0) {
+                    return Err(Error::InvalidArgument(
+                        "a cluster has only database 0".into(),
+                    ));
+                }
+                let place = endpoints
+                    .iter()
+                    .map(|endpoint| endpoint.shown().to_owned())
+                    .collect::<Vec<_>>()
+                    .join(",");
+                let routes = Routes::new(
+                    endpoints,
+                    PoolSettings {
+                        max_idle: self.pool_size,
+                        connect_timeout: self.connect_timeout,
+                        command_timeout: self.command_timeout,
+                        acks,
+                    },
+                );
+                Box::new(Cluster::new(routes, place))
+            }
+            Topology::Server(_) => {
+                let endpoint = endpoints.pop().ok_or_else(|| {
+                    Error::InvalidArgument("a client needs the URL of a server".into())
+                })?;
+                let pool = Pool::new(
+                    endpoint,
+                    self.pool_size,
+                    self.connect_timeout,
+                    self.command_timeout,
+                );
+                Box::new(Server::new(pool.with_acks(acks)))
+            }
+            Topology::Sentinel { master, .. } => {
+                let sentinels = Sentinels::new(endpoints, master)?;
+                let pool = Pool::sentinel(
+                    sentinels,
+                    self.pool_size,
+                    self.connect_timeout,
+                    self.command_timeout,
+                );
+                let thread = format!("lease-sentinel-{short_id}");
+                Box::new(Server::following(pool.with_acks(acks), thread)?)
+            }
+            Topology::RedLock(_) => Box::new(self.quorum_backend(endpoints, &id)?),
+        };
+        let timer = watchdog::timer_or_new(self.timer, format!("lease-timer-{short_id}"))?;
+        let watchdog = Watchdog::start(
+            timer,
+            backend.renewer(),
+            self.renewal_batch,
+            format!("lease-renew-{short_id}"),
+        )?;
+        let waiters = backend.waiters(format!("lease-pubsub-{short_id}"))?;
+        Ok(Client {
+            core: Arc::new(Core {
+                backend,
+                waiters,
+                queues: LocalQueues::new(self.max_local_waiters),
+                watchdog,
+                unsettled: UnsettledReleases::default(),
+                holds: LiveHolds::default(),
+                ids: Ids::new(id),
+                default_lease,
+                prefix: self.prefix,
+            }),
+        })
+    }
+
+    /// The replica acknowledgements asked for, checked against the topology and the command
+    /// timeout.
+    fn acks(&self) -> Result<Option<Acks>> {
+        let Some(acks) = self.acks else {
+            return Ok(None);
+        };
+        if matches!(self.topology, Topology::RedLock(_)) {
+            return Err(Error::InvalidArgument(
+                "replica acknowledgements are not for RedLock, whose masters vote instead".into(),
+            ));
+        }
+        if acks.replicas == 0 {
+            return Err(Error::InvalidArgument(
+                "replica acknowledgements: at least one replica is needed (or leave them off)"
+                    .into(),
+            ));
+        }
+        if acks.timeout.is_zero() || acks.timeout >= self.command_timeout {
+            return Err(Error::InvalidArgument(format!(
+                "replica acknowledgements: the wait ({:?}) must be above zero and below the \
+                 command timeout ({:?}), which it is part of",
+                acks.timeout, self.command_timeout
+            )));
+        }
+        Ok(Some(acks))
+    }
+
+    fn quorum_backend(&self, endpoints: Vec<Endpoint>, id: &str) -> Result<quorum::Quorum> {
+        let count = endpoints.len();
+        if count == 0 {
+            return Err(Error::InvalidArgument(
+                "a RedLock needs at least one master".into(),
+            ));
+        }
+        let quorum = self.quorum.unwrap_or(count / 2 + 1);
+        if quorum <= count / 2 || quorum > count {
+            return Err(Error::InvalidArgument(format!(
+                "a quorum of {quorum} over {count} masters cannot work: it must be from {} to {count}",
+                count / 2 + 1
+            )));
+        }
+        let mut distinct: Vec<Endpoint> = Vec::with_capacity(count);
+        for endpoint in endpoints {
+            if let Some(twin) = distinct
+                .iter()
+                .find(|seen| seen.addr == endpoint.addr && seen.db == endpoint.db)
+            {
+                return Err(Error::InvalidArgument(format!(
+                    "masters {:?} and {:?} are one server: RedLock needs independent masters",
+                    twin.shown(),
+                    endpoint.shown()
+                )));
+            }
+            distinct.push(endpoint);
+        }
+        quorum::Quorum::new(quorum::Settings {
+            endpoints: distinct,
+            quorum,
+            node_timeout: self.command_timeout,
+            retry_delay: self.retry_delay.unwrap_or(Duration::from_millis(20)),
+            seed: u64::from_str_radix(&id[..16], 16).unwrap_or(0x9e37_79b9_7f4a_7c15),
+        })
+    }
+}

@@ -1,0 +1,208 @@
+//! [`LeaseGuard`]: one acquisition of a lock. Dropping it releases that acquisition, and only
+//! it: a guard names its hold and acquisition, so a guard whose lease was lost can never release
+//! a later hold of the same owner.
+
+use crate::client::Core;
+use crate::error::{Error, Result};
+use crate::keys::LockKeys;
+use crate::lost::Lost;
+use crate::release::{self, Handoff};
+use crate::unsettled::Unsettled;
+use crate::watchdog::Watched;
+use crossbeam_channel::Receiver;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+/// What a guard holds: the client's core, and the acquisition it releases.
+pub(crate) struct Held {
+    pub(crate) core: Arc<Core>,
+    pub(crate) keys: Arc<LockKeys>,
+    pub(crate) owner: String,
+    /// The hold's id: the same for every re-entry of one hold.
+    pub(crate) hold: Arc<str>,
+    /// This acquisition's id.
+    pub(crate) id: String,
+    pub(crate) token: Option<u64>,
+    pub(crate) holds: u64,
+    pub(crate) lease: Duration,
+    pub(crate) watched: Watched,
+}
+
+impl Held {
+    /// Stops watching and releases, all by `deadline`.
+    fn release(&self, deadline: Instant) -> Result<()> {
+        let core = &self.core;
+        core.watchdog.unwatch(self.watched.entry, Some(deadline));
+        core.holds.remove(&self.keys.lock, &self.owner, &self.hold);
+        let outcome = release::send(
+            core,
+            &self.keys,
+            &self.owner,
+            &self.hold,
+            &self.id,
+            deadline,
+            Handoff::Allowed,
+        );
+        release::result(&self.keys, &self.owner, outcome)
+    }
+}
+
+/// One acquisition of a lock, released when dropped (or by [`LeaseGuard::unlock`], which reports
+/// the outcome). It may be sent to and released from another thread: it releases the acquisition
+/// it made, as the owner that made it.
+///
+/// The guard also tells its holder when the hold can no longer be trusted: the lease ran out, a
+/// renewal was refused, or no renewal was confirmed before the local deadline. Check
+/// [`LeaseGuard::is_lost`] between steps, or wait on [`LeaseGuard::lost_signal`] beside the work:
+///
+/// ```no_run
+/// use crossbeam_channel::{select, Receiver};
+/// # fn work_done() -> Receiver<()> { crossbeam_channel::never() }
+/// # let client = redis_lease::Client::open("redis://127.0.0.1:6379")?;
+/// let guard = client.lock("reports/nightly")?.lock()?;
+/// select! {
+///     recv(work_done()) -> _ => guard.unlock()?,
+///     recv(guard.lost_signal()) -> lost => {
+///         // Stop writing: another owner may hold the lock by now.
+///         eprintln!("lost: {:?}", lost.map(|lost| lost.reason));
+///     }
+/// }
+/// # Ok::<(), redis_lease::Error>(())
+/// ```
+#[must_use = "the lock is released as soon as the guard is dropped"]
+pub struct LeaseGuard {
+    held: Held,
+    released: bool,
+}
+
+impl LeaseGuard {
+    pub(crate) fn new(held: Held) -> Self {
+        LeaseGuard {
+            held,
+            released: false,
+        }
+    }
+
+    /// The fencing token of this hold: it rises strictly with every new hold of the lock name,
+    /// and a re-entry gets the token of the hold it re-enters. Pass it to the resource the lock
+    /// protects, which rejects any write with a token lower than one it has seen. `None` on a
+    /// deployment without tokens (RedLock: no single counter exists across independent masters).
+    pub fn fencing_token(&self) -> Option<u64> {
+        self.held.token
+    }
+
+    /// The owner id this hold belongs to. It is a credential: whoever knows it can act as the
+    /// owner.
+    pub fn owner(&self) -> &str {
+        &self.held.owner
+    }
+
+    /// How deep the owner held the lock right after this acquisition (1: a new hold).
+    pub fn holds_at_acquire(&self) -> u64 {
+        self.held.holds
+    }
+
+    /// The lease the lock was taken with.
+    pub fn lease(&self) -> Duration {
+        self.held.lease
+    }
+
+    /// The name of the lock this guard holds.
+    pub fn name(&self) -> &str {
+        &self.held.keys.name
+    }
+
+    /// Whether the hold can no longer be trusted: lost for a reason the watchdog found, or past
+    /// [`LeaseGuard::valid_until`]. Once lost, a hold never becomes valid again.
+    pub fn is_lost(&self) -> bool {
+        self.held.core.watchdog.is_lost(&self.held.watched.status)
+    }
+
+    /// How the hold was lost, once the watchdog has found it lost.
+    pub fn lost(&self) -> Option<Lost> {
+        self.held.watched.lost()
+    }
+
+    /// Until when the hold is known valid: the send time of the acquisition or of the last
+    /// confirmed renewal, plus the lease, less a drift allowance (1% of the lease plus 2 ms),
+    /// rounded down to the watchdog timer's tick. Read on the watchdog's clock
+    /// (`Instant::now()` unless the client was given a timer on a manual clock).
+    pub fn valid_until(&self) -> Instant {
+        self.held.watched.valid_until()
+    }
+
+    /// A receiver that gets one [`Lost`] when the hold is lost (at once if it is already), for
+    /// `recv` or `select!`. The watchdog sends it no later than one timer tick after the local
+    /// deadline, even if Redis hangs. Each call makes a new receiver; all of them are told.
+    pub fn lost_signal(&self) -> Receiver<Lost> {
+        self.held.watched.lost_signal()
+    }
+
+    pub(crate) fn watched(&self) -> &Watched {
+        &self.held.watched
+    }
+
+    /// Stops renewing and watching this hold without releasing it: it lapses with its lease, and
+    /// this returns at once, without a command sent. For a holder that lost its lease, or cannot
+    /// reach Redis, and must not wait on a release. Should the same owner acquire the lock again
+    /// while the abandoned hold still stands, the acquisition releases it first.
+    pub fn abandon(mut self) {
+        self.released = true;
+        let held = &self.held;
+        held.core.watchdog.unwatch(held.watched.entry, None);
+        held.core
+            .holds
+            .remove(&held.keys.lock, &held.owner, &held.hold);
+        held.core.queues.set_held_here(&held.keys.name, false);
+        held.core.unsettled.remember(
+            &held.keys.lock,
+            &held.owner,
+            Unsettled {
+                hold: Arc::clone(&held.hold),
+                id: held.id.clone(),
+            },
+        );
+    }
+
+    /// Releases this acquisition and reports the outcome, within the command timeout:
+    /// [`Error::NotOwner`] if the lease had expired or been taken away, [`Error::Unavailable`]
+    /// if Redis did not answer in time (the hold then lapses with its lease, and the release is
+    /// sent again before this owner's next acquisition of the lock).
+    ///
+    /// # Errors
+    ///
+    /// As above; [`Error::Refused`] if Redis refused the call.
+    pub fn unlock(mut self) -> Result<()> {
+        self.released = true;
+        self.held.release(self.held.core.call_deadline())
+    }
+}
+
+impl Drop for LeaseGuard {
+    fn drop(&mut self) {
+        if self.released {
+            return;
+        }
+        match self.held.release(self.held.core.call_deadline()) {
+            Ok(()) => {}
+            Err(Error::NotOwner { name, .. }) => {
+                log::warn!("lock {name:?} was no longer held when its guard was dropped")
+            }
+            Err(error) => log::warn!(
+                "releasing lock {:?} on drop failed: {error}; it lapses with its lease",
+                self.held.keys.name
+            ),
+        }
+    }
+}
+
+impl std::fmt::Debug for LeaseGuard {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("LeaseGuard")
+            .field("lock", &self.held.keys.name)
+            .field("token", &self.held.token)
+            .field("lease", &self.held.lease)
+            .field("lost", &self.held.watched.lost().map(|lost| lost.reason))
+            .finish_non_exhaustive()
+    }
+}

@@ -1,0 +1,109 @@
+//! Distributed locks over Redis in the manner of Redisson, for synchronous programs: atomic Lua
+//! scripts, reentrant and owner-checked holds, fencing tokens, waiting by pub/sub rather than
+//! polling, a local queue so that only one thread per client contends in Redis for a lock, and a
+//! watchdog that renews leases and tells the holder when a hold can no longer be trusted.
+//!
+//! ```no_run
+//! use redis_lease::Client;
+//!
+//! let client = Client::open("redis://127.0.0.1:6379")?;
+//! let lock = client.lock("billing/invoice-run")?;
+//! // The default lease (30 s), renewed every 10 s for as long as the guard lives.
+//! let guard = lock.lock()?;
+//! for batch in 0..100 {
+//!     if guard.is_lost() {
+//!         break; // another owner may hold it now: stop writing
+//!     }
+//!     // ... write the batch, passing guard.fencing_token() with it ...
+//! }
+//! guard.unlock()?;
+//! # Ok::<(), redis_lease::Error>(())
+//! ```
+//!
+//! # What a lease guarantees
+//!
+//! While a guard is not lost, no other owner holds the lock, provided Redis keeps the key and its
+//! clock runs at about the client's rate. A process that pauses longer than its remaining lease (a
+//! stop, swap, a long garbage collection in a neighbour) may wake believing it still holds a lock
+//! that another owner has taken since. The fencing token is the remedy: the resource rejects a
+//! write whose token is lower than one it has already accepted. The repository's
+//! `docs/guarantees.md` spells out the assumptions and the failure cases.
+//!
+//! # Deadlines and errors
+//!
+//! Every call that talks to Redis ends within the client's command timeout, whatever the server
+//! does (silent, frozen, or dripping its reply a byte at a time): the crate keeps its own socket
+//! and bounds whole calls, not single reads. Errors tell apart unavailability (retry later),
+//! refusals (a wrong password, an ACL rule, a full server: retrying will not help), keys a lock
+//! cannot use, a hold that is no longer the caller's, and bad input; see [`Error`].
+//!
+//! # Several masters, several locks
+//!
+//! [`Client::redlock`] takes each lock on a quorum of independent Redis masters (no fencing
+//! token: no single counter exists across them), with the same [`Lock`] and [`LeaseGuard`];
+//! [`MultiLock`] takes several locks all or nothing, in a stable order.
+//!
+//! # Threads
+//!
+//! A client runs three threads whatever the number of locks: the watchdog's timer (unless one is
+//! given with [`ClientBuilder::timer`]), its renewal thread, and a pub/sub subscriber (on one
+//! server).
+//!
+//! # Logging
+//!
+//! Through the `log` crate: `warn` when a hold is lost (with the lock's name and the reason), when
+//! a renewal call fails, when a release on drop fails or the pub/sub connection is lost, and once
+//! per server that may evict keys (any `maxmemory-policy` but `noeviction`); `info` when a hold
+//! reaches its `max_hold`; `debug` on each acquisition and release. Nothing is printed, and no
+//! record carries a password or an owner id.
+
+#![forbid(unsafe_code)]
+#![warn(clippy::missing_errors_doc)]
+
+mod acquire;
+mod backend;
+mod client;
+mod conn;
+mod error;
+mod guard;
+mod holds;
+mod keys;
+mod local_queue;
+mod lock;
+mod lost;
+mod multilock;
+mod owner;
+mod policy;
+mod pool;
+mod pubsub;
+mod release;
+mod scripts;
+mod state;
+mod unsettled;
+mod watchdog;
+
+pub use client::{Client, ClientBuilder};
+pub use error::{Error, Result};
+pub use guard::LeaseGuard;
+/// The timer crate the watchdog runs on, for [`ClientBuilder::timer`].
+pub use hashwheel;
+pub use lock::Lock;
+pub use lost::{Lost, LostReason};
+pub use multilock::{MultiGuard, MultiLock};
+pub use policy::{MAX_LEASE, MIN_LEASE};
+pub use state::LockState;
+pub use watchdog::WatchdogMetrics;
+
+/// The Rust examples of the README and of docs/lease.md, compiled (and run where they need no
+/// server) as doc tests, so that the documentation cannot drift from the API.
+#[cfg(doctest)]
+mod documentation {
+    #[doc = include_str!("../../README.md")]
+    struct Readme;
+
+    #[doc = include_str!("../../docs/lease.md")]
+    struct Guide;
+
+    #[doc = include_str!("../README.md")]
+    struct CrateReadme;
+}

@@ -1,0 +1,180 @@
+//! [`MultiLock`]: all or nothing over several locks, on one client or several.
+
+use crate::error::{Error, Result};
+use crate::guard::LeaseGuard;
+use crate::lock::Lock;
+use crate::lost::Lost;
+use crate::policy::after;
+use crossbeam_channel::Receiver;
+use std::time::{Duration, Instant};
+
+/// Several locks taken together: all of them, or none. Members are taken in one stable order
+/// (by server URL, then key), so two `MultiLock`s over overlapping sets, taken from any threads,
+/// never deadlock; on failure, every member taken so far is released. Each member is taken with
+/// its client's default lease and renewed by its client's watchdog, so members on one client are
+/// renewed together.
+///
+/// ```no_run
+/// use redis_lease::{Client, MultiLock};
+///
+/// let client = Client::open("redis://127.0.0.1:6379")?;
+/// let transfer = MultiLock::new([client.lock("account/17")?, client.lock("account/42")?])?;
+/// let guard = transfer.lock()?;
+/// // ... move money while !guard.is_lost() ...
+/// guard.unlock()?;
+/// # Ok::<(), redis_lease::Error>(())
+/// ```
+#[derive(Clone, Debug)]
+pub struct MultiLock {
+    members: Vec<Lock>,
+}
+
+impl MultiLock {
+    /// The set of `locks`. Refuses an empty set, and a lock given twice (the same key on the same
+    /// server URL).
+    ///
+    /// # Errors
+    ///
+    /// [`Error::InvalidArgument`] for an empty set or a lock given twice.
+    pub fn new(locks: impl IntoIterator<Item = Lock>) -> Result<MultiLock> {
+        let mut members: Vec<Lock> = locks.into_iter().collect();
+        if members.is_empty() {
+            return Err(Error::InvalidArgument(
+                "a MultiLock needs at least one lock".into(),
+            ));
+        }
+        members.sort_by(|a, b| a.place().cmp(&b.place()));
+        if let Some(pair) = members
+            .windows(2)
+            .find(|pair| pair[0].place() == pair[1].place())
+        {
+            return Err(Error::InvalidArgument(format!(
+                "lock {:?} is given twice",
+                pair[0].name()
+            )));
+        }
+        Ok(MultiLock { members })
+    }
+
+    /// The members, in the order they are taken.
+    pub fn members(&self) -> &[Lock] {
+        &self.members
+    }
+
+    /// Takes every member, waiting as long as it takes.
+    ///
+    /// # Errors
+    ///
+    /// As [`Lock::lock`] for the first member that fails; the members taken before are released.
+    pub fn lock(&self) -> Result<MultiGuard> {
+        let mut guards = Vec::with_capacity(self.members.len());
+        for member in &self.members {
+            guards.push(member.lock()?);
+        }
+        Ok(MultiGuard { guards })
+    }
+
+    /// One attempt at each member: `Ok(None)` (and nothing held) if any is held elsewhere.
+    ///
+    /// # Errors
+    ///
+    /// As [`Lock::try_lock`] for the first member that fails; the members taken before are
+    /// released.
+    pub fn try_lock(&self) -> Result<Option<MultiGuard>> {
+        self.take_each(|member| member.try_lock())
+    }
+
+    /// Waits up to `wait` in all for every member: `Ok(None)` (and nothing held) if one stayed
+    /// held elsewhere.
+    ///
+    /// # Errors
+    ///
+    /// As [`Lock::try_lock_for`] for the first member that fails; the members taken before are
+    /// released.
+    pub fn try_lock_for(&self, wait: Duration) -> Result<Option<MultiGuard>> {
+        let deadline = after(wait);
+        self.take_each(|member| member.try_lock_until(deadline))
+    }
+
+    /// Takes the members in order; at the first that is not taken, the guards taken so far are
+    /// dropped, which releases them.
+    fn take_each(
+        &self,
+        mut take: impl FnMut(&Lock) -> Result<Option<LeaseGuard>>,
+    ) -> Result<Option<MultiGuard>> {
+        let mut guards = Vec::with_capacity(self.members.len());
+        for member in &self.members {
+            match take(member)? {
+                Some(guard) => guards.push(guard),
+                None => return Ok(None),
+            }
+        }
+        Ok(Some(MultiGuard { guards }))
+    }
+}
+
+/// Every member of a [`MultiLock`], held. Dropping it releases them all (in reverse order).
+#[must_use = "the locks are released as soon as the guard is dropped"]
+#[derive(Debug)]
+pub struct MultiGuard {
+    guards: Vec<LeaseGuard>,
+}
+
+impl MultiGuard {
+    /// The members' guards, in the order they were taken.
+    pub fn guards(&self) -> &[LeaseGuard] {
+        &self.guards
+    }
+
+    /// Whether any member's hold can no longer be trusted.
+    pub fn is_lost(&self) -> bool {
+        self.guards.iter().any(LeaseGuard::is_lost)
+    }
+
+    /// The first loss the watchdog found among the members, if any.
+    pub fn lost(&self) -> Option<Lost> {
+        self.guards.iter().find_map(LeaseGuard::lost)
+    }
+
+    /// Until when every member's hold is known valid: the earliest of their deadlines.
+    pub fn valid_until(&self) -> Instant {
+        self.guards
+            .iter()
+            .map(LeaseGuard::valid_until)
+            .min()
+            .unwrap_or_else(Instant::now)
+    }
+
+    /// A receiver that gets a [`Lost`] when any member is lost.
+    pub fn lost_signal(&self) -> Receiver<Lost> {
+        let (tell, told) = crossbeam_channel::bounded(self.guards.len());
+        for guard in &self.guards {
+            guard.watched().lost_to(tell.clone());
+        }
+        told
+    }
+
+    /// Releases every member (in reverse order) and reports the first failure.
+    ///
+    /// # Errors
+    ///
+    /// The first error of the members' [`LeaseGuard::unlock`]s; every member is released in any
+    /// case.
+    pub fn unlock(mut self) -> Result<()> {
+        let mut first_error = None;
+        while let Some(guard) = self.guards.pop() {
+            if let Err(error) = guard.unlock() {
+                first_error.get_or_insert(error);
+            }
+        }
+        first_error.map_or(Ok(()), Err)
+    }
+}
+
+impl Drop for MultiGuard {
+    fn drop(&mut self) {
+        while let Some(guard) = self.guards.pop() {
+            drop(guard);
+        }
+    }
+}

@@ -1,0 +1,490 @@
+//! The watchdog: it renews the leases of locks taken with the default lease, and tells a holder
+//! when its hold can no longer be trusted, for every hold.
+//!
+//! The wheel timer only *triggers*. A renewal trigger puts the hold in the renewal queue; the
+//! renewal thread sends whatever is queued, up to the batch size, in one script call on its own
+//! connection, so a slow or hung Redis never delays a timer. Each hold also has a deadline
+//! timeout at its local deadline, `sent + lease - drift` floored to a tick boundary (so that the
+//! timer, which rounds deadlines up, fires at it rather than a tick later), where `sent` is when
+//! the acquisition or the last *confirmed* renewal was sent: when it fires and no renewal has
+//! moved the deadline, the hold is lost, even if the renewal call is still waiting for Redis.
+//!
+//! Renewals happen in rounds: the renewal of a lease falls on a grid of `lease / 3` steps (the
+//! next grid point at or before a third of the lease after the last renewal was sent), so that
+//! every lease of the same length is renewed in the same round, in `ceil(n / batch)` calls. A
+//! lease's first renewal therefore comes up to a third of the lease early; the following ones
+//! come every third of the lease. A failed call is retried a tenth of the lease later, on a finer
+//! grid of `lease / 30`.
+
+mod metrics;
+mod renewer;
+mod table;
+
+pub use metrics::WatchdogMetrics;
+pub(crate) use renewer::{Pending, Renewed, Renewer};
+pub(crate) use table::EntryRef;
+
+use crate::error::{Error, Result};
+use crate::keys::LockKeys;
+use crate::lost::{Lost, LostReason, Status};
+use crossbeam_channel::{Receiver, Sender};
+use hashwheel::Timer;
+use parking_lot::{Condvar, Mutex};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+use table::{NewEntry, State, Table};
+
+/// The renewal queue is served in calls of at most this many leases unless configured.
+pub(crate) const DEFAULT_BATCH: usize = 100;
+
+/// The safety margin taken off every lease: clocks of client and server may run at slightly
+/// different rates, and the lease starts on the server after the command was sent.
+fn drift(lease: Duration) -> Duration {
+    lease / 100 + Duration::from_millis(2)
+}
+
+/// Until when a lease whose command was sent at `sent` is known to be valid: `sent + lease -
+/// drift`.
+pub(crate) fn valid_until(sent: Instant, lease: Duration) -> Instant {
+    sent + lease.saturating_sub(drift(lease))
+}
+
+/// The largest renewal batch: one call's keys and reply stay small.
+const MAX_BATCH: usize = 10_000;
+
+/// Checks the renewal batch size a builder was given.
+pub(crate) fn check_batch(batch: usize) -> Result<()> {
+    if batch == 0 || batch > MAX_BATCH {
+        return Err(Error::InvalidArgument(format!(
+            "the renewal batch must be from 1 to {MAX_BATCH}"
+        )));
+    }
+    Ok(())
+}
+
+/// The timer a builder was given, or a new one on its own thread named `thread_name`.
+pub(crate) fn timer_or_new(given: Option<Timer>, thread_name: String) -> Result<Timer> {
+    match given {
+        Some(timer) => Ok(timer),
+        None => Timer::builder()
+            .thread_name(thread_name)
+            .build()
+            .map_err(|error| match error {
+                hashwheel::BuildError::Spawn(error) => Error::Spawn(error),
+                other => Error::InvalidArgument(format!("watchdog timer: {other}")),
+            }),
+    }
+}
+
+/// A client's watchdog. Dropping it stops the renewal thread (and the timer, unless it was
+/// given by the caller and is shared).
+pub(crate) struct Watchdog {
+    shared: Arc<Shared>,
+}
+
+struct Shared {
+    timer: Timer,
+    table: Mutex<Table>,
+    /// Signalled whenever a renewal call's outcome has been applied.
+    settled: Condvar,
+    queue: Sender<EntryRef>,
+    /// The origin of the renewal grid.
+    origin: Instant,
+}
+
+/// The two timeouts of a hold.
+#[derive(Clone, Copy)]
+enum Trigger {
+    /// Its local deadline: lost unless a renewal moved it.
+    Deadline,
+    /// Its next renewal.
+    Renewal,
+}
+
+/// A hold for the watchdog to watch, from the moment its acquisition was sent.
+pub(crate) struct Hold {
+    pub(crate) keys: Arc<LockKeys>,
+    pub(crate) owner: Arc<str>,
+    /// The hold's id, which renewals name.
+    pub(crate) hold: Arc<str>,
+    pub(crate) lease: Duration,
+    /// Renew it every lease/3 (a lock taken with the default lease), or only watch its expiry.
+    pub(crate) renew: bool,
+    pub(crate) max_hold: Option<Duration>,
+    /// When the command that acquired it (or granted it) was sent, on [`Watchdog::now`]'s clock.
+    pub(crate) sent_at: Instant,
+}
+
+/// A guard's link to its watched hold.
+pub(crate) struct Watched {
+    pub(crate) entry: EntryRef,
+    pub(crate) status: Arc<Status>,
+}
+
+impl Watched {
+    pub(crate) fn lost(&self) -> Option<Lost> {
+        self.status.lost()
+    }
+
+    pub(crate) fn valid_until(&self) -> Instant {
+        self.status.valid_until()
+    }
+
+    pub(crate) fn lost_signal(&self) -> Receiver<Lost> {
+        self.status.subscribe()
+    }
+
+    /// Listens for the loss on a channel of the caller's (one message per loss).
+    pub(crate) fn lost_to(&self, listener: Sender<Lost>) {
+        self.status.subscribe_with(listener);
+    }
+}
+
+impl Watchdog {
+    /// Starts the renewal thread, which renews through `renewer`; `timer` triggers renewals and
+    /// deadlines.
+    pub(crate) fn start(
+        timer: Timer,
+        renewer: Box<dyn Renewer>,
+        batch: usize,
+        thread_name: String,
+    ) -> Result<Watchdog> {
+        let (queue, requests) = crossbeam_channel::unbounded();
+        let shared = Arc::new(Shared {
+            origin: timer.now(),
+            timer,
+            table: Mutex::new(Table::default()),
+            settled: Condvar::new(),
+            queue,
+        });
+        let weak = Arc::downgrade(&shared);
+        std::thread::Builder::new()
+            .name(thread_name)
+            .spawn(move || renewer::run(weak, requests, renewer, batch))
+            .map_err(Error::Spawn)?;
+        Ok(Watchdog { shared })
+    }
+
+    /// The time on the watchdog's clock, which every instant given to it must be read on.
+    pub(crate) fn now(&self) -> Instant {
+        self.shared.timer.now()
+    }
+
+    /// Watches a hold that was just acquired. A renewed hold the owner already has (a re-entry)
+    /// shares the existing entry, so it is renewed once.
+    pub(crate) fn watch(&self, hold: Hold) -> Result<Watched> {
+        let shared = &self.shared;
+        let mut table = shared.table.lock();
+        if hold.renew {
+            if let Some(entry) = table.renewed_hold(&hold.hold) {
+                if let Some(found) = table.get_mut(entry) {
+                    found.guards += 1;
+                    return Ok(Watched {
+                        entry,
+                        status: Arc::clone(&found.status),
+                    });
+                }
+            }
+        }
+        let valid_until = shared.deadline_after(hold.sent_at, hold.lease);
+        let entry = table.insert(NewEntry {
+            keys: Arc::clone(&hold.keys),
+            owner: hold.owner,
+            hold: hold.hold,
+            lease: hold.lease,
+            renewed: hold.renew,
+            acquired_at: hold.sent_at,
+            max_hold: hold.max_hold,
+            valid_until,
+        });
+        let scheduled = shared
+            .schedule_deadline(&mut table, entry, valid_until)
+            .and_then(|()| match hold.renew {
+                true => {
+                    let at = shared.renewal_after(hold.sent_at, hold.lease);
+                    shared.schedule_renewal(&mut table, entry, at)
+                }
+                false => Ok(()),
+            });
+        if let Err(reason) = scheduled {
+            table.remove(entry);
+            return Err(Error::Watchdog {
+                name: hold.keys.name.clone(),
+                reason,
+            });
+        }
+        let status = match table.get(entry) {
+            Some(found) => Arc::clone(&found.status),
+            None => return Err(Error::Protocol("a new watchdog entry vanished".into())),
+        };
+        Ok(Watched { entry, status })
+    }
+
+    /// A guard of the hold is gone. At the last one, renewal stops for good. With a release to
+    /// follow (`release_by`), this returns only once no renewal of the hold is out (or at that
+    /// deadline), so that the release is never overtaken by a renewal of the lease it frees.
+    pub(crate) fn unwatch(&self, entry: EntryRef, release_by: Option<Instant>) {
+        let shared = &self.shared;
+        let mut table = shared.table.lock();
+        let Some(found) = table.get_mut(entry) else {
+            return;
+        };
+        found.guards = found.guards.saturating_sub(1);
+        if found.guards > 0 {
+            return;
+        }
+        found.state = match found.state {
+            State::Renewing => State::Releasing,
+            _ => State::Released,
+        };
+        table.forget(entry);
+        if let Some(limit) = release_by {
+            while table
+                .get(entry)
+                .is_some_and(|found| found.state == State::Releasing)
+            {
+                if shared.settled.wait_until(&mut table, limit).timed_out() {
+                    log::warn!("a renewal call is still out at the release's deadline");
+                    break;
+                }
+            }
+        }
+        table.remove(entry);
+    }
+
+    /// Whether the hold is lost, reading its deadline against the clock too, so that a timer
+    /// running late never makes a hold look valid past its deadline.
+    pub(crate) fn is_lost(&self, status: &Status) -> bool {
+        status.lost().is_some() || self.now() >= status.valid_until()
+    }
+
+    pub(crate) fn metrics(&self) -> WatchdogMetrics {
+        self.shared.table.lock().metrics
+    }
+
+    /// The counters of the timer the watchdog runs on.
+    #[cfg(feature = "metrics")]
+    pub(crate) fn timer_metrics(&self) -> hashwheel::Metrics {
+        self.shared.timer.metrics()
+    }
+}
+
+impl Shared {
+    /// Until when a lease sent at `sent` is known to be valid: `sent + lease - drift`, floored
+    /// to a tick boundary.
+    fn deadline_after(&self, sent: Instant, lease: Duration) -> Instant {
+        self.timer.tick_floor(valid_until(sent, lease))
+    }
+
+    /// When a lease confirmed as sent at `sent` is next renewed: the round at or before a third
+    /// of the lease later.
+    fn renewal_after(&self, sent: Instant, lease: Duration) -> Instant {
+        self.on_grid(sent + lease / 3, lease / 3).max(sent)
+    }
+
+    /// When a renewal that failed is tried again: a tenth of the lease later, on a grid of a
+    /// thirtieth of the lease, so that the leases of one failed call are retried together.
+    fn retry_after(&self, now: Instant, lease: Duration) -> Instant {
+        self.on_grid(now + lease / 10, lease / 30).max(now)
+    }
+
+    /// `at`, floored to a grid of `step` (at least a tick) from the watchdog's origin.
+    fn on_grid(&self, at: Instant, step: Duration) -> Instant {
+        let grid = step.max(self.timer.tick()).as_nanos();
+        let offset = at.saturating_duration_since(self.origin).as_nanos();
+        let floored = offset - offset % grid;
+        self.origin + Duration::from_nanos(u64::try_from(floored).unwrap_or(u64::MAX))
+    }
+
+    fn schedule_deadline(
+        self: &Arc<Self>,
+        table: &mut Table,
+        entry: EntryRef,
+        at: Instant,
+    ) -> Result<(), LostReason> {
+        self.schedule(table, entry, at, Trigger::Deadline)
+    }
+
+    fn schedule_renewal(
+        self: &Arc<Self>,
+        table: &mut Table,
+        entry: EntryRef,
+        at: Instant,
+    ) -> Result<(), LostReason> {
+        self.schedule(table, entry, at, Trigger::Renewal)
+    }
+
+    /// Puts the entry's timeout of this kind at `at`, replacing (and cancelling) the one it had.
+    fn schedule(
+        self: &Arc<Self>,
+        table: &mut Table,
+        entry: EntryRef,
+        at: Instant,
+        trigger: Trigger,
+    ) -> Result<(), LostReason> {
+        let weak = Arc::downgrade(self);
+        let timeout = self
+            .timer
+            .schedule_at(at, move || {
+                if let Some(shared) = weak.upgrade() {
+                    match trigger {
+                        Trigger::Deadline => shared.deadline_passed(entry),
+                        Trigger::Renewal => shared.renewal_due(entry),
+                    }
+                }
+            })
+            .map_err(|_| LostReason::TimerStopped)?;
+        if let Some(found) = table.get_mut(entry) {
+            let slot = match trigger {
+                Trigger::Deadline => &mut found.deadline_timer,
+                Trigger::Renewal => &mut found.renewal_timer,
+            };
+            if let Some(old) = slot.replace(timeout) {
+                old.cancel();
+            }
+        }
+        Ok(())
+    }
+
+    /// On the timer thread: queue the hold for renewal, unless its `max_hold` is used up.
+    fn renewal_due(&self, entry: EntryRef) {
+        let now = self.timer.now();
+        let mut table = self.table.lock();
+        let Some(found) = table.get_mut(entry) else {
+            return;
+        };
+        if found.state != State::Held {
+            return;
+        }
+        let held_for = now.saturating_duration_since(found.acquired_at);
+        if found.max_hold.is_some_and(|max| held_for >= max) {
+            found.state = State::Expiring;
+            log::info!(
+                "lock {:?} reached its max_hold: renewal stops",
+                found.keys.name
+            );
+            return;
+        }
+        if self.queue.send(entry).is_ok() {
+            found.state = State::Queued;
+        }
+    }
+
+    /// On the timer thread: the hold is lost unless a renewal moved its deadline meanwhile.
+    fn deadline_passed(&self, entry: EntryRef) {
+        let now = self.timer.now();
+        let mut table = self.table.lock();
+        let Some(found) = table.get(entry) else {
+            return;
+        };
+        if !found.live() || now < found.valid_until {
+            return;
+        }
+        let reason = if !found.renewed {
+            LostReason::Expired
+        } else if found.state == State::Expiring {
+            LostReason::MaxHold
+        } else {
+            LostReason::Unconfirmed
+        };
+        table.lose(entry, reason);
+    }
+
+    /// Marks the queued holds as in flight and returns what to send for those still watched.
+    fn begin_renewal(&self, queued: &[EntryRef]) -> Vec<renewer::Pending> {
+        let mut table = self.table.lock();
+        let mut pending = Vec::with_capacity(queued.len());
+        for &entry in queued {
+            let Some(found) = table.get_mut(entry) else {
+                continue;
+            };
+            if found.state != State::Queued {
+                continue;
+            }
+            found.state = State::Renewing;
+            pending.push(renewer::Pending {
+                entry,
+                lock_key: found.keys.lock.clone(),
+                hold: Arc::clone(&found.hold),
+                lease: found.lease,
+            });
+        }
+        table.metrics.in_flight += pending.len();
+        pending
+    }
+
+    /// Applies a renewal call's outcome: confirmed leases get a later deadline and their next
+    /// renewal, refused ones are lost, and after a failed call each is tried again before its
+    /// deadline.
+    fn finish_renewal(
+        self: &Arc<Self>,
+        sent: &[renewer::Pending],
+        sent_at: Instant,
+        outcome: &[Renewed],
+    ) {
+        let now = self.timer.now();
+        let mut table = self.table.lock();
+        table.metrics.renewal_calls += 1;
+        table.metrics.renewals_sent += sent.len() as u64;
+        if outcome.contains(&Renewed::Failed) {
+            table.metrics.failed_calls += 1;
+        }
+        for (index, pending) in sent.iter().enumerate() {
+            table.metrics.in_flight = table.metrics.in_flight.saturating_sub(1);
+            let Some(found) = table.get_mut(pending.entry) else {
+                continue;
+            };
+            match found.state {
+                State::Renewing => found.state = State::Held,
+                State::Releasing => {
+                    found.state = State::Released;
+                    continue;
+                }
+                _ => continue,
+            }
+            let scheduled = match outcome.get(index).copied().unwrap_or(Renewed::Failed) {
+                Renewed::Yes => {
+                    table.metrics.renewed += 1;
+                    self.confirmed(&mut table, pending.entry, sent_at)
+                }
+                Renewed::Gone => Err(LostReason::Taken),
+                Renewed::Failed => {
+                    let at = self.retry_after(now, pending.lease);
+                    match table.get(pending.entry) {
+                        Some(found) if at < found.valid_until => {
+                            self.schedule_renewal(&mut table, pending.entry, at)
+                        }
+                        // No retry can land before the deadline, which will tell the holder.
+                        _ => Ok(()),
+                    }
+                }
+            };
+            if let Err(reason) = scheduled {
+                table.lose(pending.entry, reason);
+            }
+        }
+        drop(table);
+        self.settled.notify_all();
+    }
+
+    /// A renewal sent at `sent_at` was confirmed: move the deadline and schedule the next one.
+    fn confirmed(
+        self: &Arc<Self>,
+        table: &mut Table,
+        entry: EntryRef,
+        sent_at: Instant,
+    ) -> Result<(), LostReason> {
+        let Some(found) = table.get_mut(entry) else {
+            return Ok(());
+        };
+        let lease = found.lease;
+        let valid_until = self.deadline_after(sent_at, lease);
+        if valid_until > found.valid_until {
+            found.valid_until = valid_until;
+            found.status.extend(valid_until);
+            self.schedule_deadline(table, entry, valid_until)?;
+        }
+        let next = self.renewal_after(sent_at, lease);
+        self.schedule_renewal(table, entry, next)
+    }
+}

@@ -1,0 +1,259 @@
+//! The lock on a real Redis Cluster on loopback (3 masters, 3 replicas): mutual exclusion over
+//! names in every slot from two clients, every public method, a resharding while locks are held,
+//! renewed and waited on, a replica promoted under a holder, and fencing tokens that rise across
+//! a forced failover to a replica that missed the last acquisition.
+
+mod common;
+mod support;
+
+use common::methods::every_public_method;
+use redis_lease::{Client, LeaseGuard};
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+use std::thread;
+use std::time::{Duration, Instant};
+use testkit::{slot, Failover, RedisCluster};
+
+fn client(cluster: &RedisCluster, lease: Duration) -> Client {
+    Client::cluster(cluster.seed_urls())
+        .default_lease(lease)
+        .connect_timeout(Duration::from_secs(2))
+        .command_timeout(Duration::from_secs(2))
+        .build()
+        .expect("valid settings")
+}
+
+/// Names whose slots fall on every master.
+fn names(count: usize) -> Vec<String> {
+    (0..count).map(|n| format!("name-{n}")).collect()
+}
+
+#[test]
+fn two_clients_of_eight_threads_over_names_in_every_slot_range_never_overlap() {
+    let cluster = RedisCluster::start(3, 1);
+    let names = names(24);
+    let masters: std::collections::HashSet<u16> = names
+        .iter()
+        .map(|name| cluster.master_for_key(format!("{{{name}}}")))
+        .collect();
+    assert_eq!(masters.len(), 3, "the names cover every master");
+    let inside: Arc<HashMap<String, AtomicBool>> = Arc::new(
+        names
+            .iter()
+            .map(|name| (name.clone(), AtomicBool::new(false)))
+            .collect(),
+    );
+    let overlaps = Arc::new(AtomicU64::new(0));
+    let sections = Arc::new(AtomicU64::new(0));
+    let tokens: Arc<Mutex<HashMap<String, Vec<u64>>>> = Arc::default();
+    let clients = [
+        client(&cluster, Duration::from_secs(5)),
+        client(&cluster, Duration::from_secs(5)),
+    ];
+    let mut threads = Vec::new();
+    for (c, client) in clients.iter().enumerate() {
+        for t in 0..8 {
+            let (client, names) = (client.clone(), names.clone());
+            let (inside, overlaps, sections, tokens) = (
+                Arc::clone(&inside),
+                Arc::clone(&overlaps),
+                Arc::clone(&sections),
+                Arc::clone(&tokens),
+            );
+            threads.push(thread::spawn(move || {
+                for round in 0..40 {
+                    let name = &names[(c * 7 + t * 3 + round * 5) % names.len()];
+                    let guard = client
+                        .lock(name)
+                        .expect("valid")
+                        .try_lock_for(Duration::from_secs(10))
+                        .expect("reachable")
+                        .expect("acquired within the wait");
+                    if inside[name].swap(true, Ordering::SeqCst) {
+                        overlaps.fetch_add(1, Ordering::SeqCst);
+                    }
+                    tokens
+                        .lock()
+                        .expect("not poisoned")
+                        .entry(name.clone())
+                        .or_default()
+                        .push(guard.fencing_token().expect("a token"));
+                    thread::yield_now();
+                    inside[name].store(false, Ordering::SeqCst);
+                    sections.fetch_add(1, Ordering::SeqCst);
+                    guard.unlock().expect("held");
+                }
+            }));
+        }
+    }
+    for thread in threads {
+        thread.join().expect("no panic");
+    }
+    assert_eq!(overlaps.load(Ordering::SeqCst), 0);
+    assert_eq!(sections.load(Ordering::SeqCst), 2 * 8 * 40);
+    for (name, mut seen) in tokens.lock().expect("not poisoned").drain() {
+        let count = seen.len();
+        seen.sort_unstable();
+        seen.dedup();
+        assert_eq!(seen.len(), count, "a token of {name} was handed out twice");
+    }
+}
+
+#[test]
+fn every_public_method_works_on_a_cluster() {
+    let cluster = RedisCluster::start(3, 1);
+    let client = client(&cluster, Duration::from_millis(300));
+    every_public_method(&client, true);
+    let state = client
+        .lock("methods")
+        .expect("valid")
+        .inspect()
+        .expect("reachable");
+    let master = cluster.master_for_key("{methods}");
+    assert_eq!(
+        state.node.as_deref(),
+        Some(format!("127.0.0.1:{master}").as_str()),
+        "the node that holds the lock"
+    );
+}
+
+#[test]
+fn holds_are_renewed_and_waiters_woken_across_a_resharding() {
+    let cluster = RedisCluster::start(3, 1);
+    let lease = Duration::from_millis(900);
+    let holder = client(&cluster, lease);
+    let waiter_client = client(&cluster, lease);
+    let name = "resharded";
+    let key_slot = slot(format!("{{{name}}}"));
+    let from = cluster.master_for_key(format!("{{{name}}}"));
+    let to = *cluster
+        .masters()
+        .iter()
+        .find(|&&master| master != from)
+        .expect("another master");
+    let guard: LeaseGuard = holder.lock(name).expect("valid").lock().expect("free");
+    let token = guard.fencing_token();
+    let waiter = {
+        let lock = waiter_client.lock(name).expect("valid");
+        thread::spawn(move || {
+            let started = Instant::now();
+            lock.try_lock_for(Duration::from_secs(20))
+                .expect("reachable")
+                .map(|guard| (guard.fencing_token(), started.elapsed()))
+        })
+    };
+    thread::sleep(Duration::from_millis(300));
+    cluster.migrate_slot(key_slot, from, to);
+    assert_eq!(cluster.master_of_slot(key_slot), to);
+    // Renewals follow the slot to its new master for several leases.
+    thread::sleep(lease * 3);
+    assert!(!guard.is_lost(), "{:?}", guard.lost());
+    let state = holder
+        .lock(name)
+        .expect("valid")
+        .inspect()
+        .expect("reachable");
+    assert_eq!(
+        state.node.as_deref(),
+        Some(format!("127.0.0.1:{to}").as_str())
+    );
+    assert_eq!(state.hold_token, token);
+    let released = Instant::now();
+    guard.unlock().expect("held, on the new master");
+    let (next, _) = waiter
+        .join()
+        .expect("no panic")
+        .expect("the waiter got the lock");
+    assert!(next > token, "{next:?} after {token:?}");
+    assert!(
+        released.elapsed() < Duration::from_secs(3),
+        "woken {:?} after the release",
+        released.elapsed()
+    );
+}
+
+#[test]
+fn a_replica_promoted_under_a_holder_keeps_the_hold_or_tells_the_holder() {
+    let cluster = RedisCluster::start(3, 1);
+    let lease = Duration::from_millis(900);
+    let holder = client(&cluster, lease);
+    let names = names(9);
+    let guards: Vec<(String, LeaseGuard)> = names
+        .iter()
+        .map(|name| {
+            (
+                name.clone(),
+                holder.lock(name).expect("valid").lock().expect("free"),
+            )
+        })
+        .collect();
+    let master = cluster.master_for_key(format!("{{{}}}", names[0]));
+    let replica = cluster.replicas_of(master)[0];
+    cluster.failover(replica, Failover::Coordinated);
+    thread::sleep(lease * 3);
+    let other = client(&cluster, lease);
+    for (name, guard) in &guards {
+        let taken = other
+            .lock(name)
+            .expect("valid")
+            .try_lock()
+            .expect("reachable")
+            .map(|theirs| theirs.fencing_token());
+        match (guard.is_lost(), taken) {
+            // Kept: nobody else gets it.
+            (false, None) => {}
+            // Lost, and said so: another may get it, with a higher token.
+            (true, Some(theirs)) => assert!(theirs > guard.fencing_token(), "{name}"),
+            (true, None) => {}
+            (false, Some(theirs)) => {
+                panic!("{name}: taken ({theirs:?}) while its holder was not told it lost it")
+            }
+        }
+    }
+    assert!(
+        guards.iter().filter(|(_, guard)| !guard.is_lost()).count() > 0,
+        "a coordinated failover loses no acknowledged write"
+    );
+}
+
+#[test]
+fn tokens_rise_across_a_forced_failover_to_a_replica_that_missed_the_last_acquisition() {
+    let cluster = RedisCluster::start(3, 1);
+    let lease = Duration::from_secs(60);
+    let name = "behind";
+    let master = cluster.master_for_key(format!("{{{name}}}"));
+    let replica = cluster.replicas_of(master)[0];
+    let first = client(&cluster, lease);
+    let lock = first.lock(name).expect("valid");
+    let before = lock.lock().expect("free");
+    let replicated = before.fencing_token().expect("a token");
+    before.unlock().expect("held");
+    thread::sleep(Duration::from_millis(200));
+
+    cluster.pause_replica(replica);
+    let lost = lock.lock().expect("free");
+    let lost_token = lost.fencing_token().expect("a token");
+    assert!(lost_token > replicated);
+    cluster.pause(master);
+    cluster.resume(replica);
+    cluster.failover(replica, Failover::Force);
+
+    // The promoted replica never had the last acquisition, nor the counter's last value: its
+    // tokens are still above it, since its configuration epoch rose with the promotion.
+    let second = client(&cluster, lease);
+    let taken = second
+        .lock(name)
+        .expect("valid")
+        .try_lock_for(Duration::from_secs(10))
+        .expect("reachable")
+        .expect("the lost hold is not on the new master");
+    let token = taken.fencing_token().expect("a token");
+    assert!(
+        token > lost_token,
+        "token {token} after the lost {lost_token}: a fenced write would be accepted twice"
+    );
+    cluster.resume(master);
+    drop(lost);
+    taken.unlock().expect("held");
+}

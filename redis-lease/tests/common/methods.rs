@@ -1,0 +1,138 @@
+//! Every public method of a lock and its guard, on whatever deployment the client talks to.
+
+use redis_lease::{Client, Error, MultiLock};
+use std::thread;
+use std::time::{Duration, Instant};
+
+fn wait_until(what: &str, mut done: impl FnMut() -> bool) {
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while !done() {
+        assert!(Instant::now() < deadline, "timed out waiting until {what}");
+        thread::sleep(Duration::from_millis(2));
+    }
+}
+
+/// Runs every public method of `Lock` and `LeaseGuard` on `client`, whose default lease is short
+/// (hundreds of milliseconds). `fenced`: whether the deployment hands out fencing tokens.
+pub fn every_public_method(client: &Client, fenced: bool) {
+    assert_eq!(client.has_fencing_tokens(), fenced);
+    let lease = client.default_lease();
+    let lock = client.lock("methods").expect("valid");
+    assert_eq!(lock.name(), "methods");
+    let owned = lock.owned_by("job-1").expect("owner");
+    assert_eq!(owned.owner(), "job-1");
+    let outer = owned.lock().expect("free");
+    let inner = owned.lock().expect("re-entered");
+    assert_eq!((outer.holds_at_acquire(), inner.holds_at_acquire()), (1, 2));
+    assert_eq!(inner.fencing_token(), outer.fencing_token());
+    assert_eq!(outer.fencing_token().is_some(), fenced);
+    assert_eq!(
+        (outer.name(), outer.owner(), outer.lease()),
+        ("methods", "job-1", lease)
+    );
+    assert!(lock.is_locked().expect("reachable"));
+    assert_eq!(owned.hold_count().expect("reachable"), 2);
+    assert!(owned.is_held_by_current_thread().expect("reachable"));
+    assert!(!lock.is_held_by_current_thread().expect("reachable"));
+    assert!(lock.remaining_ttl().expect("reachable").is_some());
+    let state = lock.inspect().expect("reachable");
+    assert_eq!(state.holders, vec![("job-1".to_owned(), 2)]);
+    assert_eq!(state.hold_token, outer.fencing_token());
+    assert!(state.problems.is_empty(), "{state:?}");
+    // Renewed past several leases.
+    thread::sleep(lease * 3);
+    assert!(!outer.is_lost(), "{:?}", outer.lost());
+    assert!(outer.valid_until() > Instant::now());
+    assert!(outer.lost().is_none());
+    inner.unlock().expect("held");
+    outer.unlock().expect("held");
+    assert!(!lock.is_locked().expect("reachable"));
+
+    // A fixed lease runs out and says so; a deadline already past makes one attempt.
+    let fixed = lock
+        .try_lock_with_lease(lease)
+        .expect("reachable")
+        .expect("free");
+    let told = fixed.lost_signal();
+    assert!(told.recv_timeout(lease * 3).is_ok(), "told it expired");
+    assert!(fixed.is_lost());
+    drop(fixed);
+    let theirs = client.lock("methods").expect("valid");
+    let once = theirs
+        .try_lock_until(Instant::now())
+        .expect("reachable")
+        .expect("free");
+    let other_thread = {
+        let lock = lock.clone();
+        thread::spawn(move || {
+            lock.try_lock_for_with_lease(Duration::from_millis(100), lease)
+                .expect("reachable")
+                .is_none()
+        })
+    };
+    assert!(other_thread.join().expect("no panic"), "held: not acquired");
+    once.unlock().expect("held");
+
+    // max_hold ends a hold; force_unlock clears one; abandon lets one lapse.
+    let bounded = lock
+        .max_hold(lease / 2)
+        .expect("valid")
+        .lock()
+        .expect("free");
+    wait_until("max_hold ends the hold", || bounded.is_lost());
+    drop(bounded);
+    let forced = lock
+        .try_lock_until_with_lease(Instant::now() + lease * 3, Duration::from_secs(30))
+        .expect("reachable")
+        .expect("free once the lease lapsed");
+    assert!(lock.force_unlock().expect("reachable"));
+    assert!(matches!(forced.unlock(), Err(Error::NotOwner { .. })));
+    let abandoned = lock
+        .try_lock_with_lease(lease)
+        .expect("reachable")
+        .expect("free");
+    abandoned.abandon();
+    let again = lock
+        .lock_with_lease(Duration::from_secs(30))
+        .expect("free again");
+    again.unlock().expect("held");
+
+    // MultiLock over several locks; tokens rise per name.
+    let names: Vec<String> = (0..5).map(|n| format!("multi-{n}")).collect();
+    let multi = MultiLock::new(names.iter().map(|name| client.lock(name).expect("valid")))
+        .expect("distinct");
+    assert_eq!(multi.members().len(), 5);
+    let all = multi.lock().expect("all free");
+    assert!(!all.is_lost() && all.lost().is_none());
+    assert!(all.valid_until() > Instant::now());
+    let _signal = all.lost_signal();
+    let elsewhere = {
+        let multi = multi.clone();
+        thread::spawn(move || multi.try_lock().expect("reachable").is_none())
+    };
+    assert!(
+        elsewhere.join().expect("no panic"),
+        "held: another thread gets none"
+    );
+    all.unlock().expect("held");
+    assert!(multi
+        .try_lock_for(lease)
+        .expect("reachable")
+        .expect("free")
+        .unlock()
+        .is_ok());
+    if fenced {
+        let tokens: Vec<u64> = (0..3)
+            .map(|_| {
+                let guard = lock.try_lock().expect("reachable").expect("free");
+                let token = guard.fencing_token().expect("a token");
+                guard.unlock().expect("held");
+                token
+            })
+            .collect();
+        assert!(
+            tokens.windows(2).all(|pair| pair[0] < pair[1]),
+            "{tokens:?}"
+        );
+    }
+}

@@ -1,0 +1,445 @@
+//! The library probed as an attacker would: servers that never answer, freeze, or drip their
+//! replies; keys of the wrong type and fencing counters that cannot give a token; refusals that
+//! retrying will not fix; bad settings; passwords that must never show.
+
+mod support;
+
+use redis::Commands;
+use redis_lease::{Client, Error};
+use std::sync::{Mutex, Once};
+use std::thread;
+use std::time::{Duration, Instant};
+use support::RedisServer;
+use testkit::{Drip, Silent};
+
+const TIMEOUT: Duration = Duration::from_millis(500);
+
+fn impatient(url: &str) -> Client {
+    Client::builder(url)
+        .connect_timeout(TIMEOUT)
+        .command_timeout(TIMEOUT)
+        .build()
+        .expect("valid settings")
+}
+
+/// Runs `call`, and checks that it failed as unavailable within the command timeout (and a
+/// generous allowance for a loaded machine).
+fn bounded<T: std::fmt::Debug>(what: &str, call: impl FnOnce() -> redis_lease::Result<T>) {
+    let started = Instant::now();
+    let outcome = call();
+    let took = started.elapsed();
+    assert!(
+        took < TIMEOUT + Duration::from_millis(400),
+        "{what} took {took:?}: {outcome:?}"
+    );
+    assert!(
+        matches!(outcome, Err(Error::Unavailable(_))),
+        "{what}: {outcome:?}"
+    );
+}
+
+fn every_call_is_bounded(client: &Client) {
+    let lock = client.lock("bounded").expect("valid");
+    bounded("inspect", || lock.inspect());
+    bounded("is_locked", || lock.is_locked());
+    bounded("try_lock", || lock.try_lock());
+    bounded("try_lock_with_lease", || {
+        lock.try_lock_with_lease(Duration::from_secs(5))
+    });
+    bounded("force_unlock", || lock.force_unlock());
+    let started = Instant::now();
+    let waited = lock.try_lock_for(Duration::from_millis(300));
+    assert!(
+        started.elapsed() < Duration::from_millis(300) + TIMEOUT + Duration::from_millis(400),
+        "try_lock_for took {:?}: {waited:?}",
+        started.elapsed()
+    );
+}
+
+#[test]
+fn every_call_returns_within_its_bound_on_a_silent_server() {
+    let silent = Silent::start();
+    every_call_is_bounded(&impatient(&silent.url()));
+}
+
+#[test]
+fn every_call_returns_within_its_bound_on_a_drip_fed_server() {
+    let server = RedisServer::start();
+    let drip = Drip::start(server.port(), Duration::from_millis(500));
+    every_call_is_bounded(&impatient(&drip.url()));
+}
+
+#[test]
+fn every_call_and_a_release_return_within_their_bound_on_a_frozen_server() {
+    let server = RedisServer::start();
+    let client = impatient(&server.url());
+    let lock = client.lock("frozen").expect("valid");
+    let guard = lock
+        .try_lock_with_lease(Duration::from_secs(30))
+        .expect("reachable")
+        .expect("free");
+    server.pause();
+    every_call_is_bounded(&client);
+    bounded("unlock", || guard.unlock());
+    let guard = {
+        server.resume();
+        let guard = lock.lock_with_lease(Duration::from_secs(30));
+        server.pause();
+        guard.expect("the unsettled release is sent again first, then acquired")
+    };
+    let started = Instant::now();
+    drop(guard);
+    let took = started.elapsed();
+    server.resume();
+    assert!(
+        took < TIMEOUT + Duration::from_millis(400),
+        "a release on drop took {took:?}"
+    );
+}
+
+fn counter_is_refused(server: &RedisServer, setup: impl FnOnce(&mut redis::Connection)) -> Error {
+    let mut con = server.connection();
+    let _: () = redis::cmd("FLUSHALL").query(&mut con).expect("FLUSHALL");
+    setup(&mut con);
+    let before: Vec<u8> = redis::cmd("DUMP")
+        .arg("{k}:fence")
+        .query(&mut con)
+        .expect("DUMP");
+    let error = impatient(&server.url())
+        .lock("k")
+        .expect("valid")
+        .try_lock_with_lease(Duration::from_secs(30))
+        .expect_err("no token can be had");
+    let exists: bool = con.exists("{k}").expect("EXISTS");
+    assert!(!exists, "a hold was written before the check: {error}");
+    let after: Vec<u8> = redis::cmd("DUMP")
+        .arg("{k}:fence")
+        .query(&mut con)
+        .expect("DUMP");
+    assert_eq!(before, after, "the counter changed: {error}");
+    error
+}
+
+#[test]
+fn scripts_check_the_fencing_counter_before_they_write() {
+    let server = RedisServer::start();
+    let error = counter_is_refused(&server, |con| {
+        let _: () = con.hset("{k}:fence", "a", "b").expect("HSET");
+    });
+    assert!(
+        matches!(&error, Error::WrongType { key } if key == "{k}:fence"),
+        "the error names the counter: {error:?}"
+    );
+    for value in [
+        "-5",
+        "abc",
+        "007",
+        "1.5",
+        "99999999999999999999",
+        "9223372036854775807",
+    ] {
+        let error = counter_is_refused(&server, |con| {
+            let _: () = con.set("{k}:fence", value).expect("SET");
+        });
+        assert!(
+            matches!(&error, Error::BadValue { key, .. } if key == "{k}:fence"),
+            "{value}: {error:?}"
+        );
+    }
+    // One token is left below 2^63 - 1, and it is handed out exactly.
+    let mut con = server.connection();
+    let _: () = con.set("{k}:fence", "9223372036854775806").expect("SET");
+    let guard = impatient(&server.url())
+        .lock("k")
+        .expect("valid")
+        .try_lock_with_lease(Duration::from_secs(30))
+        .expect("one token left")
+        .expect("free");
+    assert_eq!(guard.fencing_token(), Some(9_223_372_036_854_775_807));
+}
+
+#[test]
+fn a_release_that_cannot_grant_frees_the_lock_and_the_waiter_is_told_why() {
+    let server = RedisServer::start();
+    let client = impatient(&server.url());
+    let lock = client.lock("grant").expect("valid");
+    let guard = lock.lock().expect("free");
+    let waiter = {
+        let lock = lock.clone();
+        thread::spawn(move || lock.try_lock_for(Duration::from_secs(10)))
+    };
+    // The waiter's two attempts are in before it sleeps with its offer open.
+    thread::sleep(Duration::from_millis(300));
+    let _: () = server
+        .connection()
+        .set("{grant}:fence", "not a number")
+        .expect("SET");
+    guard.unlock().expect("the release itself is fine");
+    let waited = waiter.join().expect("no panic");
+    assert!(
+        matches!(&waited, Err(Error::BadValue { key, .. }) if key == "{grant}:fence"),
+        "{waited:?}"
+    );
+    assert!(!lock.is_locked().expect("reachable"), "nobody holds it");
+}
+
+#[test]
+fn a_lock_key_of_another_type_is_refused_described_and_can_be_cleared() {
+    let server = RedisServer::start();
+    let _: () = server.connection().set("{k}", "x").expect("SET");
+    let lock = impatient(&server.url()).lock("k").expect("valid");
+    let error = lock.try_lock().expect_err("not a lock");
+    assert!(
+        matches!(&error, Error::WrongType { key } if key == "{k}"),
+        "{error:?}"
+    );
+    let state = lock.inspect().expect("inspection describes it");
+    assert!(!state.is_held());
+    assert!(
+        state
+            .problems
+            .iter()
+            .any(|problem| problem.contains("string")),
+        "{state:?}"
+    );
+    assert!(lock.force_unlock().expect("cleared"));
+    lock.try_lock()
+        .expect("reachable")
+        .expect("a lock now")
+        .unlock()
+        .expect("held");
+}
+
+#[test]
+fn refusals_that_retrying_cannot_fix_are_not_unavailability() {
+    let server = RedisServer::start_with(&["--requirepass", "s3cret-pw"]);
+    let port = server.port();
+    let attempt = |url: String| {
+        impatient(&url)
+            .lock("k")
+            .expect("valid")
+            .try_lock()
+            .map(|guard| guard.is_some())
+    };
+    for url in [
+        format!("redis://:wrong-pw@127.0.0.1:{port}"),
+        format!("redis://127.0.0.1:{port}"),
+        format!("redis://:s3cret-pw@127.0.0.1:{port}/99"),
+    ] {
+        match attempt(url.clone()) {
+            Err(Error::Refused(error)) => {
+                let text = error.to_string();
+                assert!(
+                    !text.contains("s3cret") && !text.contains("wrong-pw"),
+                    "{text}"
+                );
+                assert!(!text.contains("18446744073709551615"), "{text}");
+            }
+            other => panic!("{url}: {other:?}"),
+        }
+    }
+    assert!(attempt(format!("redis://:s3cret-pw@127.0.0.1:{port}/3")).expect("logged in"));
+    let given_apart = Client::builder(format!("redis://:wrong-pw@127.0.0.1:{port}"))
+        .password("s3cret-pw")
+        .connect_timeout(TIMEOUT)
+        .command_timeout(TIMEOUT);
+    assert!(!format!("{given_apart:?}").contains("s3cret"));
+    let lock = given_apart
+        .build()
+        .expect("valid")
+        .lock("k")
+        .expect("valid");
+    assert!(lock
+        .try_lock()
+        .expect("logged in with the password given apart")
+        .is_some());
+}
+
+/// On a full server Redis decides whether a script may still write (Redis 7 lets a script without
+/// flags run); when it refuses, the refusal is not unavailability. Inspection and force unlock,
+/// an operator's last resort, work either way.
+#[test]
+fn a_full_server_is_inspected_and_cleared_and_its_refusals_are_typed() {
+    let server =
+        RedisServer::start_with(&["--maxmemory", "2mb", "--maxmemory-policy", "noeviction"]);
+    let lock = impatient(&server.url()).lock("full").expect("valid");
+    let held = lock
+        .try_lock_with_lease(Duration::from_secs(30))
+        .expect("reachable")
+        .expect("free");
+    std::mem::forget(held);
+    let mut con = server.connection();
+    let block = "x".repeat(64 * 1024);
+    for n in 0.. {
+        let filled: redis::RedisResult<()> = con.set(format!("filler-{n}"), &block);
+        if filled.is_err() {
+            break;
+        }
+        assert!(n < 1000, "the server never filled up");
+    }
+    let other = impatient(&server.url()).lock("other").expect("valid");
+    let attempt = other.try_lock();
+    assert!(
+        matches!(attempt, Ok(Some(_)) | Err(Error::Refused(_))),
+        "{attempt:?}"
+    );
+    let refused: redis::RedisResult<()> = con.set("one-more", &block);
+    assert!(
+        refused.is_err_and(|error| error.code() == Some("OOM")),
+        "still full"
+    );
+    let state = lock.inspect().expect("inspection works on a full server");
+    assert!(state.is_held());
+    assert!(lock.force_unlock().expect("so does force unlock"));
+}
+
+/// Log records the crate writes, for the test that reads them.
+static RECORDS: Mutex<Vec<String>> = Mutex::new(Vec::new());
+
+struct Recorder;
+
+impl log::Log for Recorder {
+    fn enabled(&self, _: &log::Metadata<'_>) -> bool {
+        true
+    }
+    fn log(&self, record: &log::Record<'_>) {
+        if record.level() <= log::Level::Warn {
+            if let Ok(mut records) = RECORDS.lock() {
+                records.push(record.args().to_string());
+            }
+        }
+    }
+    fn flush(&self) {}
+}
+
+#[test]
+fn a_server_that_may_evict_keys_is_warned_about_once() {
+    static LOGGER: Once = Once::new();
+    LOGGER.call_once(|| {
+        let _ = log::set_logger(&Recorder);
+        log::set_max_level(log::LevelFilter::Warn);
+    });
+    let evicting = RedisServer::start_with(&["--maxmemory-policy", "volatile-lru"]);
+    let lock = impatient(&evicting.url()).lock("k").expect("valid");
+    lock.inspect().expect("reachable");
+    lock.inspect().expect("reachable");
+    let safe = RedisServer::start();
+    impatient(&safe.url())
+        .lock("k")
+        .expect("valid")
+        .inspect()
+        .expect("reachable");
+    let records = RECORDS.lock().expect("not poisoned");
+    let warnings: Vec<&String> = records
+        .iter()
+        .filter(|record| record.contains("evicts keys"))
+        .collect();
+    assert_eq!(warnings.len(), 1, "{records:?}");
+    assert!(warnings[0].contains("volatile-lru"), "{warnings:?}");
+    assert!(
+        warnings[0].contains(&evicting.port().to_string()),
+        "{warnings:?}"
+    );
+}
+
+#[test]
+fn bad_settings_are_refused_when_the_client_is_built() {
+    let url = "redis://127.0.0.1:1";
+    let refused = |builder: redis_lease::ClientBuilder| match builder.build() {
+        Err(Error::InvalidArgument(text)) => text,
+        other => panic!("expected a refusal, got {other:?}"),
+    };
+    for lease in [
+        Duration::from_nanos(1),
+        Duration::from_millis(2),
+        Duration::from_millis(9),
+        redis_lease::MAX_LEASE + Duration::from_secs(1),
+        Duration::MAX,
+    ] {
+        refused(Client::builder(url).default_lease(lease));
+    }
+    refused(Client::builder(url).command_timeout(Duration::MAX));
+    refused(Client::builder(url).connect_timeout(Duration::ZERO));
+    refused(Client::builder(url).renewal_batch(0));
+    refused(Client::builder(url).renewal_batch(1_000_000));
+    refused(Client::builder(url).key_prefix("a{b"));
+    refused(Client::builder(url).quorum(1));
+    let client = Client::builder(url).build().expect("valid");
+    let lock = client.lock("k").expect("valid");
+    for lease in [
+        Duration::from_nanos(1),
+        Duration::from_millis(2),
+        Duration::MAX,
+    ] {
+        assert!(
+            matches!(
+                lock.try_lock_with_lease(lease),
+                Err(Error::InvalidArgument(_))
+            ),
+            "{lease:?}"
+        );
+    }
+    for owner in ["", ":hold", &"o".repeat(2000)] {
+        assert!(matches!(
+            lock.owned_by(owner),
+            Err(Error::InvalidArgument(_))
+        ));
+    }
+    assert!(matches!(
+        client.lock(&"n".repeat(2000)),
+        Err(Error::InvalidArgument(_))
+    ));
+}
+
+#[test]
+fn redlock_refuses_two_urls_of_one_server() {
+    let servers: Vec<RedisServer> = (0..2).map(|_| RedisServer::start()).collect();
+    let port = servers[0].port();
+    let by_name = Client::redlock([
+        format!("redis://127.0.0.1:{port}"),
+        format!("redis://localhost:{port}"),
+        servers[1].url(),
+    ])
+    .command_timeout(TIMEOUT)
+    .build();
+    assert!(
+        matches!(&by_name, Err(Error::InvalidArgument(text)) if text.contains("one server")),
+        "{by_name:?}"
+    );
+    // Through a proxy the address differs; the server's run id does not.
+    let proxy = Drip::start(port, Duration::ZERO);
+    let by_proxy = Client::redlock([servers[0].url(), proxy.url(), servers[1].url()])
+        .command_timeout(TIMEOUT)
+        .build();
+    assert!(
+        matches!(&by_proxy, Err(Error::InvalidArgument(text)) if text.contains("one server")),
+        "{by_proxy:?}"
+    );
+}
+
+#[test]
+fn passwords_never_show_in_errors_or_debug_output() {
+    let builder = Client::builder("redis://user:hunter2@127.0.0.1:6379/0");
+    assert!(!format!("{builder:?}").contains("hunter2"), "{builder:?}");
+    let redlock = Client::redlock(["redis://:hunter2@a:1", "redis://:hunter2@b:2"]);
+    assert!(!format!("{redlock:?}").contains("hunter2"));
+    for url in [
+        "redis://:hunter2@host:notaport",
+        "redis://:hunter2@host/x",
+        "hunter2@",
+    ] {
+        let error = Client::open(url).expect_err(url).to_string();
+        assert!(!error.contains("hunter2"), "{error}");
+    }
+    let client = Client::builder("redis://user:hunter2@127.0.0.1:1")
+        .build()
+        .expect("valid");
+    assert!(!format!("{client:?}").contains("hunter2"));
+    let lock = client.lock("k").expect("valid");
+    assert!(!format!("{lock:?}").contains("hunter2"));
+    let error = lock
+        .try_lock()
+        .expect_err("nothing listens there")
+        .to_string();
+    assert!(!error.contains("hunter2"), "{error}");
+}

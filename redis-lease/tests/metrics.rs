@@ -1,0 +1,56 @@
+//! The watchdog's and its timer's counters published through the `metrics` facade.
+#![cfg(feature = "metrics")]
+
+mod support;
+
+use metrics_util::debugging::{DebugValue, DebuggingRecorder};
+use std::time::Duration;
+use support::{manual_client, wait_until, RedisServer};
+
+#[test]
+fn a_renewal_shows_in_the_published_counters() {
+    let server = RedisServer::start();
+    let lease = Duration::from_secs(3);
+    let (client, clock, _timer) = manual_client(&server, lease);
+    let guard = client
+        .lock("measured")
+        .expect("valid")
+        .lock()
+        .expect("free");
+    clock.advance(lease / 3);
+    wait_until("the renewal is confirmed", || {
+        client.watchdog_metrics().renewed >= 1
+    });
+
+    let recorder = DebuggingRecorder::new();
+    let snapshotter = recorder.snapshotter();
+    metrics::with_local_recorder(&recorder, || client.record_metrics());
+    let published: Vec<(String, Vec<String>, DebugValue)> = snapshotter
+        .snapshot()
+        .into_vec()
+        .into_iter()
+        .map(|(key, _, _, value)| {
+            let key = key.key();
+            let labels = key.labels().map(|label| label.key().to_owned()).collect();
+            (key.name().to_owned(), labels, value)
+        })
+        .collect();
+    let find = |name: &str| {
+        published
+            .iter()
+            .find(|(key, _, _)| key == name)
+            .unwrap_or_else(|| panic!("{name} not published: {published:?}"))
+    };
+    let (_, labels, renewed) = find("redis_lease_renewed_total");
+    assert_eq!(labels, &["client"]);
+    assert!(
+        matches!(renewed, DebugValue::Counter(n) if *n >= 1),
+        "{renewed:?}"
+    );
+    assert_eq!(find("redis_lease_watched").2, DebugValue::Gauge(1.0.into()));
+    assert_eq!(find("redis_lease_lost_total").2, DebugValue::Counter(0));
+    let (_, labels, scheduled) = find("hashwheel_scheduled_total");
+    assert_eq!(labels, &["timer"]);
+    assert!(matches!(scheduled, DebugValue::Counter(n) if *n >= 2));
+    guard.unlock().expect("held");
+}

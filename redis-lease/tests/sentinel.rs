@@ -1,0 +1,333 @@
+//! The lock on a Sentinel-managed primary with a replica and three Sentinels: it follows a
+//! failover, its fencing tokens rise across one that lost the last acquisition, and with replica
+//! acknowledgements required it hands out only holds a replica has.
+
+use redis_lease::{Client, Error, LeaseGuard, Lock};
+use std::thread;
+use std::time::{Duration, Instant};
+use testkit::SentinelSet;
+
+/// How long a failover may take to become usable before a test fails.
+const SETTLE: Duration = Duration::from_secs(20);
+
+fn client(set: &SentinelSet) -> Client {
+    Client::sentinel(set.master_name(), set.sentinel_urls())
+        .command_timeout(Duration::from_secs(1))
+        .connect_timeout(Duration::from_secs(1))
+        .build()
+        .expect("valid settings")
+}
+
+fn acked_client(set: &SentinelSet) -> Client {
+    Client::sentinel(set.master_name(), set.sentinel_urls())
+        .command_timeout(Duration::from_secs(1))
+        .connect_timeout(Duration::from_secs(1))
+        .replica_acks(1, Duration::from_millis(300))
+        .build()
+        .expect("valid settings")
+}
+
+/// The epoch a token carries in its high bits.
+fn epoch(token: u64) -> u64 {
+    token >> 44
+}
+
+/// `lock` taken with `lease`, tried again while the deployment is unavailable (a failover in
+/// progress), failing the test after [`SETTLE`].
+fn lock_when_available(lock: &Lock, lease: Duration) -> LeaseGuard {
+    let deadline = Instant::now() + SETTLE;
+    loop {
+        match lock.try_lock_with_lease(lease) {
+            Ok(Some(guard)) => return guard,
+            Ok(None) => panic!("the lock is held"),
+            Err(Error::Unavailable(_)) if Instant::now() < deadline => {
+                thread::sleep(Duration::from_millis(50));
+            }
+            Err(error) => panic!("{error}"),
+        }
+    }
+}
+
+#[test]
+fn the_lock_follows_a_failover_and_its_tokens_rise_with_the_epoch() {
+    let set = SentinelSet::start();
+    let client = client(&set);
+    let lock = client.lock("follows").expect("valid");
+    let first = lock.lock_with_lease(Duration::from_secs(30)).expect("free");
+    let before = first.fencing_token().expect("a token");
+    first.unlock().expect("held");
+    let second = lock.lock_with_lease(Duration::from_secs(30)).expect("free");
+    assert_eq!(second.fencing_token(), Some(before + 1));
+
+    set.failover();
+    // The hold was replicated before the coordinated failover: it is still held, by the old
+    // guard, on the new primary.
+    let deadline = Instant::now() + SETTLE;
+    let state = loop {
+        match lock.inspect() {
+            Ok(state) => break state,
+            Err(Error::Unavailable(_)) if Instant::now() < deadline => {
+                thread::sleep(Duration::from_millis(50));
+            }
+            Err(error) => panic!("{error}"),
+        }
+    };
+    assert!(state.is_held(), "{state:?}");
+    second.unlock().expect("held on the new primary");
+    let third = lock_when_available(&lock, Duration::from_secs(30));
+    let after = third.fencing_token().expect("a token");
+    assert!(
+        epoch(after) > epoch(before),
+        "tokens {before} then {after}: the epoch did not rise"
+    );
+    third.unlock().expect("held");
+}
+
+#[test]
+fn a_failover_the_sentinels_announce_drops_the_connections_to_the_old_primary() {
+    let set = SentinelSet::start();
+    let client = client(&set);
+    let lock = client.lock("announced").expect("valid");
+    // A connection to the primary, idle in the pool.
+    assert!(!lock.inspect().expect("reachable").is_held());
+    set.failover();
+    // The old primary is a replica now (its clients were not cut off): a call on the idle
+    // connection would be refused (READONLY). The announcement (+switch-master) reaches the
+    // client within its poll, and the next call goes to the new primary at once.
+    thread::sleep(Duration::from_secs(1));
+    let guard = lock
+        .try_lock_with_lease(Duration::from_secs(30))
+        .expect("the first call after the announcement goes to the new primary")
+        .expect("free");
+    guard.unlock().expect("held");
+}
+
+#[test]
+fn holders_and_waiters_carry_on_across_a_failover() {
+    let set = SentinelSet::start();
+    let lease = Duration::from_millis(900);
+    let holder = Client::sentinel(set.master_name(), set.sentinel_urls())
+        .command_timeout(Duration::from_millis(300))
+        .default_lease(lease)
+        .build()
+        .expect("valid settings");
+    let lock = holder.lock("carried").expect("valid");
+    let guard = lock_when_available_renewed(&lock);
+    let token = guard.fencing_token().expect("a token");
+    let waiter = {
+        let waiting = self::client(&set);
+        thread::spawn(move || {
+            let lock = waiting.lock("carried").expect("valid");
+            let taken = lock
+                .try_lock_for(SETTLE)
+                .expect("the wait outlasts the failover")
+                .expect("handed over before the wait ends");
+            (Instant::now(), taken.fencing_token())
+        })
+    };
+    thread::sleep(lease);
+    set.failover();
+    thread::sleep(lease * 2);
+    // Renewed on the new primary, or told lost by its deadline: never neither.
+    match guard.lost() {
+        None => assert!(
+            lock.inspect().map_or(true, |state| state.is_held()),
+            "not told lost, yet not held"
+        ),
+        Some(lost) => assert!(lost.valid_until <= Instant::now(), "told lost: {lost:?}"),
+    }
+    let released = Instant::now();
+    drop(guard);
+    let (taken_at, next) = waiter.join().expect("no panic");
+    assert!(next > Some(token), "{next:?} after {token}");
+    assert!(
+        taken_at.saturating_duration_since(released) < Duration::from_secs(3),
+        "the waiter took the lock {:?} after the release",
+        taken_at.saturating_duration_since(released)
+    );
+}
+
+/// `lock` taken with the client's default (renewed) lease, tried again while the deployment is
+/// unavailable.
+fn lock_when_available_renewed(lock: &Lock) -> LeaseGuard {
+    let deadline = Instant::now() + SETTLE;
+    loop {
+        match lock.try_lock() {
+            Ok(Some(guard)) => return guard,
+            Err(Error::Unavailable(_)) if Instant::now() < deadline => {
+                thread::sleep(Duration::from_millis(50));
+            }
+            other => panic!("{other:?}"),
+        }
+    }
+}
+
+#[test]
+fn tokens_rise_across_a_failover_that_lost_the_last_acquisition() {
+    let mut set = SentinelSet::start();
+    let client = client(&set);
+    let lock = client.lock("lost").expect("valid");
+    set.pause_replica();
+    let lost = lock.lock_with_lease(Duration::from_secs(60)).expect("free");
+    let lost_token = lost.fencing_token().expect("a token");
+    let old = set.kill_primary();
+    set.resume_replica();
+    set.wait_primary_changed(old);
+
+    // Without replica acknowledgements the hold is gone with the primary (two holders now),
+    // but the token of the next holder is above the lost one: the fenced resource refuses the
+    // first holder's writes once the second has written.
+    let other = self::client(&set);
+    let taken = lock_when_available(&other.lock("lost").expect("valid"), Duration::from_secs(60));
+    let token = taken.fencing_token().expect("a token");
+    assert!(
+        token > lost_token,
+        "token {token} after the lost {lost_token}: a fenced write would be accepted twice"
+    );
+    drop(lost);
+    taken.unlock().expect("held");
+}
+
+#[test]
+fn an_acquisition_no_replica_acknowledges_is_undone_and_never_handed_out() {
+    let set = SentinelSet::start();
+    let client = acked_client(&set);
+    let lock = client.lock("acked").expect("valid");
+    let guard = lock_when_available(&lock, Duration::from_secs(30));
+    guard.unlock().expect("held");
+
+    set.pause_replica();
+    let started = Instant::now();
+    let refused = lock.try_lock_with_lease(Duration::from_secs(30));
+    assert!(
+        matches!(
+            &refused,
+            Err(Error::NotReplicated {
+                acked: 0,
+                wanted: 1,
+                ..
+            })
+        ),
+        "{refused:?}"
+    );
+    assert!(
+        started.elapsed() < Duration::from_secs(1),
+        "within the call's bound"
+    );
+    let state = client.lock("acked").expect("valid").inspect();
+    assert!(
+        !state.as_ref().expect("reachable").is_held(),
+        "the unacknowledged hold was undone: {state:?}"
+    );
+
+    set.resume_replica();
+    set.wait_replicated();
+    let guard = lock_when_available(&lock, Duration::from_secs(30));
+    guard.unlock().expect("held");
+}
+
+#[test]
+fn an_acknowledged_hold_survives_the_death_of_its_primary() {
+    let mut set = SentinelSet::start();
+    let client = acked_client(&set);
+    let lock = client.lock("survives").expect("valid");
+    let held = lock_when_available(&lock, Duration::from_secs(60));
+    let token = held.fencing_token().expect("a token");
+    let old = set.kill_primary();
+    set.wait_primary_changed(old);
+
+    let other = acked_client(&set);
+    let theirs = other.lock("survives").expect("valid");
+    let deadline = Instant::now() + SETTLE;
+    loop {
+        match theirs.try_lock_with_lease(Duration::from_secs(60)) {
+            Ok(None) => break,
+            Ok(Some(guard)) => panic!(
+                "token {:?} handed out while {token} is held",
+                guard.fencing_token()
+            ),
+            // The first calls after a failover may find no primary, or no replica for it.
+            Err(_) if Instant::now() < deadline => thread::sleep(Duration::from_millis(50)),
+            Err(error) => panic!("{error}"),
+        }
+    }
+    drop(held);
+}
+
+#[test]
+fn renewals_no_replica_acknowledges_do_not_keep_a_hold() {
+    let set = SentinelSet::start();
+    let client = Client::sentinel(set.master_name(), set.sentinel_urls())
+        .command_timeout(Duration::from_millis(400))
+        .replica_acks(1, Duration::from_millis(100))
+        .default_lease(Duration::from_millis(600))
+        .build()
+        .expect("valid settings");
+    let lock = client.lock("renewed").expect("valid");
+    let deadline = Instant::now() + SETTLE;
+    let guard = loop {
+        match lock.try_lock() {
+            Ok(Some(guard)) => break guard,
+            // The first calls after a failover may find no primary, or no replica for it.
+            Err(_) if Instant::now() < deadline => thread::sleep(Duration::from_millis(50)),
+            other => panic!("{other:?}"),
+        }
+    };
+    thread::sleep(Duration::from_millis(900));
+    assert!(!guard.is_lost(), "renewed while the replica acknowledges");
+    set.pause_replica();
+    let paused = Instant::now();
+    while !guard.is_lost() {
+        assert!(
+            paused.elapsed() < Duration::from_secs(3),
+            "renewals nobody acknowledged kept the hold"
+        );
+        thread::sleep(Duration::from_millis(20));
+    }
+    set.resume_replica();
+}
+
+#[test]
+fn without_a_majority_of_sentinels_no_primary_is_named() {
+    let set = SentinelSet::start();
+    let client = client(&set);
+    let lock = client.lock("majority").expect("valid");
+    set.sentinels()[0].pause();
+    set.sentinels()[1].pause();
+    let started = Instant::now();
+    let refused = lock.try_lock();
+    assert!(
+        matches!(&refused, Err(Error::Unavailable(_))),
+        "{refused:?}"
+    );
+    assert!(
+        started.elapsed() < Duration::from_secs(3),
+        "took {:?}",
+        started.elapsed()
+    );
+    set.sentinels()[0].resume();
+    set.sentinels()[1].resume();
+    let guard = lock_when_available(&lock, Duration::from_secs(30));
+    guard.unlock().expect("held");
+}
+
+#[test]
+fn settings_a_sentinel_client_refuses() {
+    let no_sentinel = Client::sentinel("m", Vec::<String>::new()).build();
+    assert!(matches!(no_sentinel, Err(Error::InvalidArgument(_))));
+    let no_name = Client::sentinel("", ["redis://127.0.0.1:1"]).build();
+    assert!(matches!(no_name, Err(Error::InvalidArgument(_))));
+    let long_wait = Client::sentinel("m", ["redis://127.0.0.1:1"])
+        .command_timeout(Duration::from_millis(100))
+        .replica_acks(1, Duration::from_millis(100))
+        .build();
+    assert!(matches!(long_wait, Err(Error::InvalidArgument(_))));
+    let no_replicas = Client::builder("redis://127.0.0.1:1")
+        .replica_acks(0, Duration::from_millis(10))
+        .build();
+    assert!(matches!(no_replicas, Err(Error::InvalidArgument(_))));
+    let redlock = Client::redlock(["redis://127.0.0.1:1", "redis://127.0.0.1:2"])
+        .replica_acks(1, Duration::from_millis(10))
+        .build();
+    assert!(matches!(redlock, Err(Error::InvalidArgument(_))));
+}

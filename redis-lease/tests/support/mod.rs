@@ -1,0 +1,63 @@
+//! Helpers shared by the integration tests.
+#![allow(dead_code)]
+
+use redis_lease::Client;
+use std::time::Duration;
+
+pub use testkit::RedisServer;
+
+/// A client of `server` with short timeouts.
+pub fn client(server: &RedisServer) -> Client {
+    Client::builder(server.url())
+        .connect_timeout(Duration::from_secs(2))
+        .command_timeout(Duration::from_secs(2))
+        .build()
+        .expect("valid settings")
+}
+
+/// A client with `lease` as its default lease, whose watchdog runs on a timer driven by a manual
+/// clock: renewals and deadlines happen only when the test advances the clock.
+pub fn manual_client(
+    server: &RedisServer,
+    lease: Duration,
+) -> (
+    Client,
+    redis_lease::hashwheel::ManualClock,
+    redis_lease::hashwheel::Timer,
+) {
+    let clock = redis_lease::hashwheel::ManualClock::new();
+    let timer = redis_lease::hashwheel::Timer::builder()
+        .clock(clock.clone())
+        .build()
+        .expect("valid timer settings");
+    let client = Client::builder(server.url())
+        .default_lease(lease)
+        .connect_timeout(Duration::from_millis(500))
+        .command_timeout(Duration::from_millis(500))
+        .timer(timer.clone())
+        .build()
+        .expect("valid settings");
+    (client, clock, timer)
+}
+
+/// A client on real time with `lease` as its default lease.
+pub fn client_with_lease(server: &RedisServer, lease: Duration) -> Client {
+    Client::builder(server.url())
+        .default_lease(lease)
+        .connect_timeout(Duration::from_secs(2))
+        .command_timeout(Duration::from_secs(2))
+        .build()
+        .expect("valid settings")
+}
+
+/// Waits (up to 10 s) for work on another thread, such as a renewal call, to show.
+pub fn wait_until(what: &str, mut done: impl FnMut() -> bool) {
+    let deadline = std::time::Instant::now() + Duration::from_secs(10);
+    while !done() {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "timed out waiting until {what}"
+        );
+        std::thread::sleep(Duration::from_millis(1));
+    }
+}

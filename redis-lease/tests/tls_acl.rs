@@ -1,0 +1,135 @@
+//! The lock over TLS (a server that requires client certificates) and as an ACL user limited to
+//! the rules docs/lease.md gives: acquiring, renewing, waiting (pub/sub), inspecting and forcing,
+//! and the refusals a misconfigured client gets.
+
+mod support;
+
+use redis_lease::{Client, Error};
+use std::thread;
+use std::time::Duration;
+use support::RedisServer;
+use testkit::{ClientAuth, TlsOptions};
+
+/// Holds a renewed lock past several leases while another thread waits for it, then hands it
+/// over: what a deployment must support.
+fn exercise(client: &Client) {
+    let lock = client.lock("deployed").expect("valid");
+    let guard = lock.lock().expect("free");
+    let waiter = {
+        let lock = lock.clone();
+        thread::spawn(move || {
+            lock.try_lock_for(Duration::from_secs(10))
+                .expect("reachable")
+                .map(|guard| guard.fencing_token())
+        })
+    };
+    thread::sleep(client.default_lease() * 3);
+    assert!(!guard.is_lost(), "{:?}", guard.lost());
+    let state = lock.inspect().expect("reachable");
+    assert!(state.is_held() && state.problems.is_empty(), "{state:?}");
+    let token = guard.fencing_token();
+    guard.unlock().expect("held");
+    let next = waiter.join().expect("no panic").expect("handed over");
+    assert!(next > token);
+    let forced = lock.lock_with_lease(Duration::from_secs(30)).expect("free");
+    assert!(lock.force_unlock().expect("reachable"));
+    drop(forced);
+}
+
+#[test]
+fn the_lock_works_over_tls_with_a_client_certificate() {
+    let server = RedisServer::start_tls(TlsOptions {
+        client_auth: ClientAuth::Required,
+        ..TlsOptions::default()
+    });
+    let certs = server.tls_certificates().expect("a TLS server").clone();
+    assert!(server.url().starts_with("rediss://"));
+    let client = Client::builder(server.url())
+        .tls_ca_file(certs.ca_cert())
+        .tls_client_cert(certs.client_cert(), certs.client_key())
+        .default_lease(Duration::from_millis(300))
+        .build()
+        .expect("valid settings");
+    exercise(&client);
+
+    // Without the CA, the server's certificate does not verify: a refusal, not unavailability.
+    let unverified = Client::open(&server.url()).expect("valid");
+    let refused = unverified.lock("x").expect("valid").try_lock();
+    assert!(
+        matches!(&refused, Err(Error::Refused(error)) if error.code() == Some("TLS")),
+        "{refused:?}"
+    );
+    // Without a client certificate, the server does not let the client in.
+    let anonymous = Client::builder(server.url())
+        .tls_ca_file(certs.ca_cert())
+        .command_timeout(Duration::from_millis(500))
+        .build()
+        .expect("valid");
+    let refused = anonymous.lock("x").expect("valid").try_lock();
+    assert!(refused.is_err(), "{refused:?}");
+    // Files that are missing or hold no certificate are refused when the client is built.
+    for bad in [
+        Client::builder(server.url()).tls_ca_file("/nonexistent/ca.pem"),
+        Client::builder(server.url()).tls_ca_file(certs.client_key()),
+        Client::builder(server.url()).tls_client_cert(certs.ca_cert(), "/nonexistent/key"),
+    ] {
+        assert!(matches!(bad.build(), Err(Error::InvalidArgument(_))));
+    }
+}
+
+/// The rules docs/lease.md gives for a user of the key prefix `app:`.
+const RULES: &[&str] = &[
+    "on",
+    ">locker-pw",
+    "resetchannels",
+    "~app:{*",
+    "&app:{*",
+    "+evalsha",
+    "+script|load",
+    "+type",
+    "+exists",
+    "+get",
+    "+set",
+    "+del",
+    "+hset",
+    "+hget",
+    "+hexists",
+    "+hincrby",
+    "+hdel",
+    "+hgetall",
+    "+hmget",
+    "+pexpire",
+    "+pttl",
+    "+publish",
+    "+pubsub|numsub",
+    "+subscribe",
+    "+unsubscribe",
+];
+
+#[test]
+fn an_acl_user_with_the_documented_rules_can_do_everything_and_no_more() {
+    let server = RedisServer::start();
+    server.acl_setuser("locker", RULES);
+    let client = Client::builder(server.url_as("locker", "locker-pw"))
+        .key_prefix("app:")
+        .default_lease(Duration::from_millis(300))
+        .build()
+        .expect("valid settings");
+    exercise(&client);
+
+    // Outside its key pattern, the user is refused: a refusal, not unavailability.
+    let elsewhere = Client::builder(server.url_as("locker", "locker-pw"))
+        .key_prefix("other:")
+        .build()
+        .expect("valid");
+    let refused = elsewhere.lock("x").expect("valid").try_lock();
+    assert!(
+        matches!(&refused, Err(Error::Refused(error)) if error.code() == Some("NOPERM")),
+        "{refused:?}"
+    );
+    let wrong = Client::open(&server.url_as("locker", "not-the-password")).expect("valid");
+    assert!(matches!(
+        wrong.lock("x").expect("valid").try_lock(),
+        Err(Error::Refused(_))
+    ));
+}

@@ -1,0 +1,33 @@
+//! Every public method of the lock, on one server and on RedLock's masters (the cluster runs the
+//! same in `tests/cluster.rs`).
+
+mod common;
+mod support;
+
+use common::methods::every_public_method;
+use redis_lease::Client;
+use std::time::Duration;
+use support::RedisServer;
+
+const LEASE: Duration = Duration::from_millis(300);
+
+#[test]
+fn every_public_method_works_on_one_server() {
+    let server = RedisServer::start();
+    let client = Client::builder(server.url())
+        .default_lease(LEASE)
+        .build()
+        .expect("valid settings");
+    every_public_method(&client, true);
+}
+
+#[test]
+fn every_public_method_works_on_redlock() {
+    let servers: Vec<RedisServer> = (0..3).map(|_| RedisServer::start()).collect();
+    let client = Client::redlock(servers.iter().map(RedisServer::url))
+        .default_lease(LEASE)
+        .command_timeout(Duration::from_millis(100))
+        .build()
+        .expect("valid settings");
+    every_public_method(&client, false);
+}
