@@ -174,12 +174,16 @@ fn a_forced_failover_to_a_replica_cut_off_loses_what_the_dead_master_acknowledge
     let mut cluster = RedisCluster::start(3, 1);
     let master = cluster.master_for_key("{forced}");
     let replica = cluster.replicas_of(master)[0];
-    let () = cluster
-        .server(master)
-        .connection()
-        .set("{forced}", "before")
-        .expect("SET");
-    cluster.wait_ok();
+    // The replica has the first write before it is cut off: WAIT, on the connection that
+    // wrote it, for its acknowledgement (up to 5 s).
+    let mut writer = cluster.server(master).connection();
+    let () = writer.set("{forced}", "before").expect("SET");
+    let acked: i64 = redis::cmd("WAIT")
+        .arg(1)
+        .arg(5000)
+        .query(&mut writer)
+        .expect("WAIT");
+    assert_eq!(acked, 1, "the replica acknowledged the first write");
 
     cluster.pause_replica(replica);
     let () = cluster
