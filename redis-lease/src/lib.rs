@@ -83,6 +83,10 @@ mod unsettled;
 mod watchdog;
 
 pub use client::{Client, ClientBuilder};
+/// `url` with the password of its user information replaced by `***` (`redis://u:***@h:1/0`), as
+/// the crate shows URLs in its messages; text that is not a URL is shown up to its last `@` as
+/// `***`. For programs that print the URLs they were given.
+pub use conn::redact as redact_url;
 pub use error::{Error, Result};
 pub use guard::LeaseGuard;
 /// The timer crate the watchdog runs on, for [`ClientBuilder::timer`].

@@ -157,7 +157,7 @@ impl fmt::Display for Addr {
 
 /// `url` with the password of its user information replaced by `***`: `redis://u:***@h:1/0`.
 /// Text that is not a URL at all is shown up to its last `@` as `***`.
-pub(crate) fn redact(url: &str) -> String {
+pub fn redact(url: &str) -> String {
     let (scheme, rest) = match url.find("://") {
         Some(at) => (&url[..at + 3], &url[at + 3..]),
         None => ("", url),
@@ -207,6 +207,11 @@ mod tests {
         assert_eq!(redact("redis://host:6379"), "redis://host:6379");
         assert_eq!(redact("s3cret@host"), "***@host");
         assert_eq!(redact("redis://a:b@c@host/0"), "redis://a:***@host/0");
+        assert_eq!(redact("redis://h:1/0?x=@"), "redis://h:1/0?x=@");
+        assert_eq!(
+            redact("redis+unix:///tmp/r.sock"),
+            "redis+unix:///tmp/r.sock"
+        );
     }
 
     #[test]

@@ -17,7 +17,8 @@ mod sentinel;
 mod stream;
 mod tls;
 
-pub(crate) use endpoint::{redact, Addr, Endpoint};
+pub use endpoint::redact;
+pub(crate) use endpoint::{Addr, Endpoint};
 pub(crate) use sentinel::{is_primary, Sentinels};
 pub(crate) use tls::{config as tls_config, TlsFiles};
 

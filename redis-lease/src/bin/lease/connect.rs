@@ -197,7 +197,11 @@ pub struct Servers {
 impl Servers {
     /// The URLs, without their passwords, comma-separated: for messages.
     pub fn shown(&self) -> String {
-        let shown: Vec<String> = self.urls.iter().map(|url| redacted(url)).collect();
+        let shown: Vec<String> = self
+            .urls
+            .iter()
+            .map(|url| redis_lease::redact_url(url))
+            .collect();
         shown.join(", ")
     }
 
@@ -370,47 +374,5 @@ fn global_source(matches: &ArgMatches, id: &str) -> Option<ValueSource> {
     match matches.subcommand() {
         Some((_, sub)) => sub.value_source(id).or_else(|| matches.value_source(id)),
         None => matches.value_source(id),
-    }
-}
-
-/// `url` with the password of its user information replaced by `***`: `redis://u:***@h:1/0`.
-/// Text that is not a URL at all is shown up to its last `@` as `***`.
-fn redacted(url: &str) -> String {
-    let (scheme, rest) = match url.find("://") {
-        Some(at) => url.split_at(at + 3),
-        None => ("", url),
-    };
-    let authority_end = rest.find(['/', '?', '#']).unwrap_or(rest.len());
-    let (authority, tail) = rest.split_at(authority_end);
-    let Some(at) = authority.rfind('@') else {
-        return url.to_owned();
-    };
-    let (userinfo, host) = authority.split_at(at);
-    let user = match userinfo.split_once(':') {
-        Some((user, _)) if !scheme.is_empty() => format!("{user}:***"),
-        _ if scheme.is_empty() => "***".to_owned(),
-        _ => userinfo.to_owned(),
-    };
-    format!("{scheme}{user}{host}{tail}")
-}
-
-#[cfg(test)]
-mod tests {
-    use super::redacted;
-
-    #[test]
-    fn urls_are_shown_without_their_passwords() {
-        assert_eq!(
-            redacted("redis://:hunter2@h:1/0"),
-            "redis://:***@h:1/0".to_owned()
-        );
-        assert_eq!(redacted("rediss://u:p@w@h"), "rediss://u:***@h");
-        assert_eq!(redacted("redis://u@h:1"), "redis://u@h:1");
-        assert_eq!(redacted("redis://h:1/0?x=@"), "redis://h:1/0?x=@");
-        assert_eq!(redacted("user:secret@h"), "***@h");
-        assert_eq!(
-            redacted("redis+unix:///tmp/r.sock"),
-            "redis+unix:///tmp/r.sock"
-        );
     }
 }
