@@ -331,3 +331,37 @@ fn settings_a_sentinel_client_refuses() {
         .build();
     assert!(matches!(redlock, Err(Error::InvalidArgument(_))));
 }
+
+/// A password on every server; a wrong password or master name is a refusal, not unavailability.
+#[test]
+fn a_client_logs_in_to_sentinels_and_data_servers_that_require_a_password() {
+    let set = SentinelSet::start_with_password("s3cret");
+    let without = client(&set);
+    let refused = without.lock("guarded").expect("valid").try_lock();
+    assert!(
+        matches!(&refused, Err(Error::Refused(error)) if error.code() == Some("NOAUTH")),
+        "every Sentinel refused: {refused:?}"
+    );
+    let unknown = Client::sentinel("no-such-master", set.sentinel_urls())
+        .password("s3cret")
+        .build()
+        .expect("valid settings");
+    let refused = unknown.lock("guarded").expect("valid").try_lock();
+    assert!(matches!(&refused, Err(Error::Refused(_))), "{refused:?}");
+    let client = Client::sentinel(set.master_name(), set.sentinel_urls())
+        .password("s3cret")
+        .command_timeout(Duration::from_secs(1))
+        .build()
+        .expect("valid settings");
+    let lock = client.lock("guarded").expect("valid");
+    let guard = lock_when_available(&lock, Duration::from_secs(30));
+    assert_eq!(guard.fencing_token(), Some(1));
+    guard.unlock().expect("held");
+    set.failover();
+    let guard = lock_when_available(&lock, Duration::from_secs(30));
+    assert!(
+        epoch(guard.fencing_token().expect("a token")) > 0,
+        "{guard:?}"
+    );
+    guard.unlock().expect("held");
+}

@@ -42,12 +42,32 @@ impl SentinelSet {
     /// three Sentinels and waits until each knows the replica and the two other Sentinels and
     /// can reach its quorum (`SENTINEL CKQUORUM`).
     pub fn start() -> SentinelSet {
+        Self::start_with(None)
+    }
+
+    /// [`SentinelSet::start`], every server (data servers and Sentinels) requiring `password`
+    /// of its clients (`requirepass`), the replica and the Sentinels logging in with it
+    /// (`masterauth`, `sentinel auth-pass`).
+    pub fn start_with_password(password: &str) -> SentinelSet {
+        Self::start_with(Some(password))
+    }
+
+    fn start_with(password: Option<&str>) -> SentinelSet {
+        let login: Vec<String> = password
+            .map(|password| vec!["--requirepass".into(), password.into()])
+            .unwrap_or_default();
         let data_server = || {
+            // A replica's full sync starts at once (the default waits 5 s for more replicas).
+            let mut extra: Vec<String> =
+                ["--repl-diskless-sync-delay", "0"].map(String::from).into();
+            extra.extend(login.iter().cloned());
+            if let Some(password) = password {
+                extra.extend(["--masterauth".into(), password.into()]);
+            }
             RedisServer::launch(Launch {
                 mode: Mode::Plain,
                 cluster_bus: false,
-                // A replica's full sync starts at once (the default waits 5 s for more replicas).
-                extra: ["--repl-diskless-sync-delay", "0"].map(String::from).into(),
+                extra,
             })
         };
         let primary = data_server();
@@ -74,11 +94,19 @@ impl SentinelSet {
                  sentinel failover-timeout {MASTER_NAME} {failover_timeout}\n\
                  sentinel parallel-syncs {MASTER_NAME} 1\n"
             );
+            let text = match password {
+                // The data servers' password, and the other Sentinels'.
+                Some(password) => format!(
+                    "{text}sentinel auth-pass {MASTER_NAME} {password}\n\
+                     sentinel sentinel-pass {password}\n"
+                ),
+                None => text,
+            };
             fs::write(&config, text).expect("write a Sentinel configuration");
             let sentinel = RedisServer::launch(Launch {
                 mode: Mode::Sentinel { config },
                 cluster_bus: false,
-                extra: Vec::new(),
+                extra: login.clone(),
             });
             // Faster than the defaults, which suit a network rather than loopback: INFO every
             // second (10 s), down-state questions every 250 ms (1 s), and 5 s of TILT (30 s)

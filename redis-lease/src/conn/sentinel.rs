@@ -96,6 +96,7 @@ impl Sentinels {
     pub(crate) fn locate(&self, deadline: Instant) -> Result<Primary> {
         let mut views = Vec::new();
         let mut last_error = None;
+        let mut refusals = 0;
         for (index, sentinel) in self.sentinels.iter().enumerate() {
             let left = deadline.saturating_duration_since(Instant::now());
             let share = left / u32::try_from(self.sentinels.len() - index).unwrap_or(1);
@@ -103,11 +104,18 @@ impl Sentinels {
                 Ok(view) => views.push(view),
                 Err(error) => {
                     log::debug!("sentinel {}: {error}", sentinel.shown());
+                    refusals += usize::from(matches!(error, Error::Refused(_)));
                     last_error = Some(error);
                 }
             }
         }
         let majority = self.sentinels.len() / 2 + 1;
+        if refusals == self.sentinels.len() {
+            // Every one refused (a wrong password, an unknown master name): no use retrying.
+            if let Some(error) = last_error {
+                return Err(error);
+            }
+        }
         if views.len() < majority {
             let why = last_error.map_or_else(String::new, |error| format!(" (last: {error})"));
             return Err(unavailable(format!(
