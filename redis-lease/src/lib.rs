@@ -26,8 +26,8 @@
 //! clock runs at about the client's rate. A process that pauses longer than its remaining lease (a
 //! stop, swap, a long garbage collection in a neighbour) may wake believing it still holds a lock
 //! that another owner has taken since. The fencing token is the remedy: the resource rejects a
-//! write whose token is lower than one it has already accepted. The repository's
-//! `docs/guarantees.md` spells out the assumptions and the failure cases.
+//! write whose token is lower than one it has already accepted. [`guarantees`] spells out the
+//! assumptions and the failure cases, deployment by deployment.
 //!
 //! # Deadlines and errors
 //!
@@ -81,6 +81,9 @@ mod scripts;
 mod state;
 mod unsettled;
 mod watchdog;
+
+#[doc = include_str!("guarantees.md")]
+pub mod guarantees {}
 
 pub use client::{Client, ClientBuilder};
 /// `url` with the password of its user information replaced by `***` (`redis://u:***@h:1/0`), as
