@@ -33,8 +33,8 @@ pub(crate) fn send(
     handoff: Handoff,
 ) -> ReleaseOutcome {
     let claiming = match handoff {
-        Handoff::Allowed => core.queues.claim(&keys.name),
-        Handoff::No => Claiming::Free,
+        Handoff::Allowed if core.backend.grants() => core.queues.claim(&keys.name),
+        Handoff::Allowed | Handoff::No => Claiming::Free,
     };
     let (claim, wake_locally) = match claiming {
         Claiming::Grant(claim) => (Some(claim), true),

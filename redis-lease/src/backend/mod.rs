@@ -89,16 +89,6 @@ impl Release<'_> {
             epoch,
         )
     }
-
-    /// The same release, handing the lock to nobody.
-    pub(crate) fn without_grant(&self) -> Release<'_> {
-        Release {
-            owner: self.owner,
-            hold: self.hold,
-            id: self.id,
-            grant: None,
-        }
-    }
 }
 
 /// What a release came to.
@@ -138,6 +128,11 @@ pub(crate) struct ReleaseOutcome {
 pub(crate) trait Backend: Send + Sync + 'static {
     /// Whether holds carry fencing tokens.
     fn fenced(&self) -> bool;
+
+    /// Whether a release may grant the lock straight to a waiting owner of the client. Not with
+    /// replica acknowledgements required: the granted hold would be one no replica has, so the
+    /// waiter takes the lock by an acquisition of its own.
+    fn grants(&self) -> bool;
 
     /// Where the locks live, as text: it orders the locks of a `MultiLock`.
     fn place(&self) -> &str;

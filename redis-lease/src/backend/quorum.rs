@@ -138,6 +138,10 @@ impl Backend for Quorum {
         false
     }
 
+    fn grants(&self) -> bool {
+        true
+    }
+
     fn place(&self) -> &str {
         &self.place
     }

@@ -7,7 +7,7 @@ use crate::error::{Error, Result};
 use crate::keys::LockKeys;
 use crate::pool::{Pool, Via};
 use crate::pubsub::Waiters;
-use crate::scripts::{self, Acks, Acquire, Announce, Call, Epoch};
+use crate::scripts::{self, Acquire, Announce, Call, Epoch};
 use crate::state::LockState;
 use crate::watchdog::{Pending, Renewed, Renewer};
 use std::sync::Arc;
@@ -62,15 +62,6 @@ fn undo_in(keys: &LockKeys, attempt: &Attempt<'_>, announce: Announce, hold: &st
     )
 }
 
-/// `Error::NotReplicated` for the lock of `keys`.
-fn not_replicated(keys: &LockKeys, acks: Acks, acked: u64) -> Error {
-    Error::NotReplicated {
-        name: keys.name.clone(),
-        acked,
-        wanted: acks.replicas,
-    }
-}
-
 fn attempted(reply: Acquire) -> Attempted {
     match reply {
         Acquire::Acquired { holds, token } => Attempted::Acquired {
@@ -98,15 +89,11 @@ pub(crate) fn attempt_on(
         attempt.reenter,
         con.epoch(),
     );
-    let acks = via.pool.acks();
-    match call.run_acked(&mut con, &keys.lock, acks) {
-        Ok((reply, acked)) => {
+    match call.run_acked(&mut con, &keys.lock, via.pool.acks()) {
+        Ok((reply, shortfall)) => {
             let attempted = scripts::parse_acquire(&reply).map(attempted)?;
-            let (Some(acks), Some(acked)) = (acks, acked) else {
-                return Ok(attempted);
-            };
-            match attempted {
-                Attempted::Acquired { holds, .. } if !acks.met(acked) => {
+            match (attempted, shortfall) {
+                (Attempted::Acquired { holds, .. }, Some(shortfall)) => {
                     // Not handed out: undone on the primary, which is still there to undo it.
                     let hold = match (holds, attempt.reenter) {
                         (1, _) | (_, None) => attempt.id,
@@ -116,7 +103,7 @@ pub(crate) fn attempt_on(
                     if let Err(error) = undone {
                         log::warn!("undoing an unacknowledged acquisition of {:?}: {error}; it lapses with its lease", keys.name);
                     }
-                    Err(not_replicated(keys, acks, acked))
+                    Err(shortfall.error(&keys.name))
                 }
                 _ => Ok(attempted),
             }
@@ -140,26 +127,14 @@ pub(crate) fn release_on(
     announce: Announce,
 ) -> ReleaseOutcome {
     let acks = via.pool.acks();
-    // A grant would hand out a hold that no replica has: with acknowledgements required, the
-    // waiter takes the lock by an acquisition of its own instead.
-    let stripped;
-    let release = match acks {
-        Some(_) => {
-            stripped = release.without_grant();
-            &stripped
-        }
-        None => release,
-    };
     let once = || {
         via.call(deadline, |con| {
             let call = release.call(keys, announce, con.epoch());
-            let (reply, acked) = call.run_acked(con, &keys.lock, acks)?;
+            let (reply, shortfall) = call.run_acked(con, &keys.lock, acks)?;
             let released = scripts::parse_release(&reply)?;
-            match (acks, acked) {
-                (Some(acks), Some(acked)) if !acks.met(acked) => {
-                    Err(not_replicated(keys, acks, acked))
-                }
-                _ => Ok(released),
+            match shortfall {
+                Some(shortfall) => Err(shortfall.error(&keys.name)),
+                None => Ok(released),
             }
         })
     };
@@ -213,6 +188,10 @@ pub(crate) fn pause(ttl: Option<Duration>) -> Duration {
 impl Backend for Server {
     fn fenced(&self) -> bool {
         true
+    }
+
+    fn grants(&self) -> bool {
+        self.pool.acks().is_none()
     }
 
     fn place(&self) -> &str {
@@ -312,18 +291,12 @@ impl OneServer {
             None => self.connection.insert(self.pool.open(deadline)?),
         };
         let renewals: Vec<scripts::Renewal<'_>> = leases.iter().map(Pending::renewal).collect();
-        let acks = self.pool.acks();
-        let outcome =
-            scripts::renew(&renewals)
-                .run_acked(con, "", acks)
-                .and_then(|(reply, acked)| match (acks, acked) {
-                    (Some(acks), Some(acked)) if !acks.met(acked) => Err(Error::NotReplicated {
-                        name: format!("{} leases", leases.len()),
-                        acked,
-                        wanted: acks.replicas,
-                    }),
-                    _ => scripts::parse_renew(&reply, leases.len()),
-                });
+        let outcome = scripts::renew(&renewals)
+            .run_acked(con, "", self.pool.acks())
+            .and_then(|(reply, shortfall)| match shortfall {
+                Some(shortfall) => Err(shortfall.error(format!("{} leases", leases.len()))),
+                None => scripts::parse_renew(&reply, leases.len()),
+            });
         if !con.is_usable() {
             // Its state is unknown: the next call starts on a fresh connection.
             self.connection = None;

@@ -75,14 +75,14 @@ impl Call {
     }
 
     /// [`Call::run`], followed on the same connection, in the same write, by `WAIT` for `acks`
-    /// when there are any: the reply, and how many replicas acknowledged the call (`None`
-    /// without `acks`). Whether that is enough is for the caller to judge.
+    /// when there are any: the reply, and the shortfall if fewer replicas acknowledged the call
+    /// than `acks` asks (the call ran on the primary all the same).
     pub(crate) fn run_acked(
         &self,
         con: &mut Conn,
         key: &str,
         acks: Option<Acks>,
-    ) -> Result<(Value, Option<u64>)> {
+    ) -> Result<(Value, Option<Shortfall>)> {
         let Some(acks) = acks else {
             return self.run(con, key).map(|reply| (reply, None));
         };
@@ -99,8 +99,26 @@ impl Call {
         let acked = replies.next().unwrap_or(Value::Nil).extract_error();
         let reply = reply.map_err(sorted)?;
         match acked.map_err(sorted)? {
-            Value::Int(acked) => Ok((reply, Some(u64::try_from(acked).unwrap_or(0)))),
+            Value::Int(acked) => Ok((reply, acks.shortfall(u64::try_from(acked).unwrap_or(0)))),
             other => Err(unexpected("WAIT", &other)),
+        }
+    }
+}
+
+/// Fewer replicas acknowledged a call than required.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct Shortfall {
+    pub(crate) acked: u64,
+    pub(crate) wanted: u64,
+}
+
+impl Shortfall {
+    /// The error a caller gets for it, about the lock (or leases) `name`.
+    pub(crate) fn error(self, name: impl Into<String>) -> Error {
+        Error::NotReplicated {
+            name: name.into(),
+            acked: self.acked,
+            wanted: self.wanted,
         }
     }
 }
@@ -125,9 +143,12 @@ impl Acks {
         self.wait().get_packed_command()
     }
 
-    /// Whether `acked` replicas are enough.
-    pub(crate) fn met(self, acked: u64) -> bool {
-        acked >= self.replicas
+    /// The shortfall if `acked` replicas are not enough.
+    pub(crate) fn shortfall(self, acked: u64) -> Option<Shortfall> {
+        (acked < self.replicas).then_some(Shortfall {
+            acked,
+            wanted: self.replicas,
+        })
     }
 }
 

@@ -135,6 +135,10 @@ impl Backend for Cluster {
         true
     }
 
+    fn grants(&self) -> bool {
+        self.routes.acks().is_none()
+    }
+
     fn place(&self) -> &str {
         &self.place
     }

@@ -140,10 +140,11 @@ fn read(
             redis::Value::Int(acked) => u64::try_from(acked).unwrap_or(0),
             _ => 0,
         };
-        if !acks.met(acked) {
+        if let Some(short) = acks.shortfall(acked) {
             log::warn!(
-                "renewals acknowledged by {acked} of {} replicas: tried again before their deadlines",
-                acks.replicas
+                "renewals acknowledged by {} of {} replicas: tried again before their deadlines",
+                short.acked,
+                short.wanted
             );
             return Ok(());
         }

@@ -65,6 +65,11 @@ impl Routes {
         self.settings.command_timeout
     }
 
+    /// The replica acknowledgements every write waits for.
+    pub(crate) fn acks(&self) -> Option<Acks> {
+        self.settings.acks
+    }
+
     /// The pool of the node at `addr`, made on first use.
     pub(crate) fn pool_at(&self, addr: &str) -> Option<(Arc<str>, Arc<Pool>)> {
         let mut nodes = self.nodes.lock();
