@@ -4,18 +4,15 @@
 //! ones with it: they are most likely to the same server that just went away (restarted, or no
 //! longer the primary), and each would fail a call of its own.
 //!
-//! The server is at a fixed address, or is the primary a majority of Sentinels name: each new
-//! connection then asks them first, checks that the server it reaches says it is the primary,
-//! and asks them again, so that the epoch the connection's tokens are drawn in is one in which
-//! that server was the primary after the connection was opened (Sentinels close every client
-//! connection of a server they reconfigure).
+//! The server is at a fixed address, or is the primary a majority of Sentinels name, which each
+//! new connection asks for (`Sentinels::connect`, with the epoch of the connection's tokens).
 //!
 //! The first connection also asks the server how it evicts keys: a lock is safe only on a server
 //! that never evicts (`maxmemory-policy noeviction`), and the pool says so once, at warn, if it
 //! finds another policy. A server that refuses to tell (`CONFIG` is often renamed or denied) is
 //! not complained about.
 
-use crate::conn::{io_error, is_primary, Conn, Endpoint, Sentinels};
+use crate::conn::{Conn, Endpoint, Sentinels};
 use crate::error::{Error, Result};
 use crate::scripts::{Acks, Epoch};
 use parking_lot::Mutex;
@@ -165,7 +162,7 @@ impl Pool {
                 conn.set_epoch(*epoch);
                 conn
             }
-            Target::Sentinel(sentinels) => open_primary(sentinels, connect_by)?,
+            Target::Sentinel(sentinels) => sentinels.connect(connect_by)?,
         };
         if !self.policy_checked.swap(true, Ordering::Relaxed) {
             self.check_eviction_policy(&mut conn)?;
@@ -267,42 +264,6 @@ impl Pool {
         let mut conn = self.get(deadline)?;
         op(&mut conn)
     }
-}
-
-/// A connection to the primary `sentinels` name, opened by `deadline`, with the epoch of its
-/// tokens: the primary is looked up, its server asked whether it is the primary, and the
-/// Sentinels asked again, which must name the same server.
-fn open_primary(sentinels: &Sentinels, deadline: Instant) -> Result<Conn> {
-    let primary = sentinels.locate(deadline)?;
-    let mut conn =
-        Conn::open(&primary.endpoint, deadline).map_err(Error::unavailable_or_refused)?;
-    conn.set_deadline(deadline);
-    let gone = |why: String| Error::Unavailable(io_error(std::io::ErrorKind::NotConnected, why));
-    if !is_primary(&mut conn)? {
-        return Err(gone(format!(
-            "{} is not the primary (any more)",
-            primary.endpoint.shown()
-        )));
-    }
-    let confirmed = sentinels.locate(deadline)?;
-    if confirmed.endpoint.addr != primary.endpoint.addr {
-        return Err(gone(format!(
-            "the primary moved from {} to {} while connecting",
-            primary.endpoint.shown(),
-            confirmed.endpoint.shown()
-        )));
-    }
-    if confirmed.epoch > Epoch::MAX {
-        return Err(Error::Refused(redis::make_extension_error(
-            "EPOCH".into(),
-            Some(format!(
-                "the Sentinels' configuration epoch {} is past the largest a token can carry",
-                confirmed.epoch
-            )),
-        )));
-    }
-    conn.set_epoch(Epoch::Known(confirmed.epoch));
-    Ok(conn)
 }
 
 /// How an operation reaches a server: through its pool, and after `ASKING` when a cluster

@@ -19,7 +19,7 @@ mod tls;
 
 pub use endpoint::redact;
 pub(crate) use endpoint::{Addr, Endpoint};
-pub(crate) use sentinel::{is_primary, Sentinels};
+pub(crate) use sentinel::Sentinels;
 pub(crate) use tls::{config as tls_config, TlsFiles};
 
 use crate::scripts::Epoch;

@@ -10,6 +10,7 @@
 
 use super::{io_error, Conn, Endpoint};
 use crate::error::{Error, Result};
+use crate::scripts::Epoch;
 use redis::Value;
 use std::io;
 use std::time::Instant;
@@ -143,6 +144,42 @@ impl Sentinels {
         })
     }
 
+    /// A connection to the primary, opened by `deadline`, with the epoch of its tokens: the
+    /// primary is looked up, its server asked whether it is the primary, and the Sentinels asked
+    /// again, which must name the same server. Any later reconfiguration of that server by the
+    /// Sentinels closes the connection, so the epoch holds for as long as it is open.
+    pub(crate) fn connect(&self, deadline: Instant) -> Result<Conn> {
+        let primary = self.locate(deadline)?;
+        let mut conn =
+            Conn::open(&primary.endpoint, deadline).map_err(Error::unavailable_or_refused)?;
+        conn.set_deadline(deadline);
+        if !is_primary(&mut conn)? {
+            return Err(unavailable(format!(
+                "{} is not the primary (any more)",
+                primary.endpoint.shown()
+            )));
+        }
+        let confirmed = self.locate(deadline)?;
+        if confirmed.endpoint.addr != primary.endpoint.addr {
+            return Err(unavailable(format!(
+                "the primary moved from {} to {} while connecting",
+                primary.endpoint.shown(),
+                confirmed.endpoint.shown()
+            )));
+        }
+        if confirmed.epoch > Epoch::MAX {
+            return Err(Error::Refused(redis::make_extension_error(
+                "EPOCH".into(),
+                Some(format!(
+                    "the Sentinels' configuration epoch {} is past the largest a token can carry",
+                    confirmed.epoch
+                )),
+            )));
+        }
+        conn.set_epoch(Epoch::Known(confirmed.epoch));
+        Ok(conn)
+    }
+
     fn ask(&self, sentinel: &Endpoint, deadline: Instant) -> Result<View> {
         let mut conn = Conn::open(sentinel, deadline).map_err(Error::unavailable_or_refused)?;
         let ask = redis::cmd("SENTINEL")
@@ -201,7 +238,7 @@ fn unavailable(text: String) -> Error {
 }
 
 /// Whether the server on `conn` says it is a primary (`ROLE`).
-pub(crate) fn is_primary(conn: &mut Conn) -> Result<bool> {
+fn is_primary(conn: &mut Conn) -> Result<bool> {
     let reply = conn
         .exchange(&[redis::cmd("ROLE")])
         .map_err(Error::unavailable_or_refused)?
