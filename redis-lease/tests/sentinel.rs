@@ -35,9 +35,21 @@ fn epoch(token: u64) -> u64 {
 /// `lock` taken with `lease`, tried again while the deployment is unavailable (a failover in
 /// progress), failing the test after [`SETTLE`].
 fn lock_when_available(lock: &Lock, lease: Duration) -> LeaseGuard {
+    when_available(|| lock.try_lock_with_lease(lease))
+}
+
+/// `lock` taken with the client's default (renewed) lease, as [`lock_when_available`].
+fn lock_when_available_renewed(lock: &Lock) -> LeaseGuard {
+    when_available(|| lock.try_lock())
+}
+
+/// The guard `attempt` takes, attempted again while the deployment is unavailable.
+fn when_available(
+    mut attempt: impl FnMut() -> redis_lease::Result<Option<LeaseGuard>>,
+) -> LeaseGuard {
     let deadline = Instant::now() + SETTLE;
     loop {
-        match lock.try_lock_with_lease(lease) {
+        match attempt() {
             Ok(Some(guard)) => return guard,
             Ok(None) => panic!("the lock is held"),
             Err(Error::Unavailable(_)) if Instant::now() < deadline => {
@@ -145,21 +157,6 @@ fn holders_and_waiters_carry_on_across_a_failover() {
         "the waiter took the lock {:?} after the release",
         taken_at.saturating_duration_since(released)
     );
-}
-
-/// `lock` taken with the client's default (renewed) lease, tried again while the deployment is
-/// unavailable.
-fn lock_when_available_renewed(lock: &Lock) -> LeaseGuard {
-    let deadline = Instant::now() + SETTLE;
-    loop {
-        match lock.try_lock() {
-            Ok(Some(guard)) => return guard,
-            Err(Error::Unavailable(_)) if Instant::now() < deadline => {
-                thread::sleep(Duration::from_millis(50));
-            }
-            other => panic!("{other:?}"),
-        }
-    }
 }
 
 #[test]
