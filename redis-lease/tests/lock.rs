@@ -301,28 +301,30 @@ fn the_local_queue_refuses_past_its_bound_without_a_redis_command() {
             }
         }));
     }
-    let deadline = Instant::now() + Duration::from_secs(5);
-    let refused = loop {
-        let before = server.command_calls("evalsha");
-        let mut refused = 0;
-        for _ in 0..100 {
-            if matches!(
+    // Wait for the three to fill the queue: a call before then queues for up to a second.
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while !matches!(
+        lock.try_lock_for(Duration::from_secs(1)),
+        Err(Error::QueueFull { .. })
+    ) {
+        assert!(Instant::now() < deadline, "the queue never filled up");
+    }
+    let before = server.command_calls("evalsha");
+    let started = Instant::now();
+    let refused = (0..100)
+        .filter(|_| {
+            matches!(
                 lock.try_lock_for(Duration::from_secs(1)),
                 Err(Error::QueueFull { .. })
-            ) {
-                refused += 1;
-            }
-        }
-        let sent = server.command_calls("evalsha") - before;
-        if refused == 100 {
-            // The contender may re-check once in this window (at most once a second); 100
-            // refused calls that had reached Redis would show as 100.
-            assert!(sent <= 2, "{sent} scripts ran for 100 refused calls");
-            break refused;
-        }
-        assert!(Instant::now() < deadline, "the queue never filled up");
-    };
-    assert_eq!(refused, 100);
+            )
+        })
+        .count();
+    let sent = server.command_calls("evalsha") - before;
+    assert_eq!(refused, 100, "the waiters stay queued for a minute");
+    // The contender may re-check in this window, once a second (two allowed for the edges);
+    // 100 refused calls that had reached Redis would show as 100.
+    let rechecks = 2 + started.elapsed().as_secs();
+    assert!(sent <= rechecks, "{sent} scripts ran for 100 refused calls");
     stop.store(true, Ordering::SeqCst);
     drop(held);
     for waiter in waiters {
@@ -608,7 +610,7 @@ fn a_local_hand_off_takes_one_script_call() {
             assert!(Instant::now() < deadline, "the waiter never tried");
             thread::sleep(Duration::from_millis(1));
         }
-        thread::sleep(Duration::from_millis(50));
+        thread::sleep(Duration::from_millis(100));
         let token = guard.fencing_token().expect("a token");
         drop(guard);
         let granted = done
@@ -624,9 +626,10 @@ fn a_local_hand_off_takes_one_script_call() {
     // Per round: the holder's acquire, the waiter's failed attempt and its retry after
     // subscribing (both before it sleeps), the holder's release with the grant, the waiter's
     // release: 5. Without the grant the waiter would also acquire after waking: 6 (300 in all).
-    // A tenth of the rounds may miss the grant on a loaded machine (the waiter not yet asleep).
+    // On a loaded machine a round may miss the grant (the waiter not yet asleep 100 ms after
+    // Redis ran its attempt); most rounds must be granted.
     assert!(
-        scripts <= 5 * rounds as u64 + rounds as u64 / 10,
+        scripts <= 5 * rounds as u64 + rounds as u64 / 2,
         "{scripts} scripts for {rounds} hand-offs"
     );
 }
