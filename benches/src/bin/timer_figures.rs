@@ -1,8 +1,9 @@
-//! Prints the timer figures that are not criterion timings: memory per pending timeout, expiry
-//! bursts, lateness, wakeups and worker CPU, for `hashwheel` and its peers in one run.
+//! Prints the timer figures that are not criterion timings: expiry bursts, lateness, wakeups and
+//! worker CPU, for `hashwheel` and its peers in one run. Memory per pending timeout is measured
+//! by `timer_memory`, whose counting allocator would slow every allocation here.
 //!
 //! Run: `cargo run --release -p benches --bin timer_figures [quick] [SECTION...]`, sections being
-//! `loop`, `memory`, `burst`, `deadline`, `lateness`, `idle`, `threads` (many threads scheduling
+//! `loop`, `burst`, `deadline`, `lateness`, `idle`, `threads` (many threads scheduling
 //! into one timer) and `busy` (the deadline and lateness figures while two threads schedule and
 //! cancel at full speed); all by default. Each figure is the median of three runs unless marked
 //! otherwise. `quick` shrinks every workload, for a smoke test.
@@ -18,14 +19,9 @@ use benches::workload::{
     burst_done, burst_reset, burst_task, burst_times, delays, expiry_burst, noop,
 };
 use parking_lot::Mutex;
-use stats_alloc::{Region, StatsAlloc, INSTRUMENTED_SYSTEM};
-use std::alloc::System;
 use std::sync::Arc;
 use std::thread;
 use std::time::{Duration, Instant};
-
-#[global_allocator]
-static GLOBAL: &StatsAlloc<System> = &INSTRUMENTED_SYSTEM;
 
 /// One part of the report.
 type Section = fn(&Scale);
@@ -73,9 +69,8 @@ fn main() {
     };
     println!("# timer figures ({})", if quick { "quick" } else { "full" });
     println!();
-    let all: [(&str, Section); 8] = [
+    let all: [(&str, Section); 7] = [
         ("loop", tight_loop),
-        ("memory", memory),
         ("burst", expiry_bursts),
         ("deadline", one_deadline),
         ("lateness", lateness),
@@ -161,52 +156,6 @@ fn floor_costs() {
     let arc = best(Box::new(move || drop(std::hint::black_box(shared.clone()))));
     println!(
         "floor: Instant::now {clock:.1} ns, lock + unlock {lock:.1} ns, Arc clone + drop {arc:.1} ns"
-    );
-}
-
-/// Heap bytes requested per pending timeout, the caller's handle included.
-fn memory(scale: &Scale) {
-    println!(
-        "## memory per pending timeout ({} pending, delays 1-60 s)",
-        scale.pending
-    );
-    println!("bytes requested from the allocator, handle storage included; median of 3");
-    println!("| timer | bytes per pending timeout | handle size |");
-    println!("|---|---|---|");
-    memory_of::<Wheel>(scale);
-    memory_of::<Hierarchical>(scale);
-    memory_of::<DelayQueue>(scale);
-    memory_of::<TimerCrate>(scale);
-    memory_of::<Heap>(scale);
-    println!();
-}
-
-fn memory_of<P: Peer>(scale: &Scale) {
-    let delays = delays(scale.pending, 1);
-    let runs = (0..3)
-        .map(|_| {
-            let mut peer = P::start();
-            // Let a threaded peer's worker settle before and after.
-            thread::sleep(Duration::from_millis(50));
-            let region = Region::new(GLOBAL);
-            let mut handles = Vec::with_capacity(scale.pending);
-            for &delay in &delays {
-                handles.push(peer.schedule(delay, noop));
-            }
-            thread::sleep(Duration::from_millis(300));
-            let change = region.change();
-            // stats_alloc already counts a reallocation's growth in bytes_allocated.
-            let net = change.bytes_allocated as f64 - change.bytes_deallocated as f64;
-            drop(handles);
-            drop(peer);
-            net / scale.pending as f64
-        })
-        .collect();
-    println!(
-        "| {} | {:.1} | {} |",
-        P::NAME,
-        median(runs),
-        std::mem::size_of::<P::Handle>()
     );
 }
 
