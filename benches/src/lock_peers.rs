@@ -69,6 +69,23 @@ impl LockPeer for LeaseCluster {
     }
 }
 
+/// [`LeaseCluster`] on a cluster of masters without replicas: the same client, so that beside
+/// it the cost of the slot routing shows apart from the cost of replication.
+pub struct LeaseClusterNoReplicas(LeaseCluster);
+
+impl LockPeer for LeaseClusterNoReplicas {
+    const NAME: &'static str = "lease, cluster without replicas";
+    fn group(urls: &[String], threads: usize) -> Vec<Self> {
+        LeaseCluster::group(urls, threads)
+            .into_iter()
+            .map(LeaseClusterNoReplicas)
+            .collect()
+    }
+    fn with_lock(&mut self, name: &str, critical: &mut dyn FnMut()) {
+        self.0.with_lock(name, critical);
+    }
+}
+
 /// The raw floor's release: delete the key if it still holds the taker's token.
 pub const CHECK_AND_DELETE_LUA: &str =
     "if redis.call('get', KEYS[1]) == ARGV[1] then return redis.call('del', KEYS[1]) end return 0";

@@ -7,7 +7,8 @@
 //! and `redis-lease`'s RedLock acquisition latency with one master frozen.
 //!
 //! On a local Redis Cluster (3 masters, 3 replicas): the same contention and hand-off for `redis-lease`
-//! beside one server's (`cluster`). And many threads on many names (`names`): 16 and 64 threads
+//! beside one server's (`cluster`), and the uncontended and contention figures again on a cluster
+//! of 3 masters without replicas. And many threads on many names (`names`): 16 and 64 threads
 //! of one client on 10,000 names, against `redis-benchmark` running the raw lock's two commands
 //! with as many connections (the floor), on one server and on the cluster.
 //!
@@ -19,7 +20,9 @@
 #![allow(clippy::print_stdout)]
 
 use benches::figures::{quantile, Request};
-use benches::lock_peers::{Lease, LeaseCluster, LeaseRedLock, LockPeer, Raw, Redlock, Rslock};
+use benches::lock_peers::{
+    Lease, LeaseCluster, LeaseClusterNoReplicas, LeaseRedLock, LockPeer, Raw, Redlock, Rslock,
+};
 use benches::names;
 use parking_lot::Mutex;
 use std::io::{BufRead, BufReader, Write};
@@ -150,6 +153,8 @@ fn cluster(scale: &Scale) {
     let one = [server.url()];
     let cluster = RedisCluster::start(3, 1);
     let seeds = cluster.seed_urls();
+    let bare = RedisCluster::start(3, 0);
+    let bare_seeds = bare.seed_urls();
     println!();
     println!(
         "## uncontended lock + unlock, one thread ({} pairs)",
@@ -157,11 +162,29 @@ fn cluster(scale: &Scale) {
     );
     println!("| lock | pairs/s |");
     println!("|---|---|");
+    reset_stats(&[server.port()]);
     uncontended::<Lease>(&one, scale.rounds * 10);
+    let one_time = server_time(&[server.port()]);
     uncontended::<LeaseCluster>(&seeds, scale.rounds * 10);
+    reset_stats(&bare.ports());
+    uncontended::<LeaseClusterNoReplicas>(&bare_seeds, scale.rounds * 10);
+    let bare_time = server_time(&bare.ports());
+    println!();
+    println!("## server time per call in those uncontended runs (INFO commandstats, all nodes)");
+    println!("| where | EVALSHA calls | EVALSHA µs per call | CLUSTER INFO µs per call (inside the scripts) |");
+    println!("|---|---|---|---|");
+    for (place, time) in [
+        ("one server", one_time),
+        ("cluster without replicas", bare_time),
+    ] {
+        let (calls, per_call) = time.per_call("evalsha");
+        let (_, info) = time.per_call("cluster|info");
+        println!("| {place} | {calls} | {per_call:.1} | {info:.1} |");
+    }
     contention_header("one server and a cluster", scale);
     contention::<Lease>(&one, scale);
     contention::<LeaseCluster>(&seeds, scale);
+    contention::<LeaseClusterNoReplicas>(&bare_seeds, scale);
     println!();
     println!(
         "## hand-off in one process ({} rounds, holder keeps it {:?})",
@@ -171,6 +194,63 @@ fn cluster(scale: &Scale) {
     println!("|---|---|---|---|---|");
     handoff_in_process::<Lease>(&one, scale);
     handoff_in_process::<LeaseCluster>(&seeds, scale);
+}
+
+/// Calls and microseconds per command, summed over servers, from `INFO commandstats`.
+struct ServerTime(Vec<(String, u64, u64)>);
+
+impl ServerTime {
+    /// Calls of `command` and microseconds per call (0 when never called).
+    fn per_call(&self, command: &str) -> (u64, f64) {
+        let (calls, usec) = self
+            .0
+            .iter()
+            .filter(|(name, _, _)| name == command)
+            .fold((0, 0), |(calls, usec), (_, c, u)| (calls + c, usec + u));
+        (calls, usec as f64 / calls.max(1) as f64)
+    }
+}
+
+fn stats_connection(port: u16) -> redis::Connection {
+    redis::Client::open(format!("redis://127.0.0.1:{port}"))
+        .and_then(|client| client.get_connection())
+        .expect("a connection to a local server")
+}
+
+fn reset_stats(ports: &[u16]) {
+    for &port in ports {
+        let () = redis::cmd("CONFIG")
+            .arg("RESETSTAT")
+            .query(&mut stats_connection(port))
+            .expect("CONFIG RESETSTAT");
+    }
+}
+
+fn server_time(ports: &[u16]) -> ServerTime {
+    let mut all = Vec::new();
+    for &port in ports {
+        let info: String = redis::cmd("INFO")
+            .arg("commandstats")
+            .query(&mut stats_connection(port))
+            .expect("INFO commandstats");
+        for line in info.lines() {
+            let Some((name, fields)) = line
+                .strip_prefix("cmdstat_")
+                .and_then(|rest| rest.split_once(':'))
+            else {
+                continue;
+            };
+            let field = |key: &str| {
+                fields
+                    .split(',')
+                    .find_map(|pair| pair.strip_prefix(key)?.strip_prefix('='))
+                    .and_then(|value| value.parse::<u64>().ok())
+                    .unwrap_or(0)
+            };
+            all.push((name.to_owned(), field("calls"), field("usec")));
+        }
+    }
+    ServerTime(all)
 }
 
 fn uncontended<P: LockPeer>(urls: &[String], pairs: usize) {
