@@ -23,6 +23,12 @@ impl Request {
     }
 }
 
+/// The median of `values` (the upper one of the middle two when their count is even).
+pub fn median(mut values: Vec<f64>) -> f64 {
+    values.sort_by(f64::total_cmp);
+    values[values.len() / 2]
+}
+
 /// The `q` quantile of sorted samples (the sample at rank `q * (n - 1)`, rounded down).
 pub fn quantile<T: Copy>(sorted: &[T], q: f64) -> T {
     sorted[((sorted.len() - 1) as f64 * q) as usize]

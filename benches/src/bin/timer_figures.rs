@@ -12,7 +12,7 @@
 use benches::callers::{
     bursts, keep_busy, SharedHeap, SharedHierarchical, SharedPeer, SharedWheel,
 };
-use benches::figures::{quantile, Request};
+use benches::figures::{median, quantile, Request};
 use benches::peers::{DelayQueue, Heap, Hierarchical, Peer, TimerCrate, Wheel};
 use benches::threads::{named_thread, ThreadSample};
 use benches::workload::{
@@ -83,11 +83,6 @@ fn main() {
             section(&scale);
         }
     }
-}
-
-fn median(mut values: Vec<f64>) -> f64 {
-    values.sort_by(f64::total_cmp);
-    values[values.len() / 2]
 }
 
 /// `hashwheel`'s schedule, cancel and the pair in a tight loop with 1M pending: best of 40 rounds of

@@ -6,7 +6,7 @@
 //! its shared counters would slow every allocation of the timing figures.
 #![allow(clippy::print_stdout)]
 
-use benches::figures::Request;
+use benches::figures::{median, Request};
 use benches::peers::{DelayQueue, Heap, Hierarchical, Peer, TimerCrate, Wheel};
 use benches::workload::{delays, noop};
 use stats_alloc::{Region, StatsAlloc, INSTRUMENTED_SYSTEM};
@@ -27,11 +27,6 @@ fn main() {
     println!("# timer memory");
     println!();
     memory(pending);
-}
-
-fn median(mut values: Vec<f64>) -> f64 {
-    values.sort_by(f64::total_cmp);
-    values[values.len() / 2]
 }
 
 /// Heap bytes requested per pending timeout, the caller's handle included.
