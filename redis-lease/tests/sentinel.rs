@@ -44,14 +44,17 @@ fn lock_when_available_renewed(lock: &Lock) -> LeaseGuard {
 }
 
 /// The guard `attempt` takes, attempted again while the deployment is unavailable.
-fn when_available(
-    mut attempt: impl FnMut() -> redis_lease::Result<Option<LeaseGuard>>,
-) -> LeaseGuard {
+fn when_available(attempt: impl FnMut() -> redis_lease::Result<Option<LeaseGuard>>) -> LeaseGuard {
+    retried_while_unavailable(attempt).expect("the lock is held")
+}
+
+/// What `call` returns, called again while the deployment is unavailable (a failover in
+/// progress), failing the test after [`SETTLE`].
+fn retried_while_unavailable<T>(mut call: impl FnMut() -> redis_lease::Result<T>) -> T {
     let deadline = Instant::now() + SETTLE;
     loop {
-        match attempt() {
-            Ok(Some(guard)) => return guard,
-            Ok(None) => panic!("the lock is held"),
+        match call() {
+            Ok(value) => return value,
             Err(Error::Unavailable(_)) if Instant::now() < deadline => {
                 thread::sleep(Duration::from_millis(50));
             }
@@ -74,16 +77,7 @@ fn the_lock_follows_a_failover_and_its_tokens_rise_with_the_epoch() {
     set.failover();
     // The hold was replicated before the coordinated failover: it is still held, by the old
     // guard, on the new primary.
-    let deadline = Instant::now() + SETTLE;
-    let state = loop {
-        match lock.inspect() {
-            Ok(state) => break state,
-            Err(Error::Unavailable(_)) if Instant::now() < deadline => {
-                thread::sleep(Duration::from_millis(50));
-            }
-            Err(error) => panic!("{error}"),
-        }
-    };
+    let state = retried_while_unavailable(|| lock.inspect());
     assert!(state.is_held(), "{state:?}");
     second.unlock().expect("held on the new primary");
     let third = lock_when_available(&lock, Duration::from_secs(30));
