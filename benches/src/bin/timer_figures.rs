@@ -1,6 +1,6 @@
 //! Prints the timer figures that are not criterion timings: expiry bursts, lateness, wakeups and
 //! worker CPU, for `hashwheel` and its peers in one run. Memory per pending timeout is measured
-//! by `timer_memory`, whose counting allocator would slow every allocation here.
+//! by `timer_memory`, so that its counting allocator stays out of these timings.
 //!
 //! Run: `cargo run --release -p benches --bin timer_figures [quick] [SECTION...]`, sections being
 //! `loop`, `burst`, `deadline`, `lateness`, `idle`, `threads` (many threads scheduling
