@@ -232,11 +232,11 @@ impl Supervised {
                 recv(events) -> event => match event {
                     Ok(Event::Exited(code)) => {
                         let code = u8::try_from(code).unwrap_or(exit::FAILED);
-                        return Ok(self.finish(ExitCode::from(code), &stopping));
+                        return Ok(self.finish(ExitCode::from(code), None, &stopping));
                     }
                     Ok(Event::Killed(signal)) => {
                         let code = u8::try_from(128 + signal).unwrap_or(exit::FAILED);
-                        return Ok(self.finish(ExitCode::from(code), &stopping));
+                        return Ok(self.finish(ExitCode::from(code), Some(signal), &stopping));
                     }
                     Ok(Event::Stopped(signal)) => {
                         if let Some(code) = self.stopped(signal, &events) {
@@ -372,9 +372,14 @@ impl Supervised {
         None
     }
 
-    /// The command exited: stop what is left of its group, then release, and exit with its
-    /// status (or with the lost code, if `lease` was stopping it).
-    fn finish(mut self, status: ExitCode, stopping: &Option<Stopping>) -> ExitCode {
+    /// The command exited (or `signal` killed it): stop what is left of its group, then
+    /// release, and exit with its status (or with the lost code, if `lease` was stopping it).
+    fn finish(
+        mut self,
+        status: ExitCode,
+        signal: Option<i32>,
+        stopping: &Option<Stopping>,
+    ) -> ExitCode {
         // The dead-man's switch may have stopped the command a moment before `lease` would:
         // whoever sent the signal, a command ending with its lease lost or about to lapse was
         // stopped for the lease.
@@ -382,6 +387,14 @@ impl Supervised {
             let near = Instant::now() + self.grace >= self.guard.valid_until();
             (self.guard.is_lost() || near).then_some(Stop::Lease)
         });
+        // Say how a command stopped for its lease ended, unless `lease` already said it killed it.
+        let reported = stopping.as_ref().is_some_and(|stopping| stopping.killed);
+        if let (Some(_), Some(signal), false) = (why, signal, reported) {
+            match Signal::try_from(signal) {
+                Ok(signal) => log::warn!("the command was killed by {signal}"),
+                Err(_) => log::warn!("the command was killed by signal {signal}"),
+            }
+        }
         if self.group.alive() {
             let until = self.guard.valid_until().min(Instant::now() + self.grace);
             self.group.terminate();
