@@ -22,6 +22,10 @@ pub(crate) struct LockKeys {
     pub(crate) released: String,
     /// Pub/sub channel announcing that the lock was freed.
     pub(crate) channel: String,
+    /// String, on a cluster only: the configuration epoch of the node serving the slot, beside
+    /// its replication id (`<replid>:<epoch>`), so that the scripts read `CLUSTER INFO` once per
+    /// term of a primary rather than at every acquisition. Never expires.
+    pub(crate) epoch: String,
 }
 
 /// Checks a key prefix a builder was given: braces would break the hash tag.
@@ -63,6 +67,7 @@ impl LockKeys {
             fence: format!("{base}:fence"),
             released: format!("{base}:released"),
             channel: format!("{base}:freed"),
+            epoch: format!("{base}:epoch"),
         })
     }
 }
@@ -75,7 +80,7 @@ mod tests {
     fn every_key_shares_the_hash_tag() {
         let keys = LockKeys::new("app:", "jobs/nightly").expect("valid");
         assert_eq!(keys.lock, "app:{jobs/nightly}");
-        for key in [&keys.fence, &keys.released, &keys.channel] {
+        for key in [&keys.fence, &keys.released, &keys.channel, &keys.epoch] {
             assert!(key.starts_with("app:{jobs/nightly}:"), "{key}");
         }
     }

@@ -257,3 +257,150 @@ fn tokens_rise_across_a_forced_failover_to_a_replica_that_missed_the_last_acquis
     drop(lost);
     taken.unlock().expect("held");
 }
+
+/// How many times the node on `port` ran `CLUSTER INFO` since its statistics were last reset.
+fn cluster_info_calls(cluster: &RedisCluster, port: u16) -> u64 {
+    let stats: String = redis::cmd("INFO")
+        .arg("commandstats")
+        .query(&mut cluster.server(port).connection())
+        .expect("INFO commandstats");
+    stats
+        .lines()
+        .find_map(|line| line.strip_prefix("cmdstat_cluster|info:calls="))
+        .and_then(|rest| rest.split(',').next())
+        .map_or(0, |calls| calls.parse().expect("a count"))
+}
+
+fn reset_stats(cluster: &RedisCluster, port: u16) {
+    let () = redis::cmd("CONFIG")
+        .arg("RESETSTAT")
+        .query(&mut cluster.server(port).connection())
+        .expect("CONFIG RESETSTAT");
+}
+
+/// The node's own configuration epoch, as `CLUSTER INFO` gives it.
+fn my_epoch(cluster: &RedisCluster, port: u16) -> u64 {
+    let info: String = redis::cmd("CLUSTER")
+        .arg("INFO")
+        .query(&mut cluster.server(port).connection())
+        .expect("CLUSTER INFO");
+    info.lines()
+        .find_map(|line| line.strip_prefix("cluster_my_epoch:"))
+        .map(|epoch| epoch.trim().parse().expect("a number"))
+        .expect("cluster_my_epoch")
+}
+
+const EPOCH_SPAN: u64 = 1 << 44;
+
+#[test]
+fn the_epoch_is_read_once_per_term_of_a_primary_and_again_after_a_promotion() {
+    let cluster = RedisCluster::start(3, 1);
+    let name = "noted";
+    let master = cluster.master_for_key(format!("{{{name}}}"));
+    let replica = cluster.replicas_of(master)[0];
+    let client = client(&cluster, Duration::from_secs(30));
+    let lock = client.lock(name).expect("valid");
+    reset_stats(&cluster, master);
+    let mut last = 0;
+    for _ in 0..20 {
+        let guard = lock.lock().expect("free");
+        let token = guard.fencing_token().expect("a token");
+        assert!(token > last);
+        assert_eq!(token / EPOCH_SPAN, my_epoch(&cluster, master));
+        last = token;
+        guard.unlock().expect("held");
+    }
+    // The test's own my_epoch reads are 20 of them.
+    assert_eq!(
+        cluster_info_calls(&cluster, master),
+        21,
+        "one read by the scripts"
+    );
+
+    thread::sleep(Duration::from_millis(200));
+    cluster.failover(replica, Failover::Coordinated);
+    assert!(my_epoch(&cluster, replica) > last / EPOCH_SPAN);
+    reset_stats(&cluster, replica);
+    for _ in 0..20 {
+        let guard = lock
+            .try_lock_for(Duration::from_secs(10))
+            .expect("reachable")
+            .expect("free");
+        let token = guard.fencing_token().expect("a token");
+        assert!(token > last, "token {token} after {last}");
+        last = token;
+        guard.unlock().expect("held");
+    }
+    assert_eq!(
+        last / EPOCH_SPAN,
+        my_epoch(&cluster, replica),
+        "the promoted node's epoch"
+    );
+    assert_eq!(
+        cluster_info_calls(&cluster, replica),
+        2,
+        "one read by the scripts"
+    );
+}
+
+#[test]
+fn an_epoch_note_is_believed_only_by_its_node_and_only_while_the_counter_is_in_its_range() {
+    let cluster = RedisCluster::start(3, 0);
+    let name = "forged";
+    let master = cluster.master_for_key(format!("{{{name}}}"));
+    let mut con = cluster.server(master).connection();
+    let note = format!("{{{name}}}:epoch");
+    let fence = format!("{{{name}}}:fence");
+    let client = client(&cluster, Duration::from_secs(30));
+    let lock = client.lock(name).expect("valid");
+    let epoch = my_epoch(&cluster, master);
+    assert!(epoch >= 1, "a created cluster's masters have epochs from 1");
+    let first = lock.lock().expect("free");
+    let token = first.fencing_token().expect("a token");
+    assert_eq!(token, epoch * EPOCH_SPAN);
+    first.unlock().expect("held");
+    let written: String = redis::cmd("GET").arg(&note).query(&mut con).expect("GET");
+    let id = written.split(':').next().expect("an id").to_owned();
+    assert_eq!(written, format!("{id}:{epoch}"));
+
+    // The node's own id with an epoch the counter is past: read again, never a token below.
+    let () = redis::cmd("SET")
+        .arg(&note)
+        .arg(format!("{id}:0"))
+        .query(&mut con)
+        .expect("SET");
+    let second = lock.lock().expect("free");
+    assert_eq!(second.fencing_token(), Some(token + 1));
+    second.unlock().expect("held");
+    let rewritten: String = redis::cmd("GET").arg(&note).query(&mut con).expect("GET");
+    assert_eq!(
+        rewritten, written,
+        "the note is read again and written again"
+    );
+
+    // Another node's id (as after a promotion) with a higher epoch: not believed.
+    let () = redis::cmd("SET")
+        .arg(&note)
+        .arg(format!("{}:{}", "ab".repeat(20), epoch + 7))
+        .query(&mut con)
+        .expect("SET");
+    let third = lock.lock().expect("free");
+    assert_eq!(third.fencing_token(), Some(token + 2));
+    third.unlock().expect("held");
+
+    // A note of another type: refused before anything is written.
+    let () = redis::cmd("DEL").arg(&note).query(&mut con).expect("DEL");
+    let () = redis::cmd("HSET")
+        .arg(&note)
+        .arg("x")
+        .arg("y")
+        .query(&mut con)
+        .expect("HSET");
+    match lock.try_lock() {
+        Err(redis_lease::Error::WrongType { key }) => assert_eq!(key, note),
+        other => panic!("expected WrongType for the note, got {other:?}"),
+    }
+    let counter: u64 = redis::cmd("GET").arg(&fence).query(&mut con).expect("GET");
+    assert_eq!(counter, token + 2, "nothing written");
+    assert!(!lock.is_locked().expect("reachable"));
+}

@@ -1,6 +1,6 @@
 //! The lock over TLS (a server that requires client certificates) and as an ACL user limited to
 //! the rules docs/lease.md gives: acquiring, renewing, waiting (pub/sub), inspecting and forcing,
-//! and the refusals a misconfigured client gets.
+//! and the refusals a misconfigured client gets; and the rules for a cluster, on a cluster.
 
 mod support;
 
@@ -132,4 +132,47 @@ fn an_acl_user_with_the_documented_rules_can_do_everything_and_no_more() {
         wrong.lock("x").expect("valid").try_lock(),
         Err(Error::Refused(_))
     ));
+}
+
+/// What docs/lease.md adds to [`RULES`] on a cluster.
+const CLUSTER_RULES: &[&str] = &[
+    "+spublish",
+    "+pubsub|shardnumsub",
+    "+ssubscribe",
+    "+sunsubscribe",
+    "+cluster|slots",
+    "+cluster|info",
+    "+asking",
+];
+
+#[test]
+fn an_acl_user_with_the_documented_cluster_rules_locks_on_a_cluster_with_or_without_info() {
+    let cluster = testkit::RedisCluster::start(3, 0);
+    let rules: Vec<&str> = RULES.iter().chain(CLUSTER_RULES).copied().collect();
+    let with_info: Vec<&str> = rules.iter().copied().chain(["+info"]).collect();
+    for port in cluster.ports() {
+        cluster.server(port).acl_setuser("locker", &rules);
+        cluster.server(port).acl_setuser("noter", &with_info);
+    }
+    for (user, noted) in [("locker", false), ("noter", true)] {
+        let urls: Vec<String> = cluster
+            .ports()
+            .into_iter()
+            .map(|port| cluster.server(port).url_as(user, "locker-pw"))
+            .collect();
+        let client = Client::cluster(urls)
+            .key_prefix("app:")
+            .default_lease(Duration::from_millis(300))
+            .build()
+            .expect("valid settings");
+        exercise(&client);
+        // With `+info` the scripts note the node's epoch beside its replication id; without it
+        // they read it every time, and write no note.
+        let master = cluster.master_for_key("{deployed}");
+        let note: Option<String> = redis::cmd("GETDEL")
+            .arg("app:{deployed}:epoch")
+            .query(&mut cluster.server(master).connection())
+            .expect("GETDEL");
+        assert_eq!(note.is_some(), noted, "{user}: {note:?}");
+    }
 }

@@ -4,6 +4,8 @@
 -- ':a:<id>' -> 1 for each acquisition of the hold not yet released. Its TTL is the lease.
 -- KEYS[1]  the lock hash
 -- KEYS[2]  the fencing counter: the last token handed out (never expires)
+-- KEYS[3]  the epoch note: a cluster node's configuration epoch beside its replication id (see
+--          checks.lua; only with the epoch 'cluster')
 -- ARGV[1]  lease in milliseconds
 -- ARGV[2]  owner id
 -- ARGV[3]  this acquisition's id, unique; also the hold's id if the lock is free
@@ -26,11 +28,14 @@ if bad then
   return bad
 end
 if redis.call('exists', KEYS[1]) == 0 then
-  local token, behind = token_after(last, ARGV[5])
+  local token, behind, note = token_after(last, ARGV[5], KEYS[3])
   if behind then
     return behind
   end
   redis.call('set', KEYS[2], token)
+  if note then
+    redis.call('set', KEYS[3], note)
+  end
   redis.call('hset', KEYS[1], ARGV[2], 1, ':hold', ARGV[3], ':token', token, ':a:' .. ARGV[3], 1)
   redis.call('pexpire', KEYS[1], ARGV[1])
   return {1, 1, token}

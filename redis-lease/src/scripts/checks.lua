@@ -86,44 +86,85 @@ local EPOCH_SPAN = 17592186044416
 -- Epochs stay below 2^19, so that every token stays below 2^63.
 local EPOCH_LIMIT = 524288
 
+-- This cluster node's configuration epoch (a decimal string, or nil if unreadable). `CLUSTER
+-- INFO` is slow (Redis 7.0 counts the states of all 16384 slots), so the epoch is noted in the key
+-- `note` beside the node's replication id ('<replid>:<epoch>'), and read from the note while the
+-- id is the same. A promotion always gives a node a new replication id, and a note travels with
+-- the slot's keys (replicated, migrated) but is only believed by the node that wrote it, in the
+-- same term as primary: there it is an epoch the node had, never above the one it has now (epochs
+-- do not fall). `fresh` skips the note. Returns the epoch, whether it came from the note, the note
+-- to write if it was read afresh (nil if the node's id cannot be read), and an error reply.
+local function node_epoch(note, fresh)
+  local info = redis.pcall('info', 'replication')
+  local id = type(info) == 'string' and string.match(info, 'master_replid:(%x+)') or nil
+  if id and not fresh then
+    local noted = redis.pcall('get', note)
+    if is_wrong_type(noted) then
+      return nil, false, nil, wrong_type(note, 'epoch note (a string)')
+    end
+    if type(noted) == 'string' then
+      local noted_id, epoch = string.match(noted, '^(%x+):(%d+)$')
+      if noted_id == id then
+        return epoch, true, nil, nil
+      end
+    end
+  end
+  local epoch = string.match(redis.call('cluster', 'info'), 'cluster_my_epoch:(%d+)')
+  return epoch, false, id and epoch and (id .. ':' .. epoch), nil
+end
+
 -- The range of tokens of the epoch `source` names: '' for none (tokens from 1 without end), a
 -- whole number the client established (a Sentinel configuration epoch), or 'cluster' for this
--- node's own configuration epoch. Returns the range's first token and the first one past it (nil
--- without epochs) as decimal strings; or nil, nil and an error reply.
-local function epoch_range(source)
+-- node's own configuration epoch (see node_epoch; `note`, `fresh` as there). Returns the range's
+-- first token and the first one past it (nil without epochs) as decimal strings, whether the
+-- epoch came from the note, the note to write, and an error reply (the rest nil if there is one).
+local function epoch_range(source, note, fresh)
   if source == '' then
-    return '0', nil, nil
+    return '0', nil, false, nil, nil
   end
-  local epoch
+  local epoch, noted, write
   if source == 'cluster' then
-    epoch = string.match(redis.call('cluster', 'info'), 'cluster_my_epoch:(%d+)')
+    local bad
+    epoch, noted, write, bad = node_epoch(note, fresh)
+    if bad then
+      return nil, nil, false, nil, bad
+    end
   else
     epoch = string.match(source, '^%d+$')
   end
   if not epoch or #epoch > 6 or tonumber(epoch) >= EPOCH_LIMIT then
-    return nil, nil, redis.error_reply('ERR invalid epoch: a whole number below 2^19 is expected')
+    return nil, nil, false, nil,
+      redis.error_reply('ERR invalid epoch: a whole number below 2^19 is expected')
   end
   local n = tonumber(epoch)
-  return string.format('%.0f', n * EPOCH_SPAN), string.format('%.0f', (n + 1) * EPOCH_SPAN), nil
+  return string.format('%.0f', n * EPOCH_SPAN), string.format('%.0f', (n + 1) * EPOCH_SPAN),
+    noted, write, nil
 end
 
 -- The next fencing token after `last` (a checked counter value) in the epoch `source` names: one
 -- above `last`, or the epoch's first token if that is higher. Or nil and an error reply if the
 -- counter has reached the end of the epoch's range (the epoch the caller gave is behind, or the
 -- epoch handed out all its tokens): a token from a lower range could repeat one handed out
--- before a failover.
-local function token_after(last, source)
-  local floor, ceiling, bad = epoch_range(source)
-  if bad then
-    return nil, bad
+-- before a failover. An epoch from the note (see node_epoch) that the counter is past is read
+-- afresh first. The third value is the epoch note to write with the token, or nil.
+local function token_after(last, source, note)
+  local fresh = false
+  while true do
+    local floor, ceiling, noted, write, bad = epoch_range(source, note, fresh)
+    if bad then
+      return nil, bad, nil
+    end
+    local token = increment(last)
+    if below(token, floor) then
+      token = floor
+    end
+    if not ceiling or below(token, ceiling) then
+      return token, nil, write
+    end
+    if not noted then
+      return nil, redis.error_reply('EPOCH the fencing counter is past the range of epoch ' ..
+        source .. ': its tokens could repeat; the epoch must be read again'), nil
+    end
+    fresh = true
   end
-  local token = increment(last)
-  if below(token, floor) then
-    token = floor
-  end
-  if ceiling and not below(token, ceiling) then
-    return nil, redis.error_reply('EPOCH the fencing counter is past the range of epoch ' ..
-      source .. ': its tokens could repeat; the epoch must be read again')
-  end
-  return token, nil
 end

@@ -211,7 +211,7 @@ pub(crate) fn acquire(
     reenter: Option<&str>,
     epoch: Epoch,
 ) -> Call {
-    Call::new(&ACQUIRE, &[&keys.lock, &keys.fence])
+    Call::new(&ACQUIRE, &[&keys.lock, &keys.fence, &keys.epoch])
         .arg(millis(lease))
         .arg(owner)
         .arg(id)
@@ -269,7 +269,8 @@ pub(crate) enum Epoch {
     /// An epoch the client established: a Sentinel configuration epoch.
     Known(u64),
     /// The configuration epoch of the Redis Cluster node that runs the script, which it reads
-    /// itself (`CLUSTER INFO`).
+    /// itself (`CLUSTER INFO`, noted in the lock's epoch note for as long as the node's
+    /// replication id stays the same).
     Cluster,
 }
 
@@ -314,16 +315,19 @@ pub(crate) fn release(
     announce: Announce,
     epoch: Epoch,
 ) -> Call {
-    Call::new(&RELEASE, &[&keys.lock, &keys.fence, &keys.released])
-        .arg(owner)
-        .arg(hold)
-        .arg(id)
-        .arg(&keys.channel)
-        .arg(grant.map_or("", |grant| grant.owner))
-        .arg(grant.map_or("", |grant| grant.hold))
-        .arg(grant.map_or(1, |grant| millis(grant.lease)))
-        .arg(announce.command())
-        .arg(epoch.arg())
+    Call::new(
+        &RELEASE,
+        &[&keys.lock, &keys.fence, &keys.released, &keys.epoch],
+    )
+    .arg(owner)
+    .arg(hold)
+    .arg(id)
+    .arg(&keys.channel)
+    .arg(grant.map_or("", |grant| grant.owner))
+    .arg(grant.map_or("", |grant| grant.hold))
+    .arg(grant.map_or(1, |grant| millis(grant.lease)))
+    .arg(announce.command())
+    .arg(epoch.arg())
 }
 
 pub(crate) fn parse_release(reply: &Value) -> Result<Release> {

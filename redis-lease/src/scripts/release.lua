@@ -5,6 +5,7 @@
 -- KEYS[2]  the fencing counter
 -- KEYS[3]  the release log: the id of the acquisition whose release last freed or granted the
 --          lock, for 60 s, so that a retried release that freed it is told it was applied
+-- KEYS[4]  the epoch note (see acquire.lua)
 -- ARGV[1]  owner id
 -- ARGV[2]  the hold's id
 -- ARGV[3]  the acquisition's id
@@ -54,17 +55,21 @@ if left > 0 then
 end
 -- A grant needs a token; if the counter cannot give one, the lock is freed instead, and the
 -- waiter, trying by itself, is told what is wrong with the counter or the epoch.
-local token
+local token, note
 if ARGV[5] ~= '' then
   local last = fence_value(KEYS[2])
   if last then
-    token = token_after(last, ARGV[9])
+    local _
+    token, _, note = token_after(last, ARGV[9], KEYS[4])
   end
 end
 redis.call('del', KEYS[1])
 redis.call('set', KEYS[3], ARGV[3], 'px', 60000)
 if token then
   redis.call('set', KEYS[2], token)
+  if note then
+    redis.call('set', KEYS[4], note)
+  end
   redis.call('hset', KEYS[1], ARGV[5], 1, ':hold', ARGV[6], ':token', token, ':a:' .. ARGV[6], 1)
   redis.call('pexpire', KEYS[1], ARGV[7])
   local count = ARGV[8] == 'spublish' and 'shardnumsub' or 'numsub'
