@@ -286,22 +286,82 @@ fn many_names(quick: bool) {
         "## threads of one client on {} names ({run:?} each) against redis-benchmark's SET NX PX + EVALSHA with as many connections",
         names::NAMES
     );
-    println!("| where | threads | lease pairs/s | floor pairs/s | lease / floor |");
-    println!("|---|---|---|---|---|");
+    println!("| where | threads | lease pairs/s | floor pairs/s | lease / floor | cores busy, lease run: servers + client | cores busy, floor run: servers + redis-benchmark |");
+    println!("|---|---|---|---|---|---|---|");
     for threads in [16, 64] {
-        let lease = names::lease_pairs::<Lease>(&[server.url()], threads, run);
-        let floor = names::floor_pairs(&[server.port()], false, threads, requests);
+        let one = [server.port()];
+        let (lease, lease_cpu) = busy(&one, || {
+            names::lease_pairs::<Lease>(&[server.url()], threads, run)
+        });
+        let (floor, floor_cpu) = busy(&one, || names::floor_pairs(&one, false, threads, requests));
         println!(
-            "| one server | {threads} | {lease:.0} | {floor:.0} | {:.2} |",
+            "| one server | {threads} | {lease:.0} | {floor:.0} | {:.2} | {lease_cpu} | {floor_cpu} |",
             lease / floor
         );
-        let lease = names::lease_pairs::<LeaseCluster>(&cluster.seed_urls(), threads, run);
-        let floor = names::floor_pairs(&cluster.masters(), true, threads, requests);
+        let ports = cluster.ports();
+        let (lease, lease_cpu) = busy(&ports, || {
+            names::lease_pairs::<LeaseCluster>(&cluster.seed_urls(), threads, run)
+        });
+        let (floor, floor_cpu) = busy(&ports, || {
+            names::floor_pairs(&cluster.masters(), true, threads, requests)
+        });
         println!(
-            "| cluster (3 masters) | {threads} | {lease:.0} | {floor:.0} | {:.2} |",
+            "| cluster (3 masters) | {threads} | {lease:.0} | {floor:.0} | {:.2} | {lease_cpu} | {floor_cpu} |",
             lease / floor
         );
     }
+}
+
+/// Runs `run`, and says how many cores were busy on average meanwhile: the servers on `ports`
+/// (`INFO cpu`), and this process with the children it waited for (`/proc/self/stat`).
+fn busy<T>(ports: &[u16], run: impl FnOnce() -> T) -> (T, String) {
+    let began = Instant::now();
+    let (servers, own) = (servers_cpu(ports), own_cpu());
+    let value = run();
+    let wall = began.elapsed().as_secs_f64();
+    let servers = (servers_cpu(ports) - servers) / wall;
+    let own = (own_cpu() - own) / wall;
+    (value, format!("{servers:.2} + {own:.2}"))
+}
+
+/// CPU seconds the servers on `ports` have used (`used_cpu_sys` + `used_cpu_user`).
+fn servers_cpu(ports: &[u16]) -> f64 {
+    ports
+        .iter()
+        .map(|&port| {
+            let info: String = redis::cmd("INFO")
+                .arg("cpu")
+                .query(&mut stats_connection(port))
+                .expect("INFO cpu");
+            info.lines()
+                .filter_map(|line| {
+                    let value = line
+                        .strip_prefix("used_cpu_sys:")
+                        .or_else(|| line.strip_prefix("used_cpu_user:"))?;
+                    value.trim().parse::<f64>().ok()
+                })
+                .sum::<f64>()
+        })
+        .sum()
+}
+
+/// CPU seconds this process and its waited-for children have used (`/proc/self/stat`, in
+/// Linux's fixed 100 ticks a second).
+fn own_cpu() -> f64 {
+    let stat = std::fs::read_to_string("/proc/self/stat").expect("/proc/self/stat");
+    let fields: Vec<f64> = stat
+        .rsplit_once(')')
+        .map(|(_, rest)| {
+            rest.split_whitespace()
+                .filter_map(|f| f.parse().ok())
+                .collect()
+        })
+        .unwrap_or_default();
+    // After the name and the state (not a number), the numbers start at field 4 (ppid): utime,
+    // stime, cutime and cstime (fields 14 to 17) are 10 to 13 here.
+    fields
+        .get(10..14)
+        .map_or(0.0, |ticks| ticks.iter().sum::<f64>() / 100.0)
 }
 
 fn contention_header(what: &str, scale: &Scale) {
