@@ -10,7 +10,8 @@
 //! beside one server's (`cluster`), and the uncontended and contention figures again on a cluster
 //! of 3 masters without replicas. And many threads on many names (`names`): 16 and 64 threads
 //! of one client on 10,000 names, against `redis-benchmark` running the raw lock's two commands
-//! with as many connections (the floor), on one server and on the cluster.
+//! with as many connections (the floor), on one server and on the cluster, with how many cores
+//! the servers and the client (or `redis-benchmark`) kept busy.
 //!
 //! With a primary and a replica (`acks`): the latency of a lock + unlock pair without and with
 //! replica acknowledgements.
