@@ -1,8 +1,10 @@
 //! The lock on a Sentinel-managed primary with a replica and three Sentinels: it follows a
 //! failover, its fencing tokens rise across one that lost the last acquisition, and with replica
-//! acknowledgements required it hands out only holds a replica has.
+//! acknowledgements required it hands out only holds a replica has; and it reaches Sentinels and
+//! data servers that require a password, or TLS with a client certificate.
 
 use redis_lease::{Client, Error, LeaseGuard, Lock};
+use std::sync::Arc;
 use std::thread;
 use std::time::{Duration, Instant};
 use testkit::SentinelSet;
@@ -355,4 +357,44 @@ fn a_client_logs_in_to_sentinels_and_data_servers_that_require_a_password() {
         "{guard:?}"
     );
     guard.unlock().expect("held");
+}
+
+#[test]
+fn a_client_reaches_sentinels_and_data_servers_over_tls_with_a_client_certificate() {
+    let certificates = Arc::new(testkit::TlsCertificates::generate());
+    let set = SentinelSet::start_tls(Arc::clone(&certificates));
+    assert!(set
+        .sentinel_urls()
+        .iter()
+        .all(|url| url.starts_with("rediss://")));
+    let over_tls = || {
+        Client::sentinel(set.master_name(), set.sentinel_urls())
+            .tls_ca_file(certificates.ca_cert())
+            .command_timeout(Duration::from_secs(1))
+            .connect_timeout(Duration::from_secs(1))
+    };
+    // Without the client certificate, no Sentinel lets the client in.
+    let anonymous = over_tls().build().expect("valid settings");
+    assert!(anonymous.lock("secure").expect("valid").try_lock().is_err());
+
+    let client = over_tls()
+        .tls_client_cert(certificates.client_cert(), certificates.client_key())
+        .build()
+        .expect("valid settings");
+    let lock = client.lock("secure").expect("valid");
+    let first = lock_when_available(&lock, Duration::from_secs(30));
+    let before = first.fencing_token().expect("a token");
+    first.unlock().expect("held");
+
+    // Across a failover the client finds the new primary through the Sentinels, over TLS.
+    let old = set.primary();
+    set.failover();
+    assert_ne!(set.primary(), old);
+    let after = lock_when_available(&lock, Duration::from_secs(30));
+    let token = after.fencing_token().expect("a token");
+    assert!(
+        epoch(token) > epoch(before),
+        "tokens {before} then {token}: the epoch did not rise"
+    );
+    after.unlock().expect("held");
 }

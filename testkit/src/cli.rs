@@ -69,10 +69,11 @@ impl crate::RedisServer {
     /// certificate on a TLS server, with the server's `--requirepass` if it has one. Killed
     /// after 10 s.
     pub fn cli(&self, args: &[&str]) -> Result<String, String> {
-        let mut all = match self.mode() {
-            crate::redis_server::Mode::Tls(tls) => tls.cli_args(),
-            _ => Vec::new(),
-        };
+        let mut all = self
+            .mode()
+            .tls()
+            .map(crate::tls::TlsSettings::cli_args)
+            .unwrap_or_default();
         all.extend(["-h".to_owned(), "127.0.0.1".to_owned()]);
         all.extend(["-p".to_owned(), self.port().to_string()]);
         if let Some(password) = self.requirepass() {

@@ -47,8 +47,22 @@ pub(crate) enum Mode {
     Plain,
     /// A server whose port speaks TLS only (no plain TCP port).
     Tls(crate::tls::TlsSettings),
-    /// `redis-server --sentinel` with its configuration file (which Sentinel rewrites).
-    Sentinel { config: PathBuf },
+    /// `redis-server --sentinel` with its configuration file (which Sentinel rewrites); with
+    /// `tls`, its port speaks TLS only and it reaches the servers and Sentinels over TLS.
+    Sentinel {
+        config: PathBuf,
+        tls: Option<crate::tls::TlsSettings>,
+    },
+}
+
+impl Mode {
+    /// The TLS settings of a server whose port speaks TLS only.
+    pub(crate) fn tls(&self) -> Option<&crate::tls::TlsSettings> {
+        match self {
+            Mode::Tls(tls) | Mode::Sentinel { tls: Some(tls), .. } => Some(tls),
+            Mode::Plain | Mode::Sentinel { tls: None, .. } => None,
+        }
+    }
 }
 
 /// Where a program is: on `PATH`, else in `/usr/bin` or `/usr/local/bin`. Panics saying so when
@@ -141,14 +155,14 @@ impl RedisServer {
             .expect("open the server's log");
         let log_start = log.metadata().map(|meta| meta.len()).unwrap_or(0);
         let mut command = Command::new(binary("redis-server"));
-        if let Mode::Sentinel { config } = &self.launch.mode {
+        if let Mode::Sentinel { config, .. } = &self.launch.mode {
             command.arg(config).arg("--sentinel");
         }
-        match &self.launch.mode {
-            Mode::Tls(tls) => command
+        match self.launch.mode.tls() {
+            Some(tls) => command
                 .args(["--port", "0"])
                 .args(tls.server_args(self.port)),
-            Mode::Plain | Mode::Sentinel { .. } => command.args(["--port", &self.port.to_string()]),
+            None => command.args(["--port", &self.port.to_string()]),
         };
         command
             .args(["--bind", "127.0.0.1"])
@@ -184,11 +198,11 @@ impl RedisServer {
                 if log.contains(PORT_TAKEN) {
                     return false;
                 }
-                let hint = match self.launch.mode {
-                    Mode::Tls(_) => {
+                let hint = match self.launch.mode.tls() {
+                    Some(_) => {
                         " (a redis-server built without TLS support exits so when given --tls-port)"
                     }
-                    _ => "",
+                    None => "",
                 };
                 panic!("redis-server exited at start ({status}){hint}; its log:\n{log}");
             }
@@ -214,9 +228,9 @@ impl RedisServer {
             Err(error) if error.code().is_none() => return Err(error.to_string()),
             Ok(_) | Err(_) => {}
         }
-        match &self.launch.mode {
-            Mode::Tls(tls) => tls.ping(self.port),
-            Mode::Plain | Mode::Sentinel { .. } => Ok(()),
+        match self.launch.mode.tls() {
+            Some(tls) => tls.ping(self.port),
+            None => Ok(()),
         }
     }
 
@@ -255,9 +269,9 @@ impl RedisServer {
 
     /// `redis://127.0.0.1:port`, or `rediss://127.0.0.1:port` on a TLS server.
     pub fn url(&self) -> String {
-        match self.launch.mode {
-            Mode::Tls(_) => format!("rediss://127.0.0.1:{}", self.port),
-            Mode::Plain | Mode::Sentinel { .. } => format!("redis://127.0.0.1:{}", self.port),
+        match self.launch.mode.tls() {
+            Some(_) => format!("rediss://127.0.0.1:{}", self.port),
+            None => format!("redis://127.0.0.1:{}", self.port),
         }
     }
 
@@ -293,9 +307,9 @@ impl RedisServer {
     /// The URL of the admin connection: plain TCP, except on a TLS server, which has no plain
     /// port and is reached through its unix socket.
     fn admin_url(&self) -> String {
-        match self.launch.mode {
-            Mode::Tls(_) => self.unix_url(),
-            Mode::Plain | Mode::Sentinel { .. } => self.url(),
+        match self.launch.mode.tls() {
+            Some(_) => self.unix_url(),
+            None => self.url(),
         }
     }
 
@@ -397,8 +411,8 @@ impl RedisServer {
 
     /// Starts recording every command the server runs (`MONITOR`).
     pub fn monitor(&self) -> crate::Monitor {
-        match self.launch.mode {
-            Mode::Tls(_) => {
+        match self.launch.mode.tls() {
+            Some(_) => {
                 let stream = std::os::unix::net::UnixStream::connect(self.unix_socket())
                     .expect("connect for MONITOR");
                 stream
@@ -406,7 +420,7 @@ impl RedisServer {
                     .expect("set a read timeout");
                 crate::Monitor::start(stream)
             }
-            Mode::Plain | Mode::Sentinel { .. } => {
+            None => {
                 let stream = std::net::TcpStream::connect(("127.0.0.1", self.port))
                     .expect("connect for MONITOR");
                 stream

@@ -12,8 +12,11 @@ use std::time::Duration;
 
 use crate::info::field;
 use crate::redis_server::{Launch, Mode};
+use crate::tls::TlsSettings;
 use crate::wait::wait_for;
 use crate::RedisServer;
+use crate::TlsCertificates;
+use std::sync::Arc;
 
 /// The name the Sentinels monitor the primary under.
 const MASTER_NAME: &str = "testkit";
@@ -42,20 +45,34 @@ impl SentinelSet {
     /// three Sentinels and waits until each knows the replica and the two other Sentinels and
     /// can reach its quorum (`SENTINEL CKQUORUM`).
     pub fn start() -> SentinelSet {
-        Self::start_with(None)
+        Self::start_with(None, None)
     }
 
     /// [`SentinelSet::start`], every server (data servers and Sentinels) requiring `password`
     /// of its clients (`requirepass`), the replica and the Sentinels logging in with it
     /// (`masterauth`, `sentinel auth-pass`).
     pub fn start_with_password(password: &str) -> SentinelSet {
-        Self::start_with(Some(password))
+        Self::start_with(Some(password), None)
     }
 
-    fn start_with(password: Option<&str>) -> SentinelSet {
-        let login: Vec<String> = password
+    /// [`SentinelSet::start`], every server (data servers and Sentinels) speaking TLS only and
+    /// requiring a client certificate signed by `certificates`' CA; the replica and the
+    /// Sentinels connect over TLS with the client certificate (`tls-replication`). URLs are
+    /// `rediss://`.
+    pub fn start_tls(certificates: Arc<TlsCertificates>) -> SentinelSet {
+        Self::start_with(
+            None,
+            Some(TlsSettings::requiring_client_certificates(certificates)),
+        )
+    }
+
+    fn start_with(password: Option<&str>, tls: Option<TlsSettings>) -> SentinelSet {
+        let mut login: Vec<String> = password
             .map(|password| vec!["--requirepass".into(), password.into()])
             .unwrap_or_default();
+        if tls.is_some() {
+            login.extend(["--tls-replication".into(), "yes".into()]);
+        }
         let data_server = || {
             // A replica's full sync starts at once (the default waits 5 s for more replicas).
             let mut extra: Vec<String> =
@@ -65,7 +82,7 @@ impl SentinelSet {
                 extra.extend(["--masterauth".into(), password.into()]);
             }
             RedisServer::launch(Launch {
-                mode: Mode::Plain,
+                mode: tls.clone().map_or(Mode::Plain, Mode::Tls),
                 cluster_bus: false,
                 extra,
             })
@@ -104,7 +121,10 @@ impl SentinelSet {
             };
             fs::write(&config, text).expect("write a Sentinel configuration");
             let sentinel = RedisServer::launch(Launch {
-                mode: Mode::Sentinel { config },
+                mode: Mode::Sentinel {
+                    config,
+                    tls: tls.clone(),
+                },
                 cluster_bus: false,
                 extra: login.clone(),
             });

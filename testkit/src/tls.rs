@@ -140,12 +140,21 @@ pub struct TlsOptions {
 }
 
 /// What a TLS server was started with.
+#[derive(Clone)]
 pub(crate) struct TlsSettings {
     certificates: Arc<TlsCertificates>,
     client_auth: ClientAuth,
 }
 
 impl TlsSettings {
+    /// Clients must present a certificate that `certificates`' CA signed.
+    pub(crate) fn requiring_client_certificates(certificates: Arc<TlsCertificates>) -> Self {
+        TlsSettings {
+            certificates,
+            client_auth: ClientAuth::Required,
+        }
+    }
+
     /// The server's TLS settings on its command line, for TLS on `port`.
     pub(crate) fn server_args(&self, port: u16) -> Vec<String> {
         let certificates = &self.certificates;
@@ -165,6 +174,12 @@ impl TlsSettings {
             path(&certificates.ca_cert()),
             "--tls-auth-clients".to_owned(),
             auth.to_owned(),
+            // What the server presents when it connects out (a replica to its primary, a
+            // Sentinel to the servers): the server certificate is for serving only.
+            "--tls-client-cert-file".to_owned(),
+            path(&certificates.client_cert()),
+            "--tls-client-key-file".to_owned(),
+            path(&certificates.client_key()),
         ]
         .into()
     }
@@ -222,8 +237,12 @@ impl RedisServer {
     /// The certificates of a TLS server; `None` for a plain one.
     pub fn tls_certificates(&self) -> Option<&Arc<TlsCertificates>> {
         match self.mode() {
-            Mode::Tls(settings) => Some(&settings.certificates),
-            Mode::Plain | Mode::Sentinel { .. } => None,
+            Mode::Tls(settings)
+            | Mode::Sentinel {
+                tls: Some(settings),
+                ..
+            } => Some(&settings.certificates),
+            Mode::Plain | Mode::Sentinel { tls: None, .. } => None,
         }
     }
 }
