@@ -1,6 +1,7 @@
 //! The lock over TLS (a server that requires client certificates) and as an ACL user limited to
 //! the rules docs/lease.md gives: acquiring, renewing, waiting (pub/sub), inspecting and forcing,
-//! and the refusals a misconfigured client gets; and the rules for a cluster, on a cluster.
+//! and the refusals a misconfigured client gets; and the rules for a cluster and for Sentinels,
+//! on a cluster and through Sentinels.
 
 mod support;
 
@@ -175,4 +176,34 @@ fn an_acl_user_with_the_documented_cluster_rules_locks_on_a_cluster_with_or_with
             .expect("GETDEL");
         assert_eq!(note.is_some(), noted, "{user}: {note:?}");
     }
+}
+
+#[test]
+fn an_acl_user_with_the_documented_rules_locks_through_sentinels() {
+    let set = testkit::SentinelSet::start();
+    let data: Vec<&str> = RULES.iter().copied().chain(["+role"]).collect();
+    for port in [set.primary(), set.replica()] {
+        set.server(port).acl_setuser("locker", &data);
+    }
+    for sentinel in set.sentinels() {
+        sentinel.acl_setuser("locker", &["on", ">locker-pw", "+sentinel|master"]);
+    }
+    let as_locker = |user: &str| -> Vec<String> {
+        set.sentinels()
+            .iter()
+            .map(|sentinel| sentinel.url_as(user, "locker-pw"))
+            .collect()
+    };
+    let client = Client::sentinel(set.master_name(), as_locker("locker"))
+        .key_prefix("app:")
+        .default_lease(Duration::from_millis(300))
+        .build()
+        .expect("valid settings");
+    exercise(&client);
+    let stranger = Client::sentinel(set.master_name(), as_locker("stranger"))
+        .key_prefix("app:")
+        .build()
+        .expect("valid settings");
+    let refused = stranger.lock("x").expect("valid").try_lock();
+    assert!(matches!(&refused, Err(Error::Refused(_))), "{refused:?}");
 }
