@@ -258,38 +258,6 @@ fn tokens_rise_across_a_forced_failover_to_a_replica_that_missed_the_last_acquis
     taken.unlock().expect("held");
 }
 
-/// How many times the node on `port` ran `CLUSTER INFO` since its statistics were last reset.
-fn cluster_info_calls(cluster: &RedisCluster, port: u16) -> u64 {
-    let stats: String = redis::cmd("INFO")
-        .arg("commandstats")
-        .query(&mut cluster.server(port).connection())
-        .expect("INFO commandstats");
-    stats
-        .lines()
-        .find_map(|line| line.strip_prefix("cmdstat_cluster|info:calls="))
-        .and_then(|rest| rest.split(',').next())
-        .map_or(0, |calls| calls.parse().expect("a count"))
-}
-
-fn reset_stats(cluster: &RedisCluster, port: u16) {
-    let () = redis::cmd("CONFIG")
-        .arg("RESETSTAT")
-        .query(&mut cluster.server(port).connection())
-        .expect("CONFIG RESETSTAT");
-}
-
-/// The node's own configuration epoch, as `CLUSTER INFO` gives it.
-fn my_epoch(cluster: &RedisCluster, port: u16) -> u64 {
-    let info: String = redis::cmd("CLUSTER")
-        .arg("INFO")
-        .query(&mut cluster.server(port).connection())
-        .expect("CLUSTER INFO");
-    info.lines()
-        .find_map(|line| line.strip_prefix("cluster_my_epoch:"))
-        .map(|epoch| epoch.trim().parse().expect("a number"))
-        .expect("cluster_my_epoch")
-}
-
 const EPOCH_SPAN: u64 = 1 << 44;
 
 #[test]
@@ -300,27 +268,27 @@ fn the_epoch_is_read_once_per_term_of_a_primary_and_again_after_a_promotion() {
     let replica = cluster.replicas_of(master)[0];
     let client = client(&cluster, Duration::from_secs(30));
     let lock = client.lock(name).expect("valid");
-    reset_stats(&cluster, master);
+    cluster.server(master).reset_stats();
     let mut last = 0;
     for _ in 0..20 {
         let guard = lock.lock().expect("free");
         let token = guard.fencing_token().expect("a token");
         assert!(token > last);
-        assert_eq!(token / EPOCH_SPAN, my_epoch(&cluster, master));
+        assert_eq!(token / EPOCH_SPAN, cluster.config_epoch(master));
         last = token;
         guard.unlock().expect("held");
     }
-    // The test's own my_epoch reads are 20 of them.
+    // The test's own config_epoch reads are 20 of them.
     assert_eq!(
-        cluster_info_calls(&cluster, master),
+        cluster.server(master).command_calls("cluster|info"),
         21,
         "one read by the scripts"
     );
 
     thread::sleep(Duration::from_millis(200));
     cluster.failover(replica, Failover::Coordinated);
-    assert!(my_epoch(&cluster, replica) > last / EPOCH_SPAN);
-    reset_stats(&cluster, replica);
+    assert!(cluster.config_epoch(replica) > last / EPOCH_SPAN);
+    cluster.server(replica).reset_stats();
     for _ in 0..20 {
         let guard = lock
             .try_lock_for(Duration::from_secs(10))
@@ -333,11 +301,11 @@ fn the_epoch_is_read_once_per_term_of_a_primary_and_again_after_a_promotion() {
     }
     assert_eq!(
         last / EPOCH_SPAN,
-        my_epoch(&cluster, replica),
+        cluster.config_epoch(replica),
         "the promoted node's epoch"
     );
     assert_eq!(
-        cluster_info_calls(&cluster, replica),
+        cluster.server(replica).command_calls("cluster|info"),
         2,
         "one read by the scripts"
     );
@@ -353,7 +321,7 @@ fn an_epoch_note_is_believed_only_by_its_node_and_only_while_the_counter_is_in_i
     let fence = format!("{{{name}}}:fence");
     let client = client(&cluster, Duration::from_secs(30));
     let lock = client.lock(name).expect("valid");
-    let epoch = my_epoch(&cluster, master);
+    let epoch = cluster.config_epoch(master);
     assert!(epoch >= 1, "a created cluster's masters have epochs from 1");
     let first = lock.lock().expect("free");
     let token = first.fencing_token().expect("a token");

@@ -40,6 +40,18 @@ fn lock_when_available(lock: &Lock, lease: Duration) -> LeaseGuard {
     when_available(|| lock.try_lock_with_lease(lease))
 }
 
+/// Takes `lock` once the deployment is available again, checks that its token is of a higher
+/// epoch than `before`, and releases it.
+fn next_token_is_of_a_higher_epoch(lock: &Lock, before: u64) {
+    let guard = lock_when_available(lock, Duration::from_secs(30));
+    let token = guard.fencing_token().expect("a token");
+    assert!(
+        epoch(token) > epoch(before),
+        "tokens {before} then {token}: the epoch did not rise"
+    );
+    guard.unlock().expect("held");
+}
+
 /// `lock` taken with the client's default (renewed) lease, as [`lock_when_available`].
 fn lock_when_available_renewed(lock: &Lock) -> LeaseGuard {
     when_available(|| lock.try_lock())
@@ -82,13 +94,7 @@ fn the_lock_follows_a_failover_and_its_tokens_rise_with_the_epoch() {
     let state = retried_while_unavailable(|| lock.inspect());
     assert!(state.is_held(), "{state:?}");
     second.unlock().expect("held on the new primary");
-    let third = lock_when_available(&lock, Duration::from_secs(30));
-    let after = third.fencing_token().expect("a token");
-    assert!(
-        epoch(after) > epoch(before),
-        "tokens {before} then {after}: the epoch did not rise"
-    );
-    third.unlock().expect("held");
+    next_token_is_of_a_higher_epoch(&lock, before);
 }
 
 #[test]
@@ -390,11 +396,5 @@ fn a_client_reaches_sentinels_and_data_servers_over_tls_with_a_client_certificat
     let old = set.primary();
     set.failover();
     assert_ne!(set.primary(), old);
-    let after = lock_when_available(&lock, Duration::from_secs(30));
-    let token = after.fencing_token().expect("a token");
-    assert!(
-        epoch(token) > epoch(before),
-        "tokens {before} then {token}: the epoch did not rise"
-    );
-    after.unlock().expect("held");
+    next_token_is_of_a_higher_epoch(&lock, before);
 }

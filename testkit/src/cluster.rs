@@ -212,6 +212,17 @@ impl RedisCluster {
         self.wait_ok();
     }
 
+    /// The configuration epoch of the node on `port` (`cluster_my_epoch` in `CLUSTER INFO`).
+    pub fn config_epoch(&self, port: u16) -> u64 {
+        let info: String = redis::cmd("CLUSTER")
+            .arg("INFO")
+            .query(&mut self.server(port).connection())
+            .expect("CLUSTER INFO");
+        crate::info::field(&info, "cluster_my_epoch")
+            .and_then(|epoch| epoch.parse().ok())
+            .expect("a cluster_my_epoch field")
+    }
+
     /// Freezes the node on `port` (SIGSTOP). Past [`RedisCluster::NODE_TIMEOUT`] the cluster
     /// counts it as down, and a replica of a paused master takes over.
     pub fn pause(&self, port: u16) {

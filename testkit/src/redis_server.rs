@@ -431,6 +431,15 @@ impl RedisServer {
         }
     }
 
+    /// Resets the server's statistics (`CONFIG RESETSTAT`), so that [`RedisServer::command_calls`]
+    /// counts from now.
+    pub fn reset_stats(&self) {
+        let () = redis::cmd("CONFIG")
+            .arg("RESETSTAT")
+            .query(&mut self.connection())
+            .expect("CONFIG RESETSTAT");
+    }
+
     /// Calls of a command so far, from `INFO commandstats` (0 if never called).
     pub fn command_calls(&self, command: &str) -> u64 {
         let info: String = redis::cmd("INFO")
