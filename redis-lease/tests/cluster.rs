@@ -371,4 +371,13 @@ fn an_epoch_note_is_believed_only_by_its_node_and_only_while_the_counter_is_in_i
     let counter: u64 = redis::cmd("GET").arg(&fence).query(&mut con).expect("GET");
     assert_eq!(counter, token + 2, "nothing written");
     assert!(!lock.is_locked().expect("reachable"));
+    let state = lock.inspect().expect("reachable");
+    assert!(
+        state.problems.iter().any(|problem| problem.contains(&note)),
+        "{state:?}"
+    );
+    let () = redis::cmd("DEL").arg(&note).query(&mut con).expect("DEL");
+    let fourth = lock.lock().expect("free");
+    assert_eq!(fourth.fencing_token(), Some(token + 3));
+    fourth.unlock().expect("held");
 }

@@ -47,10 +47,11 @@ pub(crate) fn inspect(con: &mut Conn, keys: &LockKeys) -> Result<LockState> {
             redis::cmd("PTTL").arg(&keys.lock).clone(),
             redis::cmd("TYPE").arg(&keys.fence).clone(),
             redis::cmd("GET").arg(&keys.fence).clone(),
+            redis::cmd("TYPE").arg(&keys.epoch).clone(),
         ],
         &keys.lock,
     )?;
-    let [lock_type, fields, ttl, fence_type, fence] = replies.as_slice() else {
+    let [lock_type, fields, ttl, fence_type, fence, note_type] = replies.as_slice() else {
         return Err(Error::Protocol(format!("inspection replied {replies:?}")));
     };
     let mut state = LockState::empty(&keys.name);
@@ -103,6 +104,13 @@ pub(crate) fn inspect(con: &mut Conn, keys: &LockKeys) -> Result<LockState> {
         (other, _) => state.problems.push(format!(
             "fencing counter {:?} holds a {other}, not a number",
             keys.fence
+        )),
+    }
+    match text(note_type).unwrap_or_default().as_str() {
+        "none" | "string" => {}
+        other => state.problems.push(format!(
+            "epoch note {:?} holds a {other}, not a string (deleting it is safe: the epoch is read again)",
+            keys.epoch
         )),
     }
     Ok(state)
