@@ -8,7 +8,8 @@
 //!
 //! On a local Redis Cluster (3 masters, 3 replicas): the same contention and hand-off for `redis-lease`
 //! beside one server's (`cluster`), and the uncontended and contention figures again on a cluster
-//! of 3 masters without replicas. And many threads on many names (`names`): 16 and 64 threads
+//! of 3 masters without replicas, with the servers' and the client's CPU per critical section.
+//! And many threads on many names (`names`): 16 and 64 threads
 //! of one client on 10,000 names, against `redis-benchmark` running the raw lock's two commands
 //! with as many connections (the floor), on one server and on the cluster, with how many cores
 //! the servers and the client (or `redis-benchmark`) kept busy.
@@ -186,9 +187,35 @@ fn cluster(scale: &Scale) {
         );
     }
     contention_header("one server and a cluster", scale);
-    contention::<Lease>(&one, scale);
-    contention::<LeaseCluster>(&seeds, scale);
-    contention::<LeaseClusterNoReplicas>(&bare_seeds, scale);
+    let runs = [
+        (
+            Lease::NAME,
+            busy(&[server.port()], || contention::<Lease>(&one, scale)),
+        ),
+        (
+            LeaseCluster::NAME,
+            busy(&cluster.ports(), || {
+                contention::<LeaseCluster>(&seeds, scale)
+            }),
+        ),
+        (
+            LeaseClusterNoReplicas::NAME,
+            busy(&bare.ports(), || {
+                contention::<LeaseClusterNoReplicas>(&bare_seeds, scale)
+            }),
+        ),
+    ];
+    println!();
+    println!("## CPU in those runs: cores busy, and CPU µs per critical section");
+    println!("| lock | cores busy: servers + client | µs per section: servers + client |");
+    println!("|---|---|---|");
+    for (name, (rate, cores)) in runs {
+        println!(
+            "| {name} | {cores} | {:.1} + {:.1} |",
+            cores.servers / rate * 1e6,
+            cores.own / rate * 1e6
+        );
+    }
     println!();
     println!(
         "## hand-off in one process ({} rounds, holder keeps it {:?})",
@@ -313,16 +340,32 @@ fn many_names(quick: bool) {
     }
 }
 
+/// How many cores were busy on average during a run.
+struct Cores {
+    /// The servers'.
+    servers: f64,
+    /// This process's, with the children it waited for.
+    own: f64,
+}
+
+impl std::fmt::Display for Cores {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{:.2} + {:.2}", self.servers, self.own)
+    }
+}
+
 /// Runs `run`, and says how many cores were busy on average meanwhile: the servers on `ports`
 /// (`INFO cpu`), and this process with the children it waited for (`/proc/self/stat`).
-fn busy<T>(ports: &[u16], run: impl FnOnce() -> T) -> (T, String) {
+fn busy<T>(ports: &[u16], run: impl FnOnce() -> T) -> (T, Cores) {
     let began = Instant::now();
     let (servers, own) = (servers_cpu(ports), own_cpu());
     let value = run();
     let wall = began.elapsed().as_secs_f64();
-    let servers = (servers_cpu(ports) - servers) / wall;
-    let own = (own_cpu() - own) / wall;
-    (value, format!("{servers:.2} + {own:.2}"))
+    let cores = Cores {
+        servers: (servers_cpu(ports) - servers) / wall,
+        own: (own_cpu() - own) / wall,
+    };
+    (value, cores)
 }
 
 /// CPU seconds the servers on `ports` have used (`used_cpu_sys` + `used_cpu_user`).
@@ -443,7 +486,8 @@ fn three_masters(scale: &Scale) {
     println!("| {p50:.3} | {p99:.3} | {max:.3} |");
 }
 
-fn contention<P: LockPeer>(urls: &[String], scale: &Scale) {
+/// Prints one row of the contention table and returns its critical sections per second.
+fn contention<P: LockPeer>(urls: &[String], scale: &Scale) -> f64 {
     let name = format!("contended:{}", P::NAME);
     let order: Arc<Mutex<Vec<u8>>> = Arc::default();
     let stop = Arc::new(AtomicBool::new(false));
@@ -486,15 +530,16 @@ fn contention<P: LockPeer>(urls: &[String], scale: &Scale) {
     };
     let passes = order.windows(2).filter(|pair| pair[0] != pair[1]).count();
     let passed = passes as f64 / order.len().saturating_sub(1).max(1) as f64 * 100.0;
+    let rate = counted as f64 / elapsed.as_secs_f64();
     println!(
-        "| {} | {:.0} | {}..{} | {:.3} | {:.1}% |",
+        "| {} | {rate:.0} | {}..{} | {:.3} | {:.1}% |",
         P::NAME,
-        counted as f64 / elapsed.as_secs_f64(),
         per_thread.iter().min().unwrap_or(&0),
         per_thread.iter().max().unwrap_or(&0),
         jain,
         passed
     );
+    rate
 }
 
 fn percentiles(mut samples: Vec<f64>) -> (f64, f64, f64) {
