@@ -13,7 +13,11 @@
 //!   the call named to hold the key.
 //!
 //! Expiry is read from the server's clock in the log, so a write within [`SLACK`] of the hold's
-//! end is given the benefit of the doubt either way.
+//! end is given the benefit of the doubt either way. Redis stops time for a script: a key that
+//! was alive when the script began stays alive until it ends, however long it runs (a server
+//! frozen in the middle of a script finishes it after the resume). So a script's writes to the
+//! hold it names are judged at the time its call was logged, and a new hold at the time of its
+//! own write: between those two stamps lies the moment the server read its clock for the script.
 
 use std::collections::VecDeque;
 use std::sync::LazyLock;
@@ -124,10 +128,13 @@ pub fn check(log: &[Monitored], key: &str) -> Touches {
     // of several leases looks each up with `hget KEY :hold`, in order).
     let mut caller: Option<String> = None;
     let mut next: VecDeque<Option<String>> = VecDeque::new();
+    // When the running script's call was logged.
+    let mut called = 0;
     for command in log {
         let at = command.at_micros;
         let args: Vec<&str> = command.args.iter().map(String::as_str).collect();
         if !command.from_script {
+            called = at;
             next = match args.first() {
                 Some(&"evalsha") => named(&args, key),
                 _ => VecDeque::new(),
@@ -160,15 +167,15 @@ pub fn check(log: &[Monitored], key: &str) -> Touches {
                 fine
             }
             ["hset" | "hincrby" | "hdel", k, ..] if *k == key => {
-                hold.held_by(caller.as_deref(), at)
+                hold.held_by(caller.as_deref(), called)
             }
             ["pexpire", k, millis] if *k == key => {
-                let fine = hold.held_by(caller.as_deref(), at);
+                let fine = hold.held_by(caller.as_deref(), called);
                 hold.until = millis.parse::<u64>().ok().map(|ms| at + ms * 1000);
                 fine
             }
             ["del", k] if *k == key => {
-                let fine = hold.held_by(caller.as_deref(), at);
+                let fine = hold.held_by(caller.as_deref(), called);
                 hold = Hold::default();
                 fine
             }
@@ -177,9 +184,12 @@ pub fn check(log: &[Monitored], key: &str) -> Touches {
         touches.checked += 1;
         if !fine {
             touches.foreign += 1;
-            touches
-                .first
-                .get_or_insert_with(|| format!("{} at {at} µs", command.args.join(" ")));
+            touches.first.get_or_insert_with(|| {
+                format!(
+                    "{} at {at} µs, in a script called at {called} µs",
+                    command.args.join(" ")
+                )
+            });
         }
     }
     touches
@@ -338,6 +348,23 @@ mod tests {
     fn a_renewal_after_the_lease_ended_is_found_but_not_at_the_edge() {
         assert_eq!(replay(vec![take(0, "h1"), renew(1100, "h1")]).foreign, 1);
         assert_eq!(replay(vec![take(0, "h1"), renew(1002, "h1")]).foreign, 0);
+    }
+
+    /// A server frozen in the middle of a release finishes it after the lease's end; time stood
+    /// still for the script, so the key was still the caller's. A release called after the end is
+    /// still found.
+    #[test]
+    fn a_script_is_judged_when_it_was_called_not_when_its_writes_ran() {
+        let mut frozen = release(900, "h1");
+        for command in frozen.iter_mut().filter(|command| command.from_script) {
+            command.at_micros = 2_500_000;
+        }
+        assert_eq!(replay(vec![take(0, "h1"), frozen]).foreign, 0);
+        let late = replay(vec![take(0, "h1"), release(1100, "h1")]);
+        assert_eq!(late.foreign, 2, "{late:?}");
+        assert!(late
+            .first
+            .is_some_and(|first| first.ends_with("in a script called at 1100000 µs")));
     }
 
     #[test]
