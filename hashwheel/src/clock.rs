@@ -91,7 +91,7 @@ impl ManualClock {
     pub fn advance(&self, by: Duration) {
         let now = {
             let mut now = self.inner.now.lock();
-            *now = now.checked_add(by).unwrap_or(*now);
+            *now = saturating_add(*now, by);
             *now
         };
         let followers: Vec<Arc<dyn Follower>> = {
@@ -111,6 +111,22 @@ impl ManualClock {
     pub(crate) fn follow(&self, follower: Weak<dyn Follower>) {
         self.inner.followers.lock().push(follower);
     }
+}
+
+/// `from + by`, or the latest instant there is if that is past the range of `Instant`.
+fn saturating_add(from: Instant, by: Duration) -> Instant {
+    let (mut at, mut left, mut step) = (from, by, by);
+    while !step.is_zero() {
+        match at.checked_add(step) {
+            Some(later) => {
+                at = later;
+                left -= step;
+                step = left;
+            }
+            None => step /= 2,
+        }
+    }
+    at
 }
 
 impl Default for ManualClock {

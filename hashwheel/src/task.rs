@@ -21,6 +21,12 @@ pub(crate) trait Job: Send + 'static {
     /// Runs the task, unless a recurring task was cancelled in the meantime.
     fn run(self: Box<Self>, clock: &Clock) -> Ran;
 
+    /// Whether the job may be put back after a run: it then keeps its place in the timer's
+    /// pending bound while it runs.
+    fn recurs(&self) -> bool {
+        false
+    }
+
     /// Whether the job was cancelled after the worker took it out of the wheel.
     fn is_cancelled(&self) -> bool {
         false
@@ -85,6 +91,10 @@ impl<F: FnMut() + Send + 'static> Job for PeriodicJob<F> {
             }
             None => Ran::Done,
         }
+    }
+
+    fn recurs(&self) -> bool {
+        true
     }
 
     fn is_cancelled(&self) -> bool {

@@ -226,6 +226,74 @@ fn the_timer_reads_time_on_its_own_clock() {
 }
 
 #[test]
+fn a_manual_clock_moved_past_the_end_of_time_stops_at_it() {
+    let (clock, timer) = manual_timer();
+    let ran = Arc::new(AtomicUsize::new(0));
+    let counter = Arc::clone(&ran);
+    timer
+        .schedule(Duration::from_secs(1), move || {
+            counter.fetch_add(1, Ordering::SeqCst);
+        })
+        .expect("running");
+    let before = clock.now();
+    clock.advance(Duration::MAX);
+    assert!(clock.now() > before + Duration::from_secs(1 << 32));
+    assert_eq!(
+        ran.load(Ordering::SeqCst),
+        1,
+        "the task's deadline has passed"
+    );
+    let end = clock.now();
+    clock.advance(Duration::MAX);
+    clock.advance(Duration::from_nanos(1));
+    assert_eq!(clock.now(), end, "there is no later instant");
+}
+
+#[test]
+fn max_pending_counts_a_recurring_task_through_its_runs() {
+    let clock = ManualClock::new();
+    let timer = Timer::builder()
+        .clock(clock.clone())
+        .max_pending(1)
+        .build()
+        .expect("valid settings");
+    let refused = Arc::new(AtomicUsize::new(0));
+    let periodic = {
+        let (timer, refused) = (timer.clone(), Arc::clone(&refused));
+        timer
+            .clone()
+            .schedule_fixed_rate(TICK, TICK * 10, move || {
+                // The recurring task holds the one place while it runs.
+                match timer.schedule(Duration::from_secs(3600), || {}) {
+                    Err(ScheduleError::TooManyPending(_)) => {
+                        refused.fetch_add(1, Ordering::SeqCst);
+                    }
+                    Ok(_) => {}
+                    Err(other) => panic!("{other}"),
+                }
+            })
+            .expect("room for one")
+    };
+    clock.advance(TICK);
+    clock.advance(TICK * 10);
+    assert_eq!(periodic.runs(), 2);
+    assert_eq!(
+        refused.load(Ordering::SeqCst),
+        2,
+        "the bound of one was passed"
+    );
+    assert_eq!(timer.pending(), 1);
+    assert!(matches!(
+        timer.schedule(Duration::from_secs(1), || {}),
+        Err(ScheduleError::TooManyPending(_))
+    ));
+    assert!(periodic.cancel());
+    timer
+        .schedule(Duration::from_secs(1), || {})
+        .expect("the recurring task gave its place back");
+}
+
+#[test]
 fn a_deadline_in_the_past_runs_at_once() {
     let (clock, timer) = manual_timer();
     let (sender, receiver) = mpsc::channel();

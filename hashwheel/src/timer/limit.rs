@@ -3,7 +3,9 @@
 //!
 //! Only a timer built with `max_pending` keeps this count: every schedule then takes a place
 //! with one compare-and-swap on a cache line that all calling threads share, and every task
-//! leaving the timer (run, cancelled, handed back by a stop) gives it back. A timer without the
+//! leaving the timer (run, cancelled, handed back by a stop) gives it back. A recurring task
+//! keeps its place from its schedule to its end, through its runs, so that putting it back
+//! after a run never needs a place another task may have taken meanwhile. A timer without the
 //! setting keeps no shared count at all, and each shard alone bounds its own wheel at
 //! [`MAX_PENDING`](crate::MAX_PENDING).
 
@@ -33,12 +35,6 @@ impl PendingLimit {
                 (pending < self.max).then_some(pending + 1)
             })
             .is_ok()
-    }
-
-    /// Takes a place whatever the count: for a recurring task put back after a run, whose place
-    /// was given back when it left the wheel to run.
-    pub(crate) fn take_anyway(&self) {
-        self.pending.fetch_add(1, Ordering::AcqRel);
     }
 
     /// Gives back the places of `count` tasks that left the timer.

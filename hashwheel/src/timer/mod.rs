@@ -371,8 +371,10 @@ impl TimerBuilder {
     }
 
     /// The most tasks that may wait at once, in all shards together; more are refused with
-    /// [`ScheduleError::TooManyPending`]. The bound is exact: a schedule is refused only while
-    /// `max` tasks are pending. Upper bound: [`MAX_PENDING`].
+    /// [`ScheduleError::TooManyPending`]. The bound is never passed: it counts every task in the
+    /// timer, a recurring task through its runs as well as between them. A task leaving the
+    /// timer gives its place back just after it has left, so a schedule at that very moment
+    /// may be refused with a place about to be free. Upper bound: [`MAX_PENDING`].
     ///
     /// Keeping it exact costs one compare-and-swap on a count that every scheduling thread shares
     /// (and a subtraction when a task leaves), so threads scheduling at once contend on it. By

@@ -69,7 +69,7 @@ pub(crate) fn run(shared: Arc<Shared>) {
                     max.store(lateness, Ordering::Relaxed);
                 }
             }
-            let outcome = run_batch(&shared.clock, &mut batch, &mut again);
+            let outcome = run_batch(&shared, &mut batch, &mut again);
             WorkerCounters::add(&shared.counters.fired, outcome.ran);
             WorkerCounters::add(&shared.counters.panicked, outcome.panicked);
             continue;
@@ -119,7 +119,12 @@ fn take_due(shared: &Shared, due: u64, batch: &mut Batch) {
             let next = state.wheel.next_due().unwrap_or(NEVER);
             shard.due_hint.store(next, Ordering::SeqCst);
         }
-        shard.release(batch.len() - before);
+        // A recurring task keeps its place while it runs: it gives it back when it ends.
+        let leaving = batch[before..]
+            .iter()
+            .filter(|(_, job)| !job.recurs())
+            .count();
+        shard.release(leaving);
     }
 }
 
@@ -168,6 +173,8 @@ fn put_back(shared: &Shared, again: &mut Again, garbage: &mut Vec<Stored>) {
         let shard = &shared.shards[index];
         let mut state = shard.state.lock();
         if state.stopped || job.is_cancelled() {
+            drop(state);
+            shard.release(1);
             garbage.push(job);
             continue;
         }
@@ -178,12 +185,10 @@ fn put_back(shared: &Shared, again: &mut Again, garbage: &mut Vec<Stored>) {
                     job.stored_as(key);
                 }
                 shard.stored_due_at(tick);
-                drop(state);
-                if let Some(limit) = &shard.limit {
-                    limit.take_anyway();
-                }
             }
             Err(WheelFull(job)) => {
+                drop(state);
+                shard.release(1);
                 log::warn!("a recurring task was dropped: the timer's wheel is full");
                 garbage.push(job);
             }
@@ -191,10 +196,18 @@ fn put_back(shared: &Shared, again: &mut Again, garbage: &mut Vec<Stored>) {
     }
 }
 
-fn run_batch(clock: &Clock, batch: &mut Batch, again: &mut Again) -> Outcome {
+/// Runs the batch; recurring tasks to run again go to `again`.
+fn run_batch(shared: &Shared, batch: &mut Batch, again: &mut Again) -> Outcome {
     let mut outcome = Outcome::default();
     for (index, job) in batch.drain(..) {
-        match panic::catch_unwind(AssertUnwindSafe(|| job.run(clock))) {
+        let recurs = job.recurs();
+        let ran = panic::catch_unwind(AssertUnwindSafe(|| job.run(&shared.clock)));
+        // A recurring task that will not run again gives back the place it kept while it ran
+        // (one to run again keeps it, and `put_back` gives it back if it cannot store it).
+        if recurs && !matches!(ran, Ok(Ran::Again(..))) {
+            shared.shards[index].release(1);
+        }
+        match ran {
             Ok(Ran::Done) => outcome.ran += 1,
             Ok(Ran::Again(job, due)) => {
                 outcome.ran += 1;
