@@ -33,19 +33,26 @@ pub(crate) fn acquire(lock: &Lock, kind: LeaseKind, wait: Wait) -> Result<Option
     let lease = kind.lease(core.default_lease)?;
     let started = Instant::now();
     let owner = lock.owner();
-    let turn = match core.queues.enter(&keys.name, wait.deadline(started)) {
-        Ok(turn) => turn,
-        Err(Refused::Full { waiting }) => {
-            return Err(Error::QueueFull {
-                name: keys.name.clone(),
-                waiting,
-            })
-        }
-        Err(Refused::TimedOut) => return wait.gave_up(&keys.name, started),
-    };
-    settle_releases(lock, &owner)?;
+    // A re-entry does not queue: the thread ahead of it may be waiting for this very hold. It
+    // queues as any contender only if its hold turns out to be gone.
+    let mut turn = None;
+    let mut hold_gone = false;
     let mut waiting: Option<(Watch, Arc<Offer>)> = None;
     loop {
+        let reenter = core.holds.reentrant(&keys.lock, &owner);
+        if turn.is_none() && (reenter.is_none() || hold_gone) {
+            turn = match core.queues.enter(&keys.name, wait.deadline(started)) {
+                Ok(turn) => Some(turn),
+                Err(Refused::Full { waiting }) => {
+                    return Err(Error::QueueFull {
+                        name: keys.name.clone(),
+                        waiting,
+                    })
+                }
+                Err(Refused::TimedOut) => return wait.gave_up(&keys.name, started),
+            };
+            settle_releases(lock, &owner)?;
+        }
         // A releaser of this client may have granted the lock while this thread slept.
         if let Some((_, offer)) = &waiting {
             if let Some(acquired) = settle_offer(lock, offer)? {
@@ -53,11 +60,13 @@ pub(crate) fn acquire(lock: &Lock, kind: LeaseKind, wait: Wait) -> Result<Option
                 return guard(lock, &owner, acquired, lease, kind).map(Some);
             }
         }
-        if let Some(until) = core.queues.yield_until(&keys.name) {
+        if let Some(until) = turn
+            .as_ref()
+            .and_then(|_| core.queues.yield_until(&keys.name))
+        {
             std::thread::sleep(until.saturating_duration_since(Instant::now()));
         }
         let id = core.ids.next();
-        let reenter = core.holds.reentrant(&keys.lock, &owner);
         let sent_at = core.watchdog.now();
         let now = || core.watchdog.now();
         let attempt = Attempt {
@@ -110,6 +119,10 @@ pub(crate) fn acquire(lock: &Lock, kind: LeaseKind, wait: Wait) -> Result<Option
                 if deadline.is_some_and(|deadline| now >= deadline) {
                     return wait.gave_up(&keys.name, started);
                 }
+                let Some(turn) = &turn else {
+                    hold_gone = true;
+                    continue;
+                };
                 let Some((watch, offer)) = &waiting else {
                     // Watch, then look again: a release between the attempt and the watch would
                     // otherwise go unseen until the next re-check.

@@ -128,6 +128,55 @@ fn reentry_counts_holds_and_keeps_the_token() {
 }
 
 #[test]
+fn a_reentry_never_queues_behind_a_thread_that_waits_for_its_hold() {
+    let server = RedisServer::start();
+    let client = client(&server);
+    let lock = client.lock("busy").expect("valid name");
+    let outer = lock.lock().expect("acquired");
+    // A thread of the same client (another owner) waits for the lock: it is this client's
+    // contender, and the one ahead in the local queue.
+    let waiter = {
+        let lock = client.lock("busy").expect("valid name");
+        thread::spawn(move || {
+            lock.try_lock_for(Duration::from_secs(20))
+                .map(|guard| guard.is_some())
+        })
+    };
+    let mut redis = server.connection();
+    support::wait_until("the other thread waits for the lock", || {
+        let (_, subscribers): (String, u64) = redis::cmd("PUBSUB")
+            .arg("NUMSUB")
+            .arg("{busy}:freed")
+            .query(&mut redis)
+            .expect("PUBSUB");
+        subscribers > 0
+    });
+    // The holder re-enters at once, whoever waits: the waiter waits for this very hold.
+    let started = Instant::now();
+    let inner = lock
+        .try_lock()
+        .expect("reachable")
+        .expect("a re-entry of a held lock");
+    let again = lock
+        .try_lock_for(Duration::from_secs(2))
+        .expect("reachable")
+        .expect("a re-entry with a wait");
+    assert!(
+        started.elapsed() < Duration::from_secs(1),
+        "the re-entries waited {:?}",
+        started.elapsed()
+    );
+    assert_eq!(lock.hold_count().expect("query"), 3);
+    drop(again);
+    drop(inner);
+    drop(outer);
+    assert!(
+        waiter.join().expect("no panic").expect("reachable"),
+        "the waiter had its turn once the hold was released"
+    );
+}
+
+#[test]
 fn another_owner_cannot_take_or_release_a_held_lock() {
     let server = RedisServer::start();
     let client = client(&server);

@@ -51,6 +51,39 @@ fn renews_every_third_of_the_lease_and_moves_the_deadline() {
 }
 
 #[test]
+fn a_renewal_never_cuts_short_a_longer_lease_taken_by_a_reentry() {
+    let server = RedisServer::start();
+    let (client, clock, _timer) = manual_client(&server, LEASE);
+    let lock = client.lock("longer").expect("valid name");
+    let renewed = lock.lock().expect("free");
+    let longer = Duration::from_secs(600);
+    let fixed = lock.lock_with_lease(longer).expect("re-entry");
+    assert_eq!(fixed.holds_at_acquire(), 2);
+    let ttl = |server: &RedisServer| -> i64 { server.connection().pttl("{longer}").expect("PTTL") };
+    assert!(
+        ttl(&server) > 590_000,
+        "the re-entry's lease: {} ms",
+        ttl(&server)
+    );
+
+    clock.advance(THIRD);
+    wait_until("the renewal is confirmed", || {
+        client.watchdog_metrics().renewed == 1
+    });
+    // The fixed guard counts on 600 s; a renewal to 30 s would let the key lapse under it once
+    // the renewed guard is gone.
+    assert!(
+        ttl(&server) > 590_000,
+        "the renewal cut the re-entry's lease to {} ms",
+        ttl(&server)
+    );
+    drop(renewed);
+    assert!(!fixed.is_lost());
+    assert!(ttl(&server) > 590_000);
+    fixed.unlock().expect("held");
+}
+
+#[test]
 fn a_reentrant_hold_is_renewed_once_and_not_after_its_release() {
     let server = RedisServer::start();
     let (client, clock, _timer) = manual_client(&server, LEASE);

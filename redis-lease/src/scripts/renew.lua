@@ -1,10 +1,11 @@
 -- Renew many leases in one call: each is extended only if its hold still holds the lock, so a
 -- renewal can never create, resurrect or take over a lock, nor extend a later hold of the same
--- owner. A key of another type counts as not held; it does not fail the call.
+-- owner. A lease is only ever lengthened, never cut short. A key of another type counts as not held; it does not fail the call.
 -- KEYS[i]      the lock hash of lease i (see acquire.lua)
 -- ARGV[2i-1]   the id of lease i's hold
 -- ARGV[2i]     lease i in milliseconds
--- Reply        {r1, r2, ...}: ri = 1 if lease i was extended, 0 if its hold no longer holds the
+-- Reply        {r1, r2, ...}: ri = 1 if lease i's hold holds the lock and has at least lease i
+--              left (extended to it if it had less), 0 if its hold no longer holds the
 --              lock (expired, released, deleted, taken over, or the key is not a lock at all)
 -- Errors       ERR (invalid lease): before any write
 for i = 1, #KEYS do
@@ -16,7 +17,11 @@ end
 local renewed = {}
 for i, key in ipairs(KEYS) do
   if redis.pcall('hget', key, ':hold') == ARGV[2 * i - 1] then
-    redis.call('pexpire', key, ARGV[2 * i])
+    -- Never shortens: a re-entry of the hold may have taken a longer lease, and its holder
+    -- counts on it.
+    if redis.call('pttl', key) < tonumber(ARGV[2 * i]) then
+      redis.call('pexpire', key, ARGV[2 * i])
+    end
     renewed[i] = 1
   else
     renewed[i] = 0
