@@ -97,6 +97,21 @@ fn every_call_and_a_release_return_within_their_bound_on_a_frozen_server() {
     );
 }
 
+#[test]
+fn every_call_returns_within_its_bound_on_a_frozen_server_behind_a_unix_socket() {
+    // A small accept queue, filled by the connections of calls that timed out: a connect that
+    // waits for room in it would wait as long as the server is frozen.
+    let server = RedisServer::start_with(&["--tcp-backlog", "2"]);
+    let client = impatient(&server.unix_url());
+    let lock = client.lock("frozen").expect("valid");
+    assert!(!lock.is_locked().expect("reachable"));
+    server.pause();
+    for _ in 0..3 {
+        every_call_is_bounded(&client);
+    }
+    server.resume();
+}
+
 fn counter_is_refused(server: &RedisServer, setup: impl FnOnce(&mut redis::Connection)) -> Error {
     let mut con = server.connection();
     let _: () = redis::cmd("FLUSHALL").query(&mut con).expect("FLUSHALL");

@@ -157,23 +157,52 @@ impl fmt::Display for Addr {
 
 /// `url` with the password of its user information replaced by `***`: `redis://u:***@h:1/0`.
 /// Text that is not a URL at all is shown up to its last `@` as `***`.
+///
+/// A password may hold `/`, `?`, `#` or `@` unescaped, so the user information is taken to end at
+/// the *last* `@` of the URL, wherever it stands: hiding too much beats showing a password. A URL
+/// without `@` whose port is not a number (the front of a URL cut at a `,` inside its password,
+/// for one) is shown without its authority: `redis://***`.
 pub fn redact(url: &str) -> String {
-    let (scheme, rest) = match url.find("://") {
-        Some(at) => (&url[..at + 3], &url[at + 3..]),
-        None => ("", url),
+    let (scheme, rest) = split_scheme(url);
+    let Some((userinfo, host_and_tail)) = split_userinfo(rest) else {
+        let authority_end = rest.find(['/', '?', '#']).unwrap_or(rest.len());
+        let (authority, tail) = rest.split_at(authority_end);
+        if scheme.is_empty() || plausible_authority(authority) {
+            return url.to_owned();
+        }
+        return format!("{scheme}***{tail}");
     };
-    let authority_end = rest.find(['/', '?', '#']).unwrap_or(rest.len());
-    let (authority, tail) = rest.split_at(authority_end);
-    let Some(at) = authority.rfind('@') else {
-        return url.to_owned();
-    };
-    let (userinfo, host) = authority.split_at(at);
     let user = match userinfo.split_once(':') {
         Some((user, _)) if !scheme.is_empty() => format!("{user}:***"),
         _ if scheme.is_empty() => "***".to_owned(),
         _ => userinfo.to_owned(),
     };
-    format!("{scheme}{user}{host}{tail}")
+    format!("{scheme}{user}{host_and_tail}")
+}
+
+/// `url` split after its `scheme://`, or `("", url)` without one.
+fn split_scheme(url: &str) -> (&str, &str) {
+    match url.find("://") {
+        Some(at) => url.split_at(at + 3),
+        None => ("", url),
+    }
+}
+
+/// What follows the scheme, split at its last `@` into the user information and the rest (which
+/// starts with the `@`).
+fn split_userinfo(rest: &str) -> Option<(&str, &str)> {
+    rest.rfind('@').map(|at| rest.split_at(at))
+}
+
+/// Whether `authority` (with no user information) reads as `host`, `host:port` or `[v6]:port`.
+fn plausible_authority(authority: &str) -> bool {
+    match authority.rfind(':') {
+        Some(colon) if !authority[colon..].contains(']') => {
+            let (host, port) = (&authority[..colon], &authority[colon + 1..]);
+            !host.is_empty() && !port.is_empty() && port.bytes().all(|b| b.is_ascii_digit())
+        }
+        _ => true,
+    }
 }
 
 /// `text` with every occurrence of `url`'s password replaced by `***` (for messages of other
@@ -186,9 +215,7 @@ fn redact_in(text: &str, url: &str) -> String {
 }
 
 fn password_of(url: &str) -> Option<&str> {
-    let rest = &url[url.find("://")? + 3..];
-    let authority = &rest[..rest.find(['/', '?', '#']).unwrap_or(rest.len())];
-    let userinfo = &authority[..authority.rfind('@')?];
+    let (userinfo, _) = split_userinfo(split_scheme(url).1)?;
     userinfo.split_once(':').map(|(_, password)| password)
 }
 
@@ -207,7 +234,20 @@ mod tests {
         assert_eq!(redact("redis://host:6379"), "redis://host:6379");
         assert_eq!(redact("s3cret@host"), "***@host");
         assert_eq!(redact("redis://a:b@c@host/0"), "redis://a:***@host/0");
-        assert_eq!(redact("redis://h:1/0?x=@"), "redis://h:1/0?x=@");
+        // A password may hold `/`, `?`, `#`: everything up to the last `@` is user information.
+        assert_eq!(
+            redact("redis://:s3/cr?e#t@host:1/0"),
+            "redis://:***@host:1/0"
+        );
+        assert_eq!(redact("redis://u:a/b@c@host"), "redis://u:***@host");
+        assert_eq!(redact("redis://h:1/0?x=@"), "redis://h:***@");
+        // A URL cut at a comma inside its password: the front has a port that is not a number.
+        assert_eq!(redact("redis://:s3"), "redis://***");
+        assert_eq!(redact("redis://user:s3"), "redis://***");
+        assert_eq!(redact("cret@host"), "***@host");
+        assert_eq!(redact("redis://host"), "redis://host");
+        assert_eq!(redact("redis://[::1]:6379/0"), "redis://[::1]:6379/0");
+        assert_eq!(redact("redis://[::1]"), "redis://[::1]");
         assert_eq!(
             redact("redis+unix:///tmp/r.sock"),
             "redis+unix:///tmp/r.sock"
@@ -223,6 +263,11 @@ mod tests {
             "rediss://:s3cret@host:6380/#insecure",
             "nonsense://:s3cret@host",
             ":s3cret@host",
+            "redis://:s3/cret@127.0.0.1",
+            "redis://:s3?cret@127.0.0.1:6379",
+            "redis://:s3#cret@127.0.0.1",
+            "redis://u:s3cr/et@host:notaport",
+            "redis://:s3cret",
         ] {
             let error = Endpoint::parse(url).expect_err(url).to_string();
             assert!(!error.contains("s3cret"), "{url}: {error}");

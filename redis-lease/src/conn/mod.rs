@@ -264,8 +264,10 @@ fn connect(addr: &Addr, deadline: Instant) -> RedisResult<Socket> {
             ))
         }
         Addr::Unix(path) => {
-            left()?;
-            Ok(Socket::Unix(UnixStream::connect(path)?))
+            // A plain connect waits as long as a frozen server's full accept queue lasts.
+            let socket = socket2::Socket::new(socket2::Domain::UNIX, socket2::Type::STREAM, None)?;
+            socket.connect_timeout(&socket2::SockAddr::unix(path)?, left()?)?;
+            Ok(Socket::Unix(UnixStream::from(socket)))
         }
     }
 }
