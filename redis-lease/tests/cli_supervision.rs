@@ -8,6 +8,7 @@ use redis::Commands;
 use std::fs;
 use std::io::Write;
 use std::process::{Child, Command, Stdio};
+use std::thread;
 use std::time::{Duration, Instant};
 use support::{client, wait_until, RedisServer};
 use tool::{finish, gone, lease, output, scratch, shell, spawn, stamps};
@@ -133,6 +134,73 @@ fn a_broken_stderr_never_stands_between_a_loss_and_the_kill() {
 }
 
 #[test]
+fn a_signal_while_waiting_for_the_lock_ends_the_wait_and_no_job_starts() {
+    let server = RedisServer::start();
+    let holder = client(&server).lock("busy").expect("valid");
+    let held = holder.lock().expect("free");
+    let (_dir, started) = scratch("started");
+    let run = spawn(
+        lease(&server.url())
+            .args(["run", "--wait", "30s", "busy"])
+            .args(shell("echo started > FILE", &started)),
+    );
+    let mut redis = server.connection();
+    wait_until("lease waits for the lock", || {
+        let (_, subscribers): (String, u64) = redis::cmd("PUBSUB")
+            .arg("NUMSUB")
+            .arg("{busy}:freed")
+            .query(&mut redis)
+            .expect("PUBSUB");
+        subscribers > 0
+    });
+    kill("-TERM", run.id());
+    let done = finish(run, Duration::from_secs(5));
+    assert!(!done.status.success(), "{done:?}");
+    // Freed now, the lock must not start a job that was told to stop before it held it.
+    held.unlock().expect("held");
+    thread::sleep(Duration::from_millis(500));
+    assert!(
+        !started.exists(),
+        "the job started after lease was told to stop"
+    );
+}
+
+#[test]
+fn a_force_unlocked_job_gets_its_grace_before_sigkill() {
+    let server = RedisServer::start();
+    let (_dir, graceful) = scratch("graceful");
+    // On SIGTERM the job takes 300 ms to finish, well within its 1 s grace.
+    let run = spawn(
+        lease(&server.url())
+            .args(["--lease", "3s", "run", "--kill-grace", "1s", "g"])
+            .args(shell(
+                "trap 'sleep 0.3; echo graceful > FILE; exit 0' TERM; while :; do sleep 0.05; done",
+                &graceful,
+            )),
+    );
+    let lock = client(&server).lock("g").expect("valid");
+    wait_until("the job holds the lock", || {
+        lock.is_locked().expect("reachable")
+    });
+    thread::sleep(Duration::from_millis(200));
+    assert!(lock.force_unlock().expect("reachable"));
+    let done = finish(run, Duration::from_secs(10));
+    assert_eq!(done.status.code(), Some(LOST), "{done:?}");
+    assert_eq!(
+        fs::read_to_string(&graceful).unwrap_or_default().trim(),
+        "graceful",
+        "the job was killed before its grace was over: {}",
+        String::from_utf8_lossy(&done.stderr)
+    );
+    let stderr = String::from_utf8_lossy(&done.stderr);
+    assert_eq!(
+        stderr.matches("lost the lease").count(),
+        1,
+        "one loss, told once: {stderr}"
+    );
+}
+
+#[test]
 fn a_full_stderr_with_every_record_logged_never_stands_between_a_loss_and_the_kill() {
     let server = RedisServer::start();
     // A pipe nobody reads, filled to the brim before `lease` starts: every write to it blocks.
@@ -216,6 +284,25 @@ fn passwords_stay_out_of_help_errors_and_the_commands_environment() {
     let malformed = output(lease("redis://:hunter2@127.0.0.1:notaport").args(["status", "x"]));
     assert_eq!(malformed.status.code(), Some(USAGE), "{malformed:?}");
     assert!(!String::from_utf8_lossy(&malformed.stderr).contains("hunter2"));
+    // Passwords with the characters that end a URL's parts, or the list of URLs, unescaped.
+    for (url, topology) in [
+        ("redis://:hun/ter2@127.0.0.1:1", None),
+        ("redis://:hun?ter2@127.0.0.1:1", None),
+        ("redis://:hun#ter2@127.0.0.1:1", None),
+        ("redis://:hun,ter2@127.0.0.1:1", None),
+        ("redis://:hun,ter2@127.0.0.1:1", Some("--cluster")),
+        ("redis://:hun,ter2@127.0.0.1:1", Some("--redlock")),
+    ] {
+        let mut command = lease(url);
+        command.args(["-vv", "--connect-timeout", "200ms"]);
+        command.args(topology);
+        let shown = output(command.args(["status", "x"]));
+        let stderr = String::from_utf8_lossy(&shown.stderr);
+        assert!(
+            !stderr.contains("hun") && !stderr.contains("ter2"),
+            "{url} {topology:?}: {stderr}"
+        );
+    }
 
     // Given apart from the URL: in the environment, or in a file.
     let plain = format!("redis://127.0.0.1:{port}");

@@ -13,7 +13,8 @@
 //!
 //! Unless told `X`, the keeper sends SIGTERM (and SIGCONT) to the group `grace` before the
 //! deadline and SIGKILL at the deadline, then SIGCONT to `lease`, so that a frozen `lease` wakes
-//! to find its lease lost. If its stdin closes without `X` (`lease` died), it sends SIGTERM at
+//! to find its lease lost. `lease` never waits on the pipe: a line that finds it full is left
+//! out, so a frozen keeper leaves `lease` running, and the keeper keeps an earlier deadline. If its stdin closes without `X` (`lease` died), it sends SIGTERM at
 //! once and SIGKILL after `grace`, or at the deadline if that comes first.
 
 use crate::clock;
@@ -88,7 +89,11 @@ pub fn keeper(args: KeeperArgs) -> ExitCode {
         if let Some(group) = group {
             if now >= kill_at {
                 group.signal(Signal::SIGKILL);
-                let _ = kill(supervisor, Signal::SIGCONT);
+                if gone_at.is_none() {
+                    // A frozen `lease` wakes to find its lease lost. One that closed the feed
+                    // is gone, and its process id may be another's now.
+                    let _ = kill(supervisor, Signal::SIGCONT);
+                }
                 return ExitCode::SUCCESS;
             }
             if now >= term_at && !terminated {

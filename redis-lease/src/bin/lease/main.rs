@@ -140,6 +140,9 @@ fn main() -> ExitCode {
     if is_helper() {
         return helper();
     }
+    // Before any thread starts, so that every thread inherits it: the one that writes to stderr
+    // as much as the one that hands the terminal on (see `job::block_sigttou`).
+    job::block_sigttou();
     if std::env::args_os().len() <= 1 {
         return help_for_nothing();
     }

@@ -16,7 +16,7 @@ use crate::connect::SECRETS;
 use crate::exit::{self, Failure};
 use crate::job::{self, Event, Group, Terminal};
 use clap::Args;
-use crossbeam_channel::{select, Receiver};
+use crossbeam_channel::{never, select, Receiver};
 use nix::sys::signal::{kill, Signal};
 use nix::unistd::{getpid, Pid};
 use redis_lease::{Client, LeaseGuard, Lost, LostReason};
@@ -104,12 +104,22 @@ struct Stopping {
 }
 
 pub fn run(client: &Client, args: RunArgs) -> Result<ExitCode, Failure> {
-    // Handing the terminal on, and writing to it from the background, must not stop `lease`.
-    job::block_sigttou();
-    let signals = Signals::new([SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGUSR1, SIGUSR2, SIGTSTP])
-        .map_err(|error| Failure::new(exit::FAILED, format!("cannot handle signals: {error}")))?;
     let grace = args.kill_grace.min(client.default_lease() / 3);
+    // While it waits for the lock, `lease` keeps the signals' default actions: Ctrl-C or a
+    // SIGTERM ends the wait (and `lease`) at once, with nothing held that a job could outlive.
+    // Once the lock is held, they are caught, to be forwarded to the job.
     let guard = acquire(client, &args)?;
+    let signals = match Signals::new([SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGUSR1, SIGUSR2, SIGTSTP])
+    {
+        Ok(signals) => signals,
+        Err(error) => {
+            release(guard);
+            return Err(Failure::new(
+                exit::FAILED,
+                format!("cannot handle signals: {error}"),
+            ));
+        }
+    };
     let mut keeper = match Keeper::start(grace) {
         Ok(keeper) => keeper,
         Err(failure) => {
@@ -213,14 +223,19 @@ struct Supervised {
 impl Supervised {
     fn run(mut self, child: Child, signals: Signals) -> Result<ExitCode, Failure> {
         let pid = self.group.0;
+        let group = self.group;
         let cannot = |error: std::io::Error| {
+            // Unwatched, the job may not run on: `lease` can no longer stop it by the deadline.
+            group.signal(Signal::SIGKILL);
             Failure::new(exit::FAILED, format!("cannot start a thread: {error}"))
         };
         let events = job::follow(pid).map_err(cannot)?;
-        let keeper_gone = self.keeper.watch().map_err(cannot)?;
-        let forwarded = forward(signals).map_err(cannot)?;
+        // Each of these tells once, then disconnects: it is replaced by `never()` when it has
+        // told, so that a closed channel is not read as news again and again.
+        let mut keeper_gone = self.keeper.watch().map_err(cannot)?;
+        let mut forwarded = forward(signals).map_err(cannot)?;
         drop(child);
-        let lost = self.guard.lost_signal();
+        let mut lost = self.guard.lost_signal();
         let lease = self.guard.lease();
         let tick = crossbeam_channel::tick(
             (lease / 20).clamp(Duration::from_millis(5), Duration::from_millis(100)),
@@ -251,13 +266,18 @@ impl Supervised {
                         return Err(Failure::new(exit::FAILED, "lost track of the command"));
                     }
                 },
-                recv(lost) -> lost => self.lost(lost.ok(), &mut stopping),
-                recv(forwarded) -> signal => {
-                    if let Ok(signal) = signal {
+                recv(lost) -> news => {
+                    lost = never();
+                    self.lost(news.ok(), &mut stopping);
+                }
+                recv(forwarded) -> signal => match signal {
+                    Ok(signal) => {
                         self.group.signal(signal);
                     }
-                }
+                    Err(_) => forwarded = never(),
+                },
                 recv(keeper_gone) -> _ => {
+                    keeper_gone = never();
                     if stopping.is_none() {
                         self.group.terminate();
                         log::error!("the dead-man's switch ended: stopping the command");
@@ -380,13 +400,16 @@ impl Supervised {
         signal: Option<i32>,
         stopping: &Option<Stopping>,
     ) -> ExitCode {
-        // The dead-man's switch may have stopped the command a moment before `lease` would:
-        // whoever sent the signal, a command ending with its lease lost or about to lapse was
-        // stopped for the lease.
-        let why = stopping.as_ref().map(|stopping| stopping.why).or_else(|| {
-            let near = Instant::now() + self.grace >= self.guard.valid_until();
-            (self.guard.is_lost() || near).then_some(Stop::Lease)
-        });
+        // The dead-man's switch may have stopped the command a moment before `lease` would, or
+        // ended after stopping it (a frozen `lease`): whoever sent the signal, and whatever
+        // `lease` saw first, a command ending with its lease lost or about to lapse was stopped
+        // for the lease.
+        let near = Instant::now() + self.grace >= self.guard.valid_until();
+        let why = if self.guard.is_lost() || near {
+            Some(Stop::Lease)
+        } else {
+            stopping.as_ref().map(|stopping| stopping.why)
+        };
         // Say how a command stopped for its lease ended, unless `lease` already said it killed it.
         let reported = stopping.as_ref().is_some_and(|stopping| stopping.killed);
         if let (Some(_), Some(signal), false) = (why, signal, reported) {
@@ -453,6 +476,18 @@ fn forward(mut signals: Signals) -> std::io::Result<Receiver<Signal>> {
     Ok(told)
 }
 
+/// Makes writes to `feed` fail with `WouldBlock` rather than wait when its pipe is full.
+fn nonblocking(feed: &ChildStdin) -> nix::Result<()> {
+    use nix::fcntl::{fcntl, FcntlArg, OFlag};
+    use std::os::fd::AsRawFd;
+    let flags = OFlag::from_bits_retain(fcntl(feed.as_raw_fd(), FcntlArg::F_GETFL)?);
+    fcntl(
+        feed.as_raw_fd(),
+        FcntlArg::F_SETFL(flags | OFlag::O_NONBLOCK),
+    )?;
+    Ok(())
+}
+
 /// The dead-man's switch (`lease __keeper`), and the pipe that feeds it.
 struct Keeper {
     child: Option<Child>,
@@ -480,17 +515,34 @@ impl Keeper {
                 format!("cannot start the dead-man's switch: {error}"),
             )
         })?;
-        let feed = child.stdin.take();
+        let feed = child
+            .stdin
+            .take()
+            .and_then(|feed| match nonblocking(&feed) {
+                Ok(()) => Some(feed),
+                Err(error) => {
+                    log::warn!("the dead-man's switch is not fed: {error}");
+                    None
+                }
+            });
         Ok(Keeper {
             child: Some(child),
             feed,
         })
     }
 
+    /// Writes one line to the switch, or nothing if its pipe is full: a frozen switch must not
+    /// freeze `lease`. A line is shorter than `PIPE_BUF`, so the pipe takes it whole or not at
+    /// all; a deadline left out leaves the switch an earlier one, which only stops the job
+    /// sooner. Any other failure closes the feed (the switch then stops the job).
     fn send(&mut self, line: &str) {
         if let Some(feed) = &mut self.feed {
-            if feed.write_all(line.as_bytes()).is_err() {
-                self.feed = None;
+            match feed.write(line.as_bytes()) {
+                Ok(written) if written == line.len() => {}
+                Err(error) if error.kind() == std::io::ErrorKind::WouldBlock => {
+                    log::debug!("the dead-man's switch is behind on its feed: {line:?} left out");
+                }
+                _ => self.feed = None,
             }
         }
     }
@@ -522,5 +574,44 @@ impl Keeper {
                 drop(tell);
             })?;
         Ok(told)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_switch_that_stops_reading_never_blocks_lease() {
+        // A stand-in for a frozen switch: a process that never reads its stdin.
+        let mut frozen = Command::new("sleep")
+            .arg("60")
+            .stdin(Stdio::piped())
+            .spawn()
+            .expect("start sleep");
+        let feed = frozen.stdin.take().expect("piped");
+        nonblocking(&feed).expect("fcntl");
+        let mut keeper = Keeper {
+            child: None,
+            feed: Some(feed),
+        };
+        let (done, finished) = crossbeam_channel::bounded(1);
+        let writer = thread::spawn(move || {
+            // About 300 KB of deadlines: several times what a pipe holds.
+            for _ in 0..10_000 {
+                keeper.deadline(Instant::now());
+            }
+            let fed = keeper.feed.is_some();
+            let _ = done.send(());
+            fed
+        });
+        let wrote = finished.recv_timeout(Duration::from_secs(10));
+        let _ = frozen.kill();
+        let _ = frozen.wait();
+        assert!(wrote.is_ok(), "lease blocked on a full feed");
+        assert!(
+            writer.join().expect("no panic"),
+            "a full pipe is not a broken one: the feed stays open"
+        );
     }
 }

@@ -69,7 +69,9 @@ fn describe(state: &LockState) -> String {
             .iter()
             .map(|(owner, holds)| {
                 let plural = if *holds == 1 { "" } else { "s" };
-                format!("{owner} ({holds} hold{plural})")
+                // Owner ids come from the server: control characters are shown escaped, so that
+                // one cannot write to the terminal.
+                format!("{} ({holds} hold{plural})", owner.escape_debug())
             })
             .collect();
         let left = match state.ttl {
