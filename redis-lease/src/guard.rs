@@ -133,7 +133,9 @@ impl LeaseGuard {
 
     /// A receiver that gets one [`Lost`] when the hold is lost (at once if it is already), for
     /// `recv` or `select!`. The watchdog sends it no later than one timer tick after the local
-    /// deadline, even if Redis hangs. Each call makes a new receiver; all of them are told.
+    /// deadline, even if Redis hangs. Each call makes a new receiver; all of them are told. Each
+    /// is kept (a few dozen bytes) until the hold is lost or released, dropped or not: take one
+    /// receiver before a `select!` loop rather than calling this in every round.
     pub fn lost_signal(&self) -> Receiver<Lost> {
         self.held.watched.lost_signal()
     }

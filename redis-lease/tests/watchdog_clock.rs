@@ -328,6 +328,33 @@ fn a_stopped_timer_gives_the_hold_back_with_a_typed_error() {
 }
 
 #[test]
+fn holders_are_told_at_once_when_the_timer_is_stopped_under_them() {
+    let server = RedisServer::start();
+    let (client, _clock, timer) = manual_client(&server, LEASE);
+    let renewed = client
+        .lock("renewed")
+        .expect("valid name")
+        .lock()
+        .expect("free");
+    let fixed = client
+        .lock("fixed")
+        .expect("valid name")
+        .lock_with_lease(LEASE)
+        .expect("free");
+    let told = [renewed.lost_signal(), fixed.lost_signal()];
+    // Its owner stops the shared timer: no renewal and no deadline will ever run again.
+    drop(timer.stop());
+    for (guard, told) in [&renewed, &fixed].into_iter().zip(told) {
+        let lost = told
+            .recv_timeout(Duration::from_secs(5))
+            .expect("the holder is told, without waiting for a deadline that will never run");
+        assert_eq!(lost.reason, LostReason::TimerStopped);
+        assert!(guard.is_lost());
+    }
+    assert_eq!(client.watchdog_metrics().lost, 2);
+}
+
+#[test]
 fn an_abandoned_hold_is_neither_renewed_nor_released() {
     let server = RedisServer::start();
     let (client, clock, _timer) = manual_client(&server, LEASE);

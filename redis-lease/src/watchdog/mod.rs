@@ -19,6 +19,7 @@
 mod metrics;
 mod renewer;
 mod table;
+mod unrun;
 
 pub use metrics::WatchdogMetrics;
 pub(crate) use renewer::{Pending, Renewed, Renewer};
@@ -33,6 +34,7 @@ use parking_lot::{Condvar, Mutex};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 use table::{NewEntry, State, Table};
+use unrun::DeadlineTask;
 
 /// The renewal queue is served in calls of at most this many leases unless configured.
 pub(crate) const DEFAULT_BATCH: usize = 100;
@@ -322,18 +324,37 @@ impl Shared {
         at: Instant,
         trigger: Trigger,
     ) -> Result<(), LostReason> {
+        if self.timer.is_stopped() {
+            return Err(LostReason::TimerStopped);
+        }
         let weak = Arc::downgrade(self);
-        let timeout = self
-            .timer
-            .schedule_at(at, move || {
-                if let Some(shared) = weak.upgrade() {
-                    match trigger {
-                        Trigger::Deadline => shared.deadline_passed(entry),
-                        Trigger::Renewal => shared.renewal_due(entry),
+        let scheduled = match trigger {
+            Trigger::Deadline => {
+                let Some(found) = table.get(entry) else {
+                    return Ok(());
+                };
+                let task = DeadlineTask {
+                    shared: weak,
+                    entry,
+                    keys: Arc::clone(&found.keys),
+                    owner: Arc::clone(&found.owner),
+                    status: Arc::clone(&found.status),
+                    ran: false,
+                };
+                self.timer
+                    .schedule_at(at, move || task.fire())
+                    .map_err(drop)
+            }
+            Trigger::Renewal => self
+                .timer
+                .schedule_at(at, move || {
+                    if let Some(shared) = weak.upgrade() {
+                        shared.renewal_due(entry);
                     }
-                }
-            })
-            .map_err(|_| LostReason::TimerStopped)?;
+                })
+                .map_err(drop),
+        };
+        let timeout = scheduled.map_err(|()| LostReason::TimerStopped)?;
         if let Some(found) = table.get_mut(entry) {
             let slot = match trigger {
                 Trigger::Deadline => &mut found.deadline_timer,
@@ -467,7 +488,8 @@ impl Shared {
         self.settled.notify_all();
     }
 
-    /// A renewal sent at `sent_at` was confirmed: move the deadline and schedule the next one.
+    /// A renewal sent at `sent_at` was confirmed: move the deadline and schedule the next one;
+    /// unless the deadline has passed already, which loses the hold.
     fn confirmed(
         self: &Arc<Self>,
         table: &mut Table,
@@ -477,6 +499,11 @@ impl Shared {
         let Some(found) = table.get_mut(entry) else {
             return Ok(());
         };
+        if self.timer.now() >= found.valid_until {
+            // Past the deadline the hold is lost, whatever comes later: its holder may already
+            // have read `is_lost()` as true, and a lost hold never becomes valid again.
+            return Err(LostReason::Unconfirmed);
+        }
         let lease = found.lease;
         let valid_until = self.deadline_after(sent_at, lease);
         if valid_until > found.valid_until {

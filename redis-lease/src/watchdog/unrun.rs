@@ -1,0 +1,66 @@
+//! A hold's deadline task, which tells the holder when a stopped timer drops it unrun.
+//!
+//! A [`Timer`](hashwheel::Timer) that is stopped (a timer shared through
+//! `ClientBuilder::timer`, stopped by its owner) drops its pending tasks without running them:
+//! the hold's renewals and its deadline would never run again, and a holder waiting on its lost
+//! signal would never hear of the lease lapsing. Every live hold has exactly one deadline task
+//! pending, so the drop of that task, unrun while the timer is stopped, is where the holder is
+//! told.
+//!
+//! The drop may happen inside a `cancel` that the watchdog makes with its table locked; so the
+//! table is only tried, and where it is busy the hold's own status (whose lock is never held
+//! across a cancel) is marked lost directly.
+
+use super::table::EntryRef;
+use super::Shared;
+use crate::keys::LockKeys;
+use crate::lost::{Lost, LostReason, Status};
+use std::sync::{Arc, Weak};
+
+/// The deadline task of one hold: `fire` runs it; dropped unrun on a stopped timer, it marks
+/// the hold lost.
+pub(super) struct DeadlineTask {
+    pub(super) shared: Weak<Shared>,
+    pub(super) entry: EntryRef,
+    pub(super) keys: Arc<LockKeys>,
+    pub(super) owner: Arc<str>,
+    pub(super) status: Arc<Status>,
+    pub(super) ran: bool,
+}
+
+impl DeadlineTask {
+    /// Runs on the timer thread at the hold's local deadline.
+    pub(super) fn fire(mut self) {
+        self.ran = true;
+        if let Some(shared) = self.shared.upgrade() {
+            shared.deadline_passed(self.entry);
+        }
+    }
+}
+
+impl Drop for DeadlineTask {
+    fn drop(&mut self) {
+        if self.ran {
+            return;
+        }
+        let Some(shared) = self.shared.upgrade() else {
+            return;
+        };
+        if !shared.timer.is_stopped() {
+            // Cancelled by the watchdog: replaced by a later deadline, or the hold is gone.
+            return;
+        }
+        if let Some(mut table) = shared.table.try_lock() {
+            table.lose(self.entry, LostReason::TimerStopped);
+            return;
+        }
+        let reason = LostReason::TimerStopped;
+        log::warn!("lock {:?} is lost: {reason}", self.keys.name);
+        self.status.mark_lost(Lost {
+            name: self.keys.name.clone(),
+            owner: self.owner.to_string(),
+            reason,
+            valid_until: self.status.valid_until(),
+        });
+    }
+}
