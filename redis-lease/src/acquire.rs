@@ -33,6 +33,10 @@ pub(crate) fn acquire(lock: &Lock, kind: LeaseKind, wait: Wait) -> Result<Option
     let lease = kind.lease(core.default_lease)?;
     let started = Instant::now();
     let owner = lock.owner();
+    // The releases sent again on entering the queue and the attempt after them share one
+    // command timeout, however many releases there are: a call that does not wait returns
+    // within it.
+    let mut first_call_by = None;
     // A re-entry does not queue: the thread ahead of it may be waiting for this very hold. It
     // queues as any contender only if its hold turns out to be gone.
     let mut turn = None;
@@ -51,7 +55,9 @@ pub(crate) fn acquire(lock: &Lock, kind: LeaseKind, wait: Wait) -> Result<Option
                 }
                 Err(Refused::TimedOut) => return wait.gave_up(&keys.name, started),
             };
-            settle_releases(lock, &owner)?;
+            let call_by = core.call_deadline();
+            settle_releases(lock, &owner, call_by)?;
+            first_call_by = Some(call_by);
         }
         // A releaser of this client may have granted the lock while this thread slept.
         if let Some((_, offer)) = &waiting {
@@ -77,7 +83,8 @@ pub(crate) fn acquire(lock: &Lock, kind: LeaseKind, wait: Wait) -> Result<Option
             valid_until: watchdog::valid_until(sent_at, lease),
             now: &now,
         };
-        let attempted = match core.backend.attempt(keys, &attempt, core.call_deadline()) {
+        let call_by = first_call_by.take().unwrap_or_else(|| core.call_deadline());
+        let attempted = match core.backend.attempt(keys, &attempt, call_by) {
             Ok(attempted) => attempted,
             Err(error) => match wait.retry_at(&error) {
                 Some(at) => {
@@ -143,9 +150,10 @@ pub(crate) fn acquire(lock: &Lock, kind: LeaseKind, wait: Wait) -> Result<Option
 }
 
 /// Sends again this owner's releases of the lock whose outcome is unknown, so that a hold the
-/// owner believes released does not keep it waiting. Those still unanswered are kept for next
-/// time; the acquisition goes on unless Redis refused (a hold left over only makes it wait).
-fn settle_releases(lock: &Lock, owner: &str) -> Result<()> {
+/// owner believes released does not keep it waiting, all by `deadline`. Those still unanswered
+/// are kept for next time; the acquisition goes on unless Redis refused (a hold left over only
+/// makes it wait).
+fn settle_releases(lock: &Lock, owner: &str, deadline: Instant) -> Result<()> {
     let core = &lock.core;
     for unsettled in core.unsettled.take(&lock.keys.lock, owner) {
         // Not settled again: `send` remembers it again.
@@ -155,7 +163,7 @@ fn settle_releases(lock: &Lock, owner: &str) -> Result<()> {
             owner,
             &unsettled.hold,
             &unsettled.id,
-            core.call_deadline(),
+            deadline,
             Handoff::No,
         );
         if outcome.settled {
