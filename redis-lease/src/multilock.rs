@@ -113,7 +113,10 @@ impl MultiLock {
     }
 }
 
-/// Every member of a [`MultiLock`], held. Dropping it releases them all (in reverse order).
+/// Every member of a [`MultiLock`], held. Dropping it releases them all (in reverse order), one
+/// after another, each within its own client's command timeout: against unresponsive servers a
+/// drop or [`MultiGuard::unlock`] of N members takes up to N command timeouts, so that a member
+/// on a healthy server is always released even when one before it finds its server frozen.
 #[must_use = "the locks are released as soon as the guard is dropped"]
 #[derive(Debug)]
 pub struct MultiGuard {
