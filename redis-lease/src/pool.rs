@@ -286,7 +286,7 @@ impl<'a> Via<'a> {
     pub(crate) fn get(self, deadline: Instant) -> Result<Pooled<'a>> {
         let mut conn = self.pool.get(deadline)?;
         if self.asking {
-            conn.ask_next();
+            conn.ask_each();
         }
         Ok(conn)
     }
@@ -323,7 +323,8 @@ impl DerefMut for Pooled<'_> {
 
 impl Drop for Pooled<'_> {
     fn drop(&mut self) {
-        if let Some(conn) = self.conn.take() {
+        if let Some(mut conn) = self.conn.take() {
+            conn.stop_asking();
             let mut idle = self.pool.idle.lock();
             if !conn.is_usable() {
                 idle.clear();

@@ -119,6 +119,83 @@ fn every_public_method_works_on_a_cluster() {
 }
 
 #[test]
+fn a_lock_whose_keys_moved_mid_migration_is_served_on_the_importing_node() {
+    let cluster = RedisCluster::start(3, 0);
+    let client = client(&cluster, Duration::from_secs(30));
+    let name = "asked";
+    let key_slot = slot(format!("{{{name}}}"));
+    let from = cluster.master_for_key(format!("{{{name}}}"));
+    let to = *cluster
+        .masters()
+        .iter()
+        .find(|&&master| master != from)
+        .expect("another master");
+    let lock = client.lock(name).expect("valid");
+    // One hold taken and released first, so that all four of the lock's keys exist: an
+    // importing node runs a script for a migrating slot only when it has every key it names.
+    let lease = Duration::from_secs(30);
+    lock.lock_with_lease(lease)
+        .expect("free")
+        .unlock()
+        .expect("held");
+    let guard = lock.lock_with_lease(lease).expect("free");
+    // Half way through a resharding: the keys are on the importing node, while the slot is
+    // still the migrating node's, which sends every call for them on with `ASK`.
+    cluster.begin_migration(key_slot, from, to);
+    assert_eq!(
+        cluster.move_keys(key_slot, from, to),
+        4,
+        "the lock's four keys"
+    );
+    assert_eq!(cluster.master_of_slot(key_slot), from);
+    let state = lock.inspect().expect("inspected on the importing node");
+    assert_eq!(state.hold_token, guard.fencing_token());
+    let again = lock
+        .try_lock()
+        .expect("reachable")
+        .expect("re-entered on the importing node");
+    assert_eq!(again.fencing_token(), guard.fencing_token());
+    again.unlock().expect("released once on the importing node");
+    guard.unlock().expect("released on the importing node");
+    cluster.finish_migration(key_slot, from, to);
+    let next = lock.try_lock().expect("reachable").expect("free");
+    assert!(next.fencing_token() > state.hold_token);
+    next.unlock().expect("held");
+}
+
+#[test]
+fn calls_follow_a_frozen_master_to_the_replica_that_took_its_place() {
+    let cluster = RedisCluster::start(3, 1);
+    let client = client(&cluster, Duration::from_secs(30));
+    let name = "frozen-master";
+    let master = cluster.master_for_key(format!("{{{name}}}"));
+    let replica = cluster.replicas_of(master)[0];
+    let lock = client.lock(name).expect("valid");
+    // Fixed leases only: no renewal fails to tell the client that its map is wrong.
+    let lease = Duration::from_secs(5);
+    lock.lock_with_lease(lease)
+        .expect("free")
+        .unlock()
+        .expect("held");
+    cluster.pause(master);
+    let mut promoted = cluster.server(replica).connection();
+    support::wait_until("the replica takes the frozen master's place", || {
+        let role: Vec<redis::Value> = redis::cmd("ROLE").query(&mut promoted).expect("ROLE");
+        matches!(role.first(), Some(redis::Value::BulkString(role)) if role == b"master")
+    });
+    let guard = lock
+        .try_lock_for_with_lease(Duration::from_secs(15), lease)
+        .expect("reachable")
+        .expect("free, on the promoted replica");
+    assert_eq!(
+        lock.inspect().expect("reachable").node.as_deref(),
+        Some(format!("127.0.0.1:{replica}").as_str())
+    );
+    guard.unlock().expect("held");
+    cluster.resume(master);
+}
+
+#[test]
 fn holds_are_renewed_and_waiters_woken_across_a_resharding() {
     let cluster = RedisCluster::start(3, 1);
     let lease = Duration::from_millis(900);

@@ -41,8 +41,8 @@ pub(crate) struct Conn {
     parser: redis::Parser,
     db: i64,
     open: bool,
-    /// Send `ASKING` before the next command (a cluster node importing the slot runs it only
-    /// so).
+    /// Send `ASKING` before each command written while set (a cluster node importing a slot
+    /// runs a command for it only so): see [`Conn::ask_each`].
     asking: bool,
     /// Replies to read and drop before the next one is returned (those of `ASKING`).
     skip: usize,
@@ -115,9 +115,16 @@ impl Conn {
         self.open
     }
 
-    /// Has the next command sent after `ASKING` (a cluster's `ASK` redirect).
-    pub(crate) fn ask_next(&mut self) {
+    /// Sends `ASKING` before every command written from now on (a cluster's `ASK` redirect:
+    /// the importing node runs one command per `ASKING`, so each command of an operation needs
+    /// its own, a pipeline's and a script reload's too), until [`Conn::stop_asking`].
+    pub(crate) fn ask_each(&mut self) {
         self.asking = true;
+    }
+
+    /// Ends [`Conn::ask_each`].
+    pub(crate) fn stop_asking(&mut self) {
+        self.asking = false;
     }
 
     /// Writes `bytes` (one or more packed commands) without reading a reply.
@@ -125,7 +132,7 @@ impl Conn {
         if !self.open {
             return Err(io_error(io::ErrorKind::NotConnected, "connection closed"));
         }
-        if std::mem::take(&mut self.asking) {
+        if self.asking {
             let asking = redis::cmd("ASKING").get_packed_command();
             let written = self.stream.write_all(&asking);
             self.closed_on_error(written.map_err(RedisError::from))?;
@@ -140,6 +147,16 @@ impl Conn {
     pub(crate) fn exchange(&mut self, commands: &[redis::Cmd]) -> RedisResult<Vec<Value>> {
         if commands.is_empty() {
             return Ok(Vec::new());
+        }
+        if self.asking {
+            // `send` puts one `ASKING` before a write; a pipeline needs one before each command.
+            return commands
+                .iter()
+                .map(|command| {
+                    self.send(&command.get_packed_command())?;
+                    self.receive()
+                })
+                .collect();
         }
         let mut bytes = Vec::new();
         for command in commands {

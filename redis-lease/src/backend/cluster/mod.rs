@@ -82,7 +82,9 @@ impl Cluster {
                     );
                 }
                 None => {
-                    if is_refused_connection(&error) {
+                    if matches!(error, Error::Unavailable(_)) {
+                        // Refused, reset or silent: a node that stopped serving may have been
+                        // failed over, and only the map read again can say where to.
                         self.routes.mark_stale();
                     }
                     return Err(error);
@@ -112,11 +114,7 @@ impl Redirect {
             Error::Refused(error) | Error::Unavailable(error) => error,
             _ => return None,
         };
-        let to = || {
-            redis
-                .redirect_node()
-                .map(|(host, port)| slots::join(host, usize::from(port)))
-        };
+        let to = || slots::redirect_target(redis);
         match redis.code()? {
             "MOVED" => to().map(Redirect::Moved),
             "ASK" => to().map(Redirect::Ask),
@@ -124,10 +122,6 @@ impl Redirect {
             _ => None,
         }
     }
-}
-
-fn is_refused_connection(error: &Error) -> bool {
-    matches!(error, Error::Unavailable(error) if error.is_connection_refusal())
 }
 
 impl Backend for Cluster {

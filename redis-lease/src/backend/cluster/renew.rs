@@ -126,8 +126,10 @@ fn read(
             Ok(reply) => replies.push((reply, indices)),
             Err(error) if scripts::is_noscript(&error) => again.push((call, indices)),
             Err(error) => {
-                if let (Some("MOVED"), Some((host, port))) = (error.code(), error.redirect_node()) {
-                    routes.moved(*slot, &super::slots::join(host, usize::from(port)));
+                if let (Some("MOVED"), Some(node)) =
+                    (error.code(), super::slots::redirect_target(&error))
+                {
+                    routes.moved(*slot, &node);
                 } else {
                     routes.mark_stale();
                 }

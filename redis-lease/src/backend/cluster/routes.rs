@@ -127,9 +127,16 @@ impl Routes {
     }
 
     /// Reads the slot map from the first node (known ones, then seeds) that answers by
-    /// `deadline`; at most every [`MIN_REFRESH`], by one thread at a time.
+    /// `deadline`; at most every [`MIN_REFRESH`], by one thread at a time (the others wait for
+    /// it, by their own deadlines). Each node is given half the time left, so that a node that
+    /// stopped answering cannot take all of it.
     pub(crate) fn refresh(&self, deadline: Instant) -> Result<()> {
-        let mut refreshed = self.refreshed.lock();
+        let Some(mut refreshed) = self.refreshed.try_lock_until(deadline) else {
+            return Err(Error::Unavailable(crate::conn::io_error(
+                std::io::ErrorKind::TimedOut,
+                "the cluster's slot map was being read by another call until the deadline",
+            )));
+        };
         if refreshed.is_some_and(|at| at.elapsed() < MIN_REFRESH)
             && !self.slots.read().iter().all(Option::is_none)
         {
@@ -152,10 +159,11 @@ impl Routes {
         });
         let mut last_error = None;
         for (name, pool) in known.into_iter().chain(seeds) {
-            if Instant::now() >= deadline {
+            let now = Instant::now();
+            if now >= deadline {
                 break;
             }
-            let read = pool.call(deadline, |con| {
+            let read = pool.call(now + (deadline - now) / 2, |con| {
                 let reply = con
                     .exchange(&[redis::cmd("CLUSTER").arg("SLOTS").clone()])
                     .map_err(Error::unavailable_or_refused)?;

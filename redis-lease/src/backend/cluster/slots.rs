@@ -93,9 +93,46 @@ pub(crate) fn join(host: &str, port: usize) -> String {
     }
 }
 
+/// The node a `MOVED` or `ASK` refusal names, as [`join`] writes node addresses. Redis writes
+/// it `host:port` after the slot (`MOVED 3999 127.0.0.1:7001`), an IPv6 host without brackets
+/// (`MOVED 3999 ::1:7001`); the port is what follows the last colon.
+pub(crate) fn redirect_target(error: &redis::RedisError) -> Option<String> {
+    let (addr, _slot) = error.redirect_node()?;
+    let (host, port) = addr.rsplit_once(':')?;
+    let port: u16 = port.parse().ok()?;
+    let host = host.trim_start_matches('[').trim_end_matches(']');
+    (!host.is_empty()).then(|| join(host, usize::from(port)))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn refusal(text: &str) -> redis::RedisError {
+        let reply = redis::parse_redis_value(format!("-{text}\r\n").as_bytes()).expect("RESP");
+        reply.extract_error().expect_err("an error reply")
+    }
+
+    #[test]
+    fn redirections_name_the_node_they_send_to() {
+        let target = |text: &str| redirect_target(&refusal(text));
+        assert_eq!(
+            target("MOVED 3999 127.0.0.1:7001").as_deref(),
+            Some("127.0.0.1:7001")
+        );
+        assert_eq!(
+            target("ASK 12182 10.0.0.2:30004").as_deref(),
+            Some("10.0.0.2:30004")
+        );
+        assert_eq!(target("MOVED 1 ::1:7001").as_deref(), Some("[::1]:7001"));
+        assert_eq!(
+            target("MOVED 1 cache-0.example:6379").as_deref(),
+            Some("cache-0.example:6379")
+        );
+        assert_eq!(target("MOVED 1 :7001"), None, "no host");
+        assert_eq!(target("MOVED 1 127.0.0.1"), None, "no port");
+        assert_eq!(target("TRYAGAIN not now"), None);
+    }
 
     #[test]
     fn slots_are_those_redis_computes() {
