@@ -3,6 +3,8 @@
 //! acknowledgements required it hands out only holds a replica has; and it reaches Sentinels and
 //! data servers that require a password, or TLS with a client certificate.
 
+mod support;
+
 use redis_lease::{Client, Error, LeaseGuard, Lock};
 use std::sync::Arc;
 use std::thread;
@@ -75,6 +77,39 @@ fn retried_while_unavailable<T>(mut call: impl FnMut() -> redis_lease::Result<T>
             Err(error) => panic!("{error}"),
         }
     }
+}
+
+/// How many connections subscribed to a channel the Sentinel on `sentinel` has (Sentinels
+/// subscribe to each other on the data servers, not on one another: these are clients').
+fn subscribers(sentinel: &testkit::RedisServer) -> usize {
+    let clients: String = redis::cmd("CLIENT")
+        .arg("LIST")
+        .query(&mut sentinel.connection())
+        .expect("CLIENT LIST");
+    clients
+        .lines()
+        .filter(|line| line.split(' ').any(|field| field == "sub=1"))
+        .count()
+}
+
+#[test]
+fn the_failover_listener_leaves_a_sentinel_that_stopped_answering() {
+    let set = SentinelSet::start();
+    let client = client(&set);
+    let lock = client.lock("listened").expect("valid");
+    lock_when_available(&lock, Duration::from_secs(5))
+        .unlock()
+        .expect("held");
+    let sentinels = set.sentinels();
+    support::wait_until("the listener subscribes on the first Sentinel", || {
+        subscribers(&sentinels[0]) == 1
+    });
+    sentinels[0].pause();
+    support::wait_until("the listener subscribes on another Sentinel", || {
+        subscribers(&sentinels[1]) + subscribers(&sentinels[2]) == 1
+    });
+    sentinels[0].resume();
+    drop(client);
 }
 
 #[test]

@@ -4,7 +4,8 @@
 //! keep answering as a primary.
 //!
 //! One thread per client of a Sentinel deployment, subscribed on one Sentinel at a time (the
-//! next in the list after an error), which ends once the client is dropped.
+//! next in the list after an error, or once it stops answering a `PING`), which ends once the
+//! client is dropped.
 
 use crate::conn::{Conn, Endpoint};
 use crate::pool::Pool;
@@ -18,6 +19,9 @@ const CHANNEL: &str = "+switch-master";
 const POLL: Duration = Duration::from_millis(500);
 /// The pause before subscribing again after an error.
 const AGAIN: Duration = Duration::from_secs(1);
+/// How long the subscription may stay quiet before the Sentinel is asked whether it is there:
+/// a Sentinel that stopped answering (frozen, cut off) would otherwise be listened to for ever.
+const HEARTBEAT: Duration = Duration::from_secs(1);
 
 /// Starts the listener for `pool`'s Sentinels, if it has any.
 pub(crate) fn watch(pool: &Arc<Pool>, thread_name: String) -> std::io::Result<()> {
@@ -40,7 +44,7 @@ fn listen(pool: &Weak<Pool>, sentinels: &[Endpoint], master: &str) {
         };
         match subscribe(sentinel, timeout) {
             Ok(mut conn) => {
-                if let Err(error) = follow(&mut conn, pool, master) {
+                if let Err(error) = follow(&mut conn, pool, master, timeout) {
                     log::debug!("sentinel {}: {error}", sentinel.shown());
                 }
             }
@@ -61,20 +65,49 @@ fn subscribe(sentinel: &Endpoint, timeout: Duration) -> redis::RedisResult<Conn>
     Ok(conn)
 }
 
-/// Reads announcements until the connection fails or the pool is gone; an announcement for
-/// `master` makes the pool forget its connections.
-fn follow(conn: &mut Conn, pool: &Weak<Pool>, master: &str) -> redis::RedisResult<()> {
+/// Reads announcements until the connection fails, the Sentinel leaves a `PING` unanswered for
+/// `timeout`, or the pool is gone; an announcement for `master` makes the pool forget its
+/// connections.
+fn follow(
+    conn: &mut Conn,
+    pool: &Weak<Pool>,
+    master: &str,
+    timeout: Duration,
+) -> redis::RedisResult<()> {
+    let mut heard_at = Instant::now();
+    let mut pinged_at: Option<Instant> = None;
     loop {
         conn.set_deadline(Instant::now() + POLL);
         let message = conn.poll()?;
         let Some(pool) = pool.upgrade() else {
             return Ok(());
         };
-        if let Some(text) = message.as_ref().and_then(payload) {
-            if text.split(' ').next() == Some(master) {
-                log::info!("sentinels announced a new primary: {text}");
-                pool.forget_connections();
+        let now = Instant::now();
+        if let Some(message) = &message {
+            // Anything read (a `pong` too) shows the Sentinel is there.
+            heard_at = now;
+            pinged_at = None;
+            if let Some(text) = payload(message) {
+                if text.split(' ').next() == Some(master) {
+                    log::info!("sentinels announced a new primary: {text}");
+                    pool.forget_connections();
+                }
             }
+        }
+        match pinged_at {
+            Some(at) if now.saturating_duration_since(at) >= timeout => {
+                return Err(crate::conn::io_error(
+                    std::io::ErrorKind::TimedOut,
+                    "the sentinel stopped answering",
+                ));
+            }
+            None if now.saturating_duration_since(heard_at) >= HEARTBEAT => {
+                // The poll's deadline has passed: the write needs one of its own.
+                conn.set_deadline(now + timeout);
+                conn.send(&redis::cmd("PING").get_packed_command())?;
+                pinged_at = Some(now);
+            }
+            _ => {}
         }
     }
 }
