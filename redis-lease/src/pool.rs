@@ -63,6 +63,8 @@ pub(crate) struct Pool {
     /// Raised when every connection must go ([`Pool::forget_connections`]); a connection opened
     /// under a lower value is closed instead of used again.
     generation: AtomicU64,
+    /// The highest Sentinel configuration epoch of a primary a connection was opened to.
+    primary_epoch: AtomicU64,
 }
 
 impl Pool {
@@ -106,6 +108,7 @@ impl Pool {
             policy_checked: AtomicBool::new(false),
             identity_check: None,
             generation: AtomicU64::new(0),
+            primary_epoch: AtomicU64::new(0),
         }
     }
 
@@ -162,7 +165,17 @@ impl Pool {
                 conn.set_epoch(*epoch);
                 conn
             }
-            Target::Sentinel(sentinels) => sentinels.connect(connect_by)?,
+            Target::Sentinel(sentinels) => {
+                let conn = sentinels.connect(connect_by)?;
+                if let Epoch::Known(epoch) = conn.epoch() {
+                    if self.primary_epoch.fetch_max(epoch, Ordering::AcqRel) < epoch {
+                        // The Sentinels name a newer primary than the pool's other connections
+                        // reach, announced or not: none of those may serve another call.
+                        self.forget_connections();
+                    }
+                }
+                conn
+            }
         };
         if !self.policy_checked.swap(true, Ordering::Relaxed) {
             self.check_eviction_policy(&mut conn)?;
