@@ -216,12 +216,11 @@ impl Backend for Cluster {
 struct Announcements(Arc<Routes>);
 
 impl Announcer for Announcements {
+    /// By the slot map as it is: the waiters ask with their lock held, so this never reads the
+    /// map again (a waiter's attempt, made before it watches, has read it). A channel of a slot
+    /// the map does not know is not subscribed; its waiters look at their lock on their own.
     fn server_of(&self, channel: &str) -> Option<(String, Arc<Pool>)> {
-        let slot = slots::slot(channel);
-        let node = self.0.known(slot).or_else(|| {
-            let deadline = Instant::now() + self.0.command_timeout();
-            self.0.node(slot, deadline).ok()
-        })?;
+        let node = self.0.known(slots::slot(channel))?;
         Some((node.0.to_string(), node.1))
     }
 
