@@ -47,7 +47,8 @@ impl Lock {
 
     /// The same lock, renewed for at most `max_hold` in total per hold: then renewal stops, the
     /// lease runs out (within one lease) and the holder is told, with [`LostReason::MaxHold`].
-    /// A bound on a job that hangs while holding.
+    /// A bound on a job that hangs while holding. A re-entry with a `max_hold` bounds the hold
+    /// it joins as well, from the re-entry on: renewal stops at whichever end comes first.
     ///
     /// # Errors
     ///

@@ -309,6 +309,38 @@ fn max_hold_stops_renewal_and_tells_the_holder_when_the_lease_runs_out() {
 }
 
 #[test]
+fn a_reentry_with_a_max_hold_stops_the_renewal_of_the_hold_it_joins() {
+    let server = RedisServer::start();
+    let (client, clock, _timer) = manual_client(&server, LEASE);
+    let lock = client.lock("joined").expect("valid name");
+    let outer = lock.lock().expect("free");
+    clock.advance(THIRD);
+    wait_until("a renewal", || client.watchdog_metrics().renewed == 1);
+    // Re-entered 10 s in, for at most 15 s more: renewal stops 25 s into the hold.
+    let inner = lock
+        .max_hold(Duration::from_secs(15))
+        .expect("above zero")
+        .lock()
+        .expect("re-entry");
+    assert_eq!(inner.holds_at_acquire(), 2);
+    let lost = inner.lost_signal();
+    clock.advance(THIRD);
+    wait_until("a renewal", || client.watchdog_metrics().renewed == 2);
+    clock.advance(THIRD);
+    clock.advance(inner.valid_until() - clock.now());
+    assert_eq!(
+        lost.try_recv().map(|lost| lost.reason),
+        Ok(LostReason::MaxHold)
+    );
+    assert_eq!(
+        client.watchdog_metrics().renewals_sent,
+        2,
+        "no renewal past the re-entry's max_hold"
+    );
+    assert!(outer.is_lost(), "one hold, lost for both guards");
+}
+
+#[test]
 fn a_stopped_timer_gives_the_hold_back_with_a_typed_error() {
     let server = RedisServer::start();
     let (client, _clock, timer) = manual_client(&server, LEASE);

@@ -181,6 +181,13 @@ impl Watchdog {
             if let Some(entry) = table.renewed_hold(&hold.hold) {
                 if let Some(found) = table.get_mut(entry) {
                     found.guards += 1;
+                    // A re-entry's own `max_hold` counts from its acquisition: the hold stops
+                    // being renewed at whichever end comes first.
+                    if let Some(max) = hold.max_hold {
+                        let held_for = hold.sent_at.saturating_duration_since(found.acquired_at);
+                        let end = held_for.saturating_add(max);
+                        found.max_hold = Some(found.max_hold.map_or(end, |own| own.min(end)));
+                    }
                     return Ok(Watched {
                         entry,
                         status: Arc::clone(&found.status),
