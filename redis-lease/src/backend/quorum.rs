@@ -126,6 +126,16 @@ impl Quorum {
     }
 }
 
+/// How long past a call's deadline the undoing of what it did on masters that have just
+/// answered may be waited for: enough for a master that answers, too little to stretch the call.
+const UNDO_GRACE: Duration = Duration::from_millis(50);
+
+/// The deadline of an undo that follows a call whose deadline is `deadline`. An undo that
+/// misses it has still been written, and runs when the master gets to it.
+fn undo_deadline(deadline: Instant) -> Instant {
+    deadline.max(Instant::now() + UNDO_GRACE)
+}
+
 /// The release of a new hold `hold` of `owner` through its first acquisition, whose id is the
 /// hold's: it undoes an attempt or a grant wherever it went through, and changes nothing
 /// elsewhere.
@@ -216,6 +226,7 @@ impl Backend for Quorum {
             let holds = granted.iter().map(|(_, holds)| *holds).max().unwrap_or(1);
             return Ok(Attempted::Acquired { holds, token: None });
         }
+        let undo_by = undo_deadline(deadline);
         for (undo, new) in [(Some(&undo_new), true), (undo_reentry.as_ref(), false)] {
             let Some(undo) = undo else { continue };
             let masters: Vec<&Master> = granted
@@ -224,7 +235,7 @@ impl Backend for Quorum {
                 .map(|(master, _)| *master)
                 .collect();
             if !masters.is_empty() {
-                self.everywhere(&masters, undo, Instant::now() + self.node_timeout);
+                self.everywhere(&masters, undo, undo_by);
             }
         }
         match (answered, fanout::worst(failures)) {
@@ -279,7 +290,7 @@ impl Backend for Quorum {
             if granted.len() >= self.quorum && (grant.now)() < grant.valid_until {
                 handed_over = true;
             } else if !granted.is_empty() {
-                self.everywhere(&granted, withdraw, Instant::now() + self.node_timeout);
+                self.everywhere(&granted, withdraw, undo_deadline(deadline));
             }
         }
         let released = if handed_over {
