@@ -120,11 +120,13 @@ fn take_due(shared: &Shared, due: u64, batch: &mut Batch) {
             shard.due_hint.store(next, Ordering::SeqCst);
         }
         // A recurring task keeps its place while it runs: it gives it back when it ends.
-        let leaving = batch[before..]
-            .iter()
-            .filter(|(_, job)| !job.recurs())
-            .count();
-        shard.release(leaving);
+        if shard.limit.is_some() {
+            let leaving = batch[before..]
+                .iter()
+                .filter(|(_, job)| !job.recurs())
+                .count();
+            shard.release(leaving);
+        }
     }
 }
 
@@ -200,10 +202,11 @@ fn put_back(shared: &Shared, again: &mut Again, garbage: &mut Vec<Stored>) {
 fn run_batch(shared: &Shared, batch: &mut Batch, again: &mut Again) -> Outcome {
     let mut outcome = Outcome::default();
     for (index, job) in batch.drain(..) {
-        let recurs = job.recurs();
+        let recurs = shared.shards[index].limit.is_some() && job.recurs();
         let ran = panic::catch_unwind(AssertUnwindSafe(|| job.run(&shared.clock)));
         // A recurring task that will not run again gives back the place it kept while it ran
-        // (one to run again keeps it, and `put_back` gives it back if it cannot store it).
+        // (one to run again keeps it, and `put_back` gives it back if it cannot store it). Only
+        // a timer with a bound keeps places.
         if recurs && !matches!(ran, Ok(Ran::Again(..))) {
             shared.shards[index].release(1);
         }
