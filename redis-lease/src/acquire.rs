@@ -37,14 +37,13 @@ pub(crate) fn acquire(lock: &Lock, kind: LeaseKind, wait: Wait) -> Result<Option
     // command timeout, however many releases there are: a call that does not wait returns
     // within it.
     let mut first_call_by = None;
-    // A re-entry does not queue: the thread ahead of it may be waiting for this very hold. It
-    // queues as any contender only if its hold turns out to be gone.
+    // A re-entry does not queue: the thread ahead of it may be waiting for this very hold. Once
+    // the owner holds the lock no more (its guards gone), it queues as any contender.
     let mut turn = None;
-    let mut hold_gone = false;
     let mut waiting: Option<(Watch, Arc<Offer>)> = None;
     loop {
         let reenter = core.holds.reentrant(&keys.lock, &owner);
-        if turn.is_none() && (reenter.is_none() || hold_gone) {
+        if turn.is_none() && reenter.is_none() {
             turn = match core.queues.enter(&keys.name, wait.deadline(started)) {
                 Ok(turn) => Some(turn),
                 Err(Refused::Full { waiting }) => {
@@ -127,7 +126,12 @@ pub(crate) fn acquire(lock: &Lock, kind: LeaseKind, wait: Wait) -> Result<Option
                     return wait.gave_up(&keys.name, started);
                 }
                 let Some(turn) = &turn else {
-                    hold_gone = true;
+                    // A re-entry refused: its hold may be gone, or (RedLock) too few masters
+                    // answered. Queueing could wait behind a thread that waits for this hold:
+                    // it looks again after a pause instead.
+                    let pause = now + core.backend.pause(ttl);
+                    let until = deadline.map_or(pause, |d| d.min(pause));
+                    std::thread::sleep(until.saturating_duration_since(now));
                     continue;
                 };
                 let Some((watch, offer)) = &waiting else {
