@@ -29,12 +29,17 @@ pub(super) struct DeadlineTask {
 }
 
 impl DeadlineTask {
-    /// Runs on the timer thread at the hold's local deadline.
+    /// Runs on the timer thread at the hold's local deadline. Run by whoever a stop handed it
+    /// to instead, it tells the holder of the stop, as its drop would.
     pub(super) fn fire(mut self) {
-        self.ran = true;
-        if let Some(shared) = self.shared.upgrade() {
-            shared.deadline_passed(self.entry);
+        let Some(shared) = self.shared.upgrade() else {
+            return;
+        };
+        if shared.timer.is_stopped() {
+            return;
         }
+        self.ran = true;
+        shared.deadline_passed(self.entry);
     }
 }
 
