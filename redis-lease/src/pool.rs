@@ -63,7 +63,8 @@ pub(crate) struct Pool {
     /// Raised when every connection must go ([`Pool::forget_connections`]); a connection opened
     /// under a lower value is closed instead of used again.
     generation: AtomicU64,
-    /// The highest Sentinel configuration epoch of a primary a connection was opened to.
+    /// One more than the highest Sentinel configuration epoch of a primary a connection was
+    /// opened to; 0 before the first.
     primary_epoch: AtomicU64,
 }
 
@@ -168,7 +169,21 @@ impl Pool {
             Target::Sentinel(sentinels) => {
                 let conn = sentinels.connect(connect_by)?;
                 if let Epoch::Known(epoch) = conn.epoch() {
-                    if self.primary_epoch.fetch_max(epoch, Ordering::AcqRel) < epoch {
+                    let term = epoch.saturating_add(1);
+                    let seen = self.primary_epoch.fetch_max(term, Ordering::AcqRel);
+                    if seen > term {
+                        // A primary of an older term than one already reached: the Sentinels
+                        // that named it have not caught up yet.
+                        return Err(Error::Unavailable(crate::conn::io_error(
+                            std::io::ErrorKind::Other,
+                            format!(
+                                "the Sentinels named a primary of epoch {epoch}, older than \
+                                 epoch {} already seen",
+                                seen - 1
+                            ),
+                        )));
+                    }
+                    if seen != 0 && seen < term {
                         // The Sentinels name a newer primary than the pool's other connections
                         // reach, announced or not: none of those may serve another call.
                         self.forget_connections();
