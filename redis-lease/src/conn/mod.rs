@@ -172,6 +172,10 @@ impl Conn {
     pub(crate) fn send_behind(&mut self, bytes: &[u8]) {
         self.stream
             .set_deadline(Instant::now() + Duration::from_millis(1));
+        if self.asking {
+            let asking = redis::cmd("ASKING").get_packed_command();
+            let _ = self.stream.write_all(&asking);
+        }
         let _ = self.stream.write_all(bytes);
         self.open = false;
     }
@@ -280,11 +284,30 @@ fn connect(addr: &Addr, deadline: Instant) -> RedisResult<Socket> {
                 RedisError::from,
             ))
         }
-        Addr::Unix(path) => {
-            // A plain connect waits as long as a frozen server's full accept queue lasts.
-            let socket = socket2::Socket::new(socket2::Domain::UNIX, socket2::Type::STREAM, None)?;
-            socket.connect_timeout(&socket2::SockAddr::unix(path)?, left()?)?;
-            Ok(Socket::Unix(UnixStream::from(socket)))
+        Addr::Unix(path) => Ok(Socket::Unix(connect_unix(path, left)?)),
+    }
+}
+
+/// Connects to a Unix socket by the deadline `left` keeps. A plain connect waits for as long as
+/// a frozen server's accept queue stays full; a non-blocking one fails at once then
+/// (`EAGAIN`), so it is tried again every millisecond until the deadline.
+fn connect_unix(
+    path: &std::path::Path,
+    left: impl Fn() -> RedisResult<Duration>,
+) -> RedisResult<UnixStream> {
+    let addr = socket2::SockAddr::unix(path)?;
+    loop {
+        let socket = socket2::Socket::new(socket2::Domain::UNIX, socket2::Type::STREAM, None)?;
+        socket.set_nonblocking(true)?;
+        match socket.connect(&addr) {
+            Ok(()) => {
+                socket.set_nonblocking(false)?;
+                return Ok(UnixStream::from(socket));
+            }
+            Err(error) if error.kind() == io::ErrorKind::WouldBlock => {
+                std::thread::sleep(left()?.min(Duration::from_millis(1)));
+            }
+            Err(error) => return Err(error.into()),
         }
     }
 }
