@@ -292,6 +292,8 @@ fn passwords_stay_out_of_help_errors_and_the_commands_environment() {
         ("redis://:hun,ter2@127.0.0.1:1", None),
         ("redis://:hun,ter2@127.0.0.1:1", Some("--cluster")),
         ("redis://:hun,ter2@127.0.0.1:1", Some("--redlock")),
+        ("redis://:hun,ter,2@127.0.0.1:1", Some("--cluster")),
+        ("redis://hun:1234,ter2@127.0.0.1:1", None),
     ] {
         let mut command = lease(url);
         command.args(["-vv", "--connect-timeout", "200ms"]);

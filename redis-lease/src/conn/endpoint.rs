@@ -156,7 +156,7 @@ impl fmt::Display for Addr {
 }
 
 /// `url` with the password of its user information replaced by `***`: `redis://u:***@h:1/0`.
-/// Text that is not a URL at all is shown up to its last `@` as `***`.
+/// Text that is not a URL at all is shown up to its last `@` as `***`, or as `***` without one.
 ///
 /// A password may hold `/`, `?`, `#` or `@` unescaped, so the user information is taken to end at
 /// the *last* `@` of the URL, wherever it stands: hiding too much beats showing a password. A URL
@@ -167,7 +167,11 @@ pub fn redact(url: &str) -> String {
     let Some((userinfo, host_and_tail)) = split_userinfo(rest) else {
         let authority_end = rest.find(['/', '?', '#']).unwrap_or(rest.len());
         let (authority, tail) = rest.split_at(authority_end);
-        if scheme.is_empty() || plausible_authority(authority) {
+        if scheme.is_empty() {
+            // Not a URL: maybe a piece of one, cut inside its password.
+            return "***".to_owned();
+        }
+        if plausible_authority(authority) {
             return url.to_owned();
         }
         return format!("{scheme}***{tail}");
@@ -245,6 +249,11 @@ mod tests {
         assert_eq!(redact("redis://:s3"), "redis://***");
         assert_eq!(redact("redis://user:s3"), "redis://***");
         assert_eq!(redact("cret@host"), "***@host");
+        assert_eq!(
+            redact("s3cret"),
+            "***",
+            "the middle of a URL cut at two commas"
+        );
         assert_eq!(redact("redis://host"), "redis://host");
         assert_eq!(redact("redis://[::1]:6379/0"), "redis://[::1]:6379/0");
         assert_eq!(redact("redis://[::1]"), "redis://[::1]");

@@ -276,6 +276,14 @@ impl Connection {
         } else {
             (vec![DEFAULT_URL.to_owned()], UrlSource::Default)
         };
+        // A password holding a `,` cuts its URL in two where the list is split: the piece after
+        // it has no scheme. No piece is shown, since each may hold part of the password.
+        if urls.iter().any(|url| !url.contains("://")) {
+            return Err(Failure::usage(format!(
+                "a URL (from {source}) has no scheme such as redis://: a password holding ',' \
+                 must be percent-encoded (%2C) or given with --password-file"
+            )));
+        }
         let servers = Servers {
             urls,
             topology: self.topology(matches)?,

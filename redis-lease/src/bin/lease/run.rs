@@ -241,7 +241,8 @@ impl Supervised {
             (lease / 20).clamp(Duration::from_millis(5), Duration::from_millis(100)),
         );
         let mut stopping: Option<Stopping> = None;
-        let mut deadline = self.guard.valid_until();
+        // The deadline the dead-man's switch was last given: the guard's at the start.
+        let mut fed = self.guard.valid_until();
         loop {
             select! {
                 recv(events) -> event => match event {
@@ -289,10 +290,10 @@ impl Supervised {
                     }
                 }
                 recv(tick) -> _ => {
-                    let now = self.guard.valid_until();
-                    if now != deadline {
-                        deadline = now;
-                        self.keeper.deadline(deadline);
+                    let deadline = self.guard.valid_until();
+                    // A deadline the full pipe left out is sent again at the next tick.
+                    if deadline != fed && self.keeper.deadline(deadline) {
+                        fed = deadline;
                     }
                     self.enforce(deadline, &mut stopping);
                 }
@@ -535,20 +536,27 @@ impl Keeper {
     /// freeze `lease`. A line is shorter than `PIPE_BUF`, so the pipe takes it whole or not at
     /// all; a deadline left out leaves the switch an earlier one, which only stops the job
     /// sooner. Any other failure closes the feed (the switch then stops the job).
-    fn send(&mut self, line: &str) {
-        if let Some(feed) = &mut self.feed {
-            match feed.write(line.as_bytes()) {
-                Ok(written) if written == line.len() => {}
-                Err(error) if error.kind() == std::io::ErrorKind::WouldBlock => {
-                    log::debug!("the dead-man's switch is behind on its feed: {line:?} left out");
-                }
-                _ => self.feed = None,
+    /// Returns whether the line was written.
+    fn send(&mut self, line: &str) -> bool {
+        let Some(feed) = &mut self.feed else {
+            return false;
+        };
+        match feed.write(line.as_bytes()) {
+            Ok(written) if written == line.len() => true,
+            Err(error) if error.kind() == std::io::ErrorKind::WouldBlock => {
+                log::debug!("the dead-man's switch is behind on its feed: {line:?} left out");
+                false
+            }
+            _ => {
+                self.feed = None;
+                false
             }
         }
     }
 
-    fn deadline(&mut self, deadline: Instant) {
-        self.send(&format!("D {}\n", crate::clock::ns_of(deadline)));
+    /// Gives the switch a new deadline; returns whether it was written.
+    fn deadline(&mut self, deadline: Instant) -> bool {
+        self.send(&format!("D {}\n", crate::clock::ns_of(deadline)))
     }
 
     fn group(&mut self, group: Group) {
