@@ -130,8 +130,10 @@ impl Quorum {
 /// answered may be waited for: enough for a master that answers, too little to stretch the call.
 const UNDO_GRACE: Duration = Duration::from_millis(50);
 
-/// The deadline of an undo that follows a call whose deadline is `deadline`. An undo that
-/// misses it has still been written, and runs when the master gets to it.
+/// The deadline of an undo that follows a call whose deadline is `deadline`. An undo whose
+/// reply misses it was written all the same, and runs when the master gets to it; one that
+/// could not even be written by then (no connection in time) leaves what it undoes to lapse
+/// with its lease.
 fn undo_deadline(deadline: Instant) -> Instant {
     deadline.max(Instant::now() + UNDO_GRACE)
 }
