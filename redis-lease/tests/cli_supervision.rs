@@ -144,14 +144,8 @@ fn a_signal_while_waiting_for_the_lock_ends_the_wait_and_no_job_starts() {
             .args(["run", "--wait", "30s", "busy"])
             .args(shell("echo started > FILE", &started)),
     );
-    let mut redis = server.connection();
     wait_until("lease waits for the lock", || {
-        let (_, subscribers): (String, u64) = redis::cmd("PUBSUB")
-            .arg("NUMSUB")
-            .arg("{busy}:freed")
-            .query(&mut redis)
-            .expect("PUBSUB");
-        subscribers > 0
+        server.subscribers("{busy}:freed") > 0
     });
     kill("-TERM", run.id());
     let done = finish(run, Duration::from_secs(5));

@@ -24,6 +24,15 @@ fn client(cluster: &RedisCluster, lease: Duration) -> Client {
         .expect("valid settings")
 }
 
+/// A master of `cluster` other than `than`.
+fn another_master(cluster: &RedisCluster, than: u16) -> u16 {
+    *cluster
+        .masters()
+        .iter()
+        .find(|&&master| master != than)
+        .expect("another master")
+}
+
 /// Names whose slots fall on every master.
 fn names(count: usize) -> Vec<String> {
     (0..count).map(|n| format!("name-{n}")).collect()
@@ -125,11 +134,7 @@ fn a_lock_whose_keys_moved_mid_migration_is_served_on_the_importing_node() {
     let name = "asked";
     let key_slot = slot(format!("{{{name}}}"));
     let from = cluster.master_for_key(format!("{{{name}}}"));
-    let to = *cluster
-        .masters()
-        .iter()
-        .find(|&&master| master != from)
-        .expect("another master");
+    let to = another_master(&cluster, from);
     let lock = client.lock(name).expect("valid");
     // One hold taken and released first, so that all four of the lock's keys exist: an
     // importing node runs a script for a migrating slot only when it has every key it names.
@@ -204,11 +209,7 @@ fn holds_are_renewed_and_waiters_woken_across_a_resharding() {
     let name = "resharded";
     let key_slot = slot(format!("{{{name}}}"));
     let from = cluster.master_for_key(format!("{{{name}}}"));
-    let to = *cluster
-        .masters()
-        .iter()
-        .find(|&&master| master != from)
-        .expect("another master");
+    let to = another_master(&cluster, from);
     let guard: LeaseGuard = holder.lock(name).expect("valid").lock().expect("free");
     let token = guard.fencing_token();
     let waiter = {

@@ -142,14 +142,8 @@ fn a_reentry_never_queues_behind_a_thread_that_waits_for_its_hold() {
                 .map(|guard| guard.is_some())
         })
     };
-    let mut redis = server.connection();
     support::wait_until("the other thread waits for the lock", || {
-        let (_, subscribers): (String, u64) = redis::cmd("PUBSUB")
-            .arg("NUMSUB")
-            .arg("{busy}:freed")
-            .query(&mut redis)
-            .expect("PUBSUB");
-        subscribers > 0
+        server.subscribers("{busy}:freed") > 0
     });
     // The holder re-enters at once, whoever waits: the waiter waits for this very hold.
     let started = Instant::now();

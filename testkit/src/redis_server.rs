@@ -440,6 +440,17 @@ impl RedisServer {
             .expect("CONFIG RESETSTAT");
     }
 
+    /// How many connections are subscribed to `channel` (`PUBSUB NUMSUB`): a client waiting on
+    /// it by pub/sub shows here.
+    pub fn subscribers(&self, channel: &str) -> u64 {
+        let (_, subscribers): (String, u64) = redis::cmd("PUBSUB")
+            .arg("NUMSUB")
+            .arg(channel)
+            .query(&mut self.connection())
+            .expect("PUBSUB NUMSUB");
+        subscribers
+    }
+
     /// Calls of a command so far, from `INFO commandstats` (0 if never called).
     pub fn command_calls(&self, command: &str) -> u64 {
         let info: String = redis::cmd("INFO")
