@@ -1,6 +1,7 @@
 -- Renew many leases in one call: each is extended only if its hold still holds the lock, so a
 -- renewal can never create, resurrect or take over a lock, nor extend a later hold of the same
--- owner. A lease is only ever lengthened, never cut short. A key of another type counts as not held; it does not fail the call.
+-- owner. A lease is only ever lengthened, never cut short. A key of another type counts as not
+-- held; it does not fail the call.
 -- KEYS[i]      the lock hash of lease i (see acquire.lua)
 -- ARGV[2i-1]   the id of lease i's hold
 -- ARGV[2i]     lease i in milliseconds

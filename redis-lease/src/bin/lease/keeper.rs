@@ -14,7 +14,8 @@
 //! Unless told `X`, the keeper sends SIGTERM (and SIGCONT) to the group `grace` before the
 //! deadline and SIGKILL at the deadline, then SIGCONT to `lease`, so that a frozen `lease` wakes
 //! to find its lease lost. `lease` never waits on the pipe: a line that finds it full is left
-//! out, so a frozen keeper leaves `lease` running, and the keeper keeps an earlier deadline. If its stdin closes without `X` (`lease` died), it sends SIGTERM at
+//! out, so a frozen keeper leaves `lease` running, and the keeper keeps an earlier deadline.
+//! If its stdin closes without `X` (`lease` died), it sends SIGTERM at
 //! once and SIGKILL after `grace`, or at the deadline if that comes first.
 
 use crate::clock;

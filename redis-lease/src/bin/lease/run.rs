@@ -535,8 +535,8 @@ impl Keeper {
     /// Writes one line to the switch, or nothing if its pipe is full: a frozen switch must not
     /// freeze `lease`. A line is shorter than `PIPE_BUF`, so the pipe takes it whole or not at
     /// all; a deadline left out leaves the switch an earlier one, which only stops the job
-    /// sooner. Any other failure closes the feed (the switch then stops the job).
-    /// Returns whether the line was written.
+    /// sooner. Any other failure closes the feed (the switch then stops the job). Returns
+    /// whether the line was written.
     fn send(&mut self, line: &str) -> bool {
         let Some(feed) = &mut self.feed else {
             return false;
