@@ -158,6 +158,8 @@ impl Pool {
     /// A new connection, open by `deadline` and by the connect timeout, whichever is first; its
     /// calls end by `deadline` until it is given another.
     pub(crate) fn open(&self, deadline: Instant) -> Result<Conn> {
+        // Read first: a failover announced while connecting makes this connection stale.
+        let mut generation = self.generation.load(Ordering::Acquire);
         let connect_by = deadline.min(crate::policy::after(self.connect_timeout));
         let mut conn = match &self.target {
             Target::Fixed { endpoint, epoch } => {
@@ -185,8 +187,10 @@ impl Pool {
                     }
                     if seen != 0 && seen < term {
                         // The Sentinels name a newer primary than the pool's other connections
-                        // reach, announced or not: none of those may serve another call.
+                        // reach, announced or not: none of those may serve another call. This
+                        // one reaches the newer primary: it is of the new generation.
                         self.forget_connections();
+                        generation = self.generation.load(Ordering::Acquire);
                     }
                 }
                 conn
@@ -200,7 +204,7 @@ impl Pool {
             check(&identity)?;
         }
         conn.set_deadline(deadline);
-        conn.generation = self.generation.load(Ordering::Acquire);
+        conn.generation = generation;
         Ok(conn)
     }
 
@@ -209,6 +213,16 @@ impl Pool {
         match &self.target {
             Target::Sentinel(sentinels) => Some(sentinels),
             Target::Fixed { .. } => None,
+        }
+    }
+
+    /// Takes in that `sentinel` announced a failover: every connection is dropped at once, and
+    /// from the moment the Sentinel says which primary it named, no connection is opened to an
+    /// older one.
+    pub(crate) fn failover_announced(&self, sentinel: &Endpoint) {
+        if let Some(sentinels) = self.sentinels() {
+            self.forget_connections();
+            sentinels.announced(sentinel, self.call_deadline());
         }
     }
 

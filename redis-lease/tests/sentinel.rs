@@ -66,17 +66,8 @@ fn when_available(attempt: impl FnMut() -> redis_lease::Result<Option<LeaseGuard
 
 /// What `call` returns, called again while the deployment is unavailable (a failover in
 /// progress), failing the test after [`SETTLE`].
-fn retried_while_unavailable<T>(mut call: impl FnMut() -> redis_lease::Result<T>) -> T {
-    let deadline = Instant::now() + SETTLE;
-    loop {
-        match call() {
-            Ok(value) => return value,
-            Err(Error::Unavailable(_)) if Instant::now() < deadline => {
-                thread::sleep(Duration::from_millis(50));
-            }
-            Err(error) => panic!("{error}"),
-        }
-    }
+fn retried_while_unavailable<T>(call: impl FnMut() -> redis_lease::Result<T>) -> T {
+    support::retried_while_unavailable(SETTLE, call)
 }
 
 /// How many connections subscribed to a channel the Sentinel on `sentinel` has (Sentinels
@@ -92,8 +83,22 @@ fn subscribers(sentinel: &testkit::RedisServer) -> usize {
         .count()
 }
 
+/// The client ids of the connections subscribed to a channel on `sentinel`.
+fn subscriber_ids(sentinel: &testkit::RedisServer) -> Vec<String> {
+    let clients: String = redis::cmd("CLIENT")
+        .arg("LIST")
+        .query(&mut sentinel.connection())
+        .expect("CLIENT LIST");
+    clients
+        .lines()
+        .filter(|line| line.split(' ').any(|field| field == "sub=1"))
+        .filter_map(|line| line.split(' ').find_map(|field| field.strip_prefix("id=")))
+        .map(str::to_owned)
+        .collect()
+}
+
 #[test]
-fn the_failover_listener_leaves_a_sentinel_that_stopped_answering() {
+fn the_failover_listeners_follow_every_sentinel_and_leave_one_that_stopped_answering() {
     let set = SentinelSet::start();
     let client = client(&set);
     let lock = client.lock("listened").expect("valid");
@@ -101,14 +106,27 @@ fn the_failover_listener_leaves_a_sentinel_that_stopped_answering() {
         .unlock()
         .expect("held");
     let sentinels = set.sentinels();
-    support::wait_until("the listener subscribes on the first Sentinel", || {
-        subscribers(&sentinels[0]) == 1
+    support::wait_until("a listener subscribes on every Sentinel", || {
+        sentinels.iter().all(|sentinel| subscribers(sentinel) == 1)
     });
+    let before = subscriber_ids(&sentinels[0]);
     sentinels[0].pause();
-    support::wait_until("the listener subscribes on another Sentinel", || {
-        subscribers(&sentinels[1]) + subscribers(&sentinels[2]) == 1
-    });
+    // Its listener leaves it after a PING goes unanswered (1 s of quiet, then the command
+    // timeout), and subscribes again once it answers: a new connection.
+    thread::sleep(Duration::from_secs(3));
+    assert_eq!(
+        (subscribers(&sentinels[1]), subscribers(&sentinels[2])),
+        (1, 1),
+        "the other Sentinels' listeners stay"
+    );
     sentinels[0].resume();
+    support::wait_until(
+        "the listener subscribes on the first Sentinel again",
+        || {
+            let now = subscriber_ids(&sentinels[0]);
+            now.len() == 1 && now != before
+        },
+    );
     drop(client);
 }
 

@@ -269,6 +269,33 @@ impl SentinelSet {
         new
     }
 
+    /// Asks the Sentinel at `index` alone to fail over (`SENTINEL FAILOVER`, retried while it
+    /// answers that no replica is ready yet) and returns the old primary's port at once. The
+    /// other Sentinels hear of the new primary only by gossip (every 2 s), and the old primary
+    /// stays a writable primary until the Sentinels convert it (eight seconds later) or
+    /// [`SentinelSet::demote`] does: the window in which clients that follow a late Sentinel
+    /// could still write to it.
+    pub fn request_failover(&self, index: usize) -> u16 {
+        let old = self.primary();
+        let sentinel = &self.sentinels[index];
+        self.wait("SENTINEL FAILOVER to be accepted", || {
+            sentinel.query::<()>(redis::cmd("SENTINEL").arg("FAILOVER").arg(MASTER_NAME))
+        });
+        old
+    }
+
+    /// Makes the data server on `old` a replica of the current primary (`REPLICAOF`) and waits
+    /// until it has synced: what the Sentinels do to a former primary some seconds after a
+    /// failover.
+    pub fn demote(&self, old: u16) {
+        let new = self.wait_primary_changed(old);
+        let () = self
+            .server(old)
+            .query(redis::cmd("REPLICAOF").arg("127.0.0.1").arg(new))
+            .unwrap_or_else(|error| panic!("REPLICAOF: {error}"));
+        self.wait_replicated();
+    }
+
     /// Waits until every answering Sentinel reports the same primary other than `old`, and that
     /// server says it is a master; returns its port. For a failover the Sentinels start on
     /// their own, as after [`SentinelSet::kill_primary`].

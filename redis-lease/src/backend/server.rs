@@ -32,7 +32,7 @@ impl Server {
     /// failover (by a thread named `thread_name`).
     pub(crate) fn following(pool: Pool, thread_name: String) -> Result<Server> {
         let server = Server::new(pool);
-        super::switches::watch(&server.pool, thread_name).map_err(Error::Spawn)?;
+        super::switches::watch(&server.pool, &thread_name).map_err(Error::Spawn)?;
         Ok(server)
     }
 }

@@ -3,9 +3,13 @@
 //! them fails: an old primary cut off from the Sentinels but not from the client would otherwise
 //! keep answering as a primary.
 //!
-//! One thread per client of a Sentinel deployment, subscribed on one Sentinel at a time (the
-//! next in the list after an error, or once it stops answering a `PING`), which ends once the
-//! client is dropped.
+//! Every Sentinel is listened to, each by a thread of its own: the Sentinel that led a failover
+//! announces it at once, the others only once they hear of it (Sentinels gossip every 2 s), and
+//! a client listening to one of those would go on using the old primary meanwhile. An
+//! announcement is checked with the Sentinel that made it ([`Pool::failover_announced`]), so
+//! that a Sentinel catching up late on an older failover moves nothing. A thread leaves a
+//! Sentinel that stops answering its `PING` and subscribes to it again once it answers; all
+//! end once the client is dropped.
 
 use crate::conn::{Conn, Endpoint};
 use crate::pool::Pool;
@@ -23,28 +27,32 @@ const AGAIN: Duration = Duration::from_secs(1);
 /// a Sentinel that stopped answering (frozen, cut off) would otherwise be listened to for ever.
 const HEARTBEAT: Duration = Duration::from_secs(1);
 
-/// Starts the listener for `pool`'s Sentinels, if it has any.
-pub(crate) fn watch(pool: &Arc<Pool>, thread_name: String) -> std::io::Result<()> {
+/// Starts a listener on each of `pool`'s Sentinels, if it has any, named `thread_name` and
+/// the Sentinel's place in the list.
+pub(crate) fn watch(pool: &Arc<Pool>, thread_name: &str) -> std::io::Result<()> {
     let Some(sentinels) = pool.sentinels() else {
         return Ok(());
     };
-    let endpoints = sentinels.endpoints().to_vec();
     let master = sentinels.master().to_owned();
-    let pool = Arc::downgrade(pool);
-    std::thread::Builder::new()
-        .name(thread_name)
-        .spawn(move || listen(&pool, &endpoints, &master))
-        .map(drop)
+    for (index, sentinel) in sentinels.endpoints().iter().enumerate() {
+        let sentinel = sentinel.clone();
+        let master = master.clone();
+        let pool = Arc::downgrade(pool);
+        std::thread::Builder::new()
+            .name(format!("{thread_name}-{index}"))
+            .spawn(move || listen(&pool, &sentinel, &master))?;
+    }
+    Ok(())
 }
 
-fn listen(pool: &Weak<Pool>, sentinels: &[Endpoint], master: &str) {
-    for sentinel in sentinels.iter().cycle() {
+fn listen(pool: &Weak<Pool>, sentinel: &Endpoint, master: &str) {
+    loop {
         let Some(timeout) = pool.upgrade().map(|pool| pool.command_timeout()) else {
             return;
         };
         match subscribe(sentinel, timeout) {
             Ok(mut conn) => {
-                if let Err(error) = follow(&mut conn, pool, master, timeout) {
+                if let Err(error) = follow(&mut conn, pool, sentinel, master, timeout) {
                     log::debug!("sentinel {}: {error}", sentinel.shown());
                 }
             }
@@ -66,11 +74,11 @@ fn subscribe(sentinel: &Endpoint, timeout: Duration) -> redis::RedisResult<Conn>
 }
 
 /// Reads announcements until the connection fails, the Sentinel leaves a `PING` unanswered for
-/// `timeout`, or the pool is gone; an announcement for `master` makes the pool forget its
-/// connections.
+/// `timeout`, or the pool is gone; an announcement for `master` is told to the pool.
 fn follow(
     conn: &mut Conn,
     pool: &Weak<Pool>,
+    sentinel: &Endpoint,
     master: &str,
     timeout: Duration,
 ) -> redis::RedisResult<()> {
@@ -89,8 +97,11 @@ fn follow(
             pinged_at = None;
             if let Some(text) = payload(message) {
                 if text.split(' ').next() == Some(master) {
-                    log::info!("sentinels announced a new primary: {text}");
-                    pool.forget_connections();
+                    log::info!(
+                        "sentinel {} announced a new primary: {text}",
+                        sentinel.shown()
+                    );
+                    pool.failover_announced(sentinel);
                 }
             }
         }

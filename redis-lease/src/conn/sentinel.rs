@@ -11,9 +11,10 @@
 use super::{io_error, Conn, Endpoint};
 use crate::error::{Error, Result};
 use crate::scripts::Epoch;
+use parking_lot::Mutex;
 use redis::Value;
 use std::io;
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 /// The Sentinels of one primary.
 pub(crate) struct Sentinels {
@@ -24,6 +25,8 @@ pub(crate) struct Sentinels {
     /// The login, transport and database of the data servers: those of the first Sentinel's URL.
     login: Endpoint,
     shown: String,
+    /// The epochs this client has connected in and heard announced.
+    succession: Mutex<Succession>,
 }
 
 /// The primary, as the Sentinels name it.
@@ -32,6 +35,11 @@ pub(crate) struct Primary {
     /// The configuration epoch in which it became the primary.
     pub(crate) epoch: u64,
 }
+
+/// Once a majority of the Sentinels has answered, how much longer the others are waited for.
+/// Sentinels on one network answer within milliseconds of each other; one that does not answer
+/// costs a new connection this much, twice (the look-up and its confirmation).
+pub(crate) const LATE_ANSWERS: Duration = Duration::from_millis(100);
 
 /// One Sentinel's view of the primary.
 struct View {
@@ -74,6 +82,7 @@ impl Sentinels {
             master: master.to_owned(),
             login,
             shown,
+            succession: Mutex::new(Succession::default()),
         })
     }
 
@@ -92,35 +101,74 @@ impl Sentinels {
         &self.shown
     }
 
-    /// The primary a majority of the Sentinels name, by `deadline`. Each Sentinel gets an equal
-    /// share of the time left, so that one that does not answer cannot use up the others'.
-    pub(crate) fn locate(&self, deadline: Instant) -> Result<Primary> {
+    /// The primary a majority of the Sentinels name, by `deadline`, of epoch `floor` or later.
+    ///
+    /// Every Sentinel is asked at once, each on a thread of its own, so that one that does not
+    /// answer (frozen, cut off, a host that drops packets) costs the others nothing. Once a
+    /// majority has answered, the rest get [`LATE_ANSWERS`] more: a Sentinel that already took
+    /// part in a failover may name a newer primary than the majority has heard of yet. Answers
+    /// that name a primary older than `floor` (a failover the client already heard of) are kept
+    /// waiting on until the deadline, for a Sentinel that names a primary of `floor` or later.
+    pub(crate) fn locate(&self, deadline: Instant, floor: u64) -> Result<Primary> {
+        let (answers, asked) = crossbeam_channel::bounded(self.sentinels.len());
+        for (index, sentinel) in self.sentinels.iter().enumerate() {
+            let sentinel = sentinel.clone();
+            let master = self.master.clone();
+            let answer = answers.clone();
+            let spawned = std::thread::Builder::new()
+                .name("lease-sentinel-ask".into())
+                .spawn(move || {
+                    // The caller may have stopped listening: nothing to tell it then.
+                    let _ = answer.send((index, ask(&sentinel, &master, deadline)));
+                });
+            if let Err(error) = spawned {
+                let _ = answers.send((index, Err(Error::Spawn(error))));
+            }
+        }
+        drop(answers);
+        let majority = self.sentinels.len() / 2 + 1;
         let mut views = Vec::new();
         let mut last_error = None;
         let mut refusals = 0;
-        for (index, sentinel) in self.sentinels.iter().enumerate() {
-            let left = deadline.saturating_duration_since(Instant::now());
-            let share = left / u32::try_from(self.sentinels.len() - index).unwrap_or(1);
-            match self.ask(sentinel, Instant::now() + share) {
+        let mut heard = 0;
+        let mut wait_until = deadline;
+        while heard < self.sentinels.len() {
+            let Ok((index, answer)) = asked.recv_deadline(wait_until) else {
+                break;
+            };
+            heard += 1;
+            match answer {
                 Ok(view) => views.push(view),
                 Err(error) => {
-                    log::debug!("sentinel {}: {error}", sentinel.shown());
-                    refusals += usize::from(matches!(error, Error::Refused(_)));
-                    last_error = Some(error);
+                    let shown = self.sentinels.get(index).map_or("?", Endpoint::shown);
+                    log::debug!("sentinel {shown}: {error}");
+                    if matches!(error, Error::Refused(_)) {
+                        refusals += 1;
+                        last_error = Some(error);
+                    } else if refusals == 0 {
+                        last_error = Some(error);
+                    }
                 }
             }
+            if views.len() + (self.sentinels.len() - heard) < majority {
+                break; // A majority can no longer answer.
+            }
+            let newest = views.iter().map(|view| view.epoch).max();
+            if views.len() >= majority && newest.is_some_and(|epoch| epoch >= floor) {
+                wait_until = wait_until.min(Instant::now() + LATE_ANSWERS);
+            }
         }
-        let majority = self.sentinels.len() / 2 + 1;
-        if refusals == self.sentinels.len() {
-            // Every one refused (a wrong password, an unknown master name): no use retrying.
-            if let Some(error) = last_error {
+        if refusals > self.sentinels.len() - majority {
+            // So many refused (a wrong password, an unknown master name) that no majority can
+            // answer: no use retrying.
+            if let Some(error @ Error::Refused(_)) = last_error {
                 return Err(error);
             }
         }
         if views.len() < majority {
             let why = last_error.map_or_else(String::new, |error| format!(" (last: {error})"));
             return Err(unavailable(format!(
-                "{} of {} Sentinels of {:?} answered, fewer than a majority{why}",
+                "{} of {} Sentinels of {:?} answered in time, fewer than a majority{why}",
                 views.len(),
                 self.sentinels.len(),
                 self.master
@@ -129,6 +177,13 @@ impl Sentinels {
         let Some(view) = views.into_iter().max_by_key(|view| view.epoch) else {
             return Err(unavailable("no Sentinel answered".into()));
         };
+        if view.epoch < floor {
+            return Err(unavailable(format!(
+                "the Sentinels of {:?} that answered name a primary of epoch {}, older than a \
+                 failover already announced (epoch {floor} or later)",
+                self.master, view.epoch
+            )));
+        }
         if ["s_down", "o_down", "failover_in_progress"]
             .iter()
             .any(|flag| view.flags.split(',').any(|set| set == *flag))
@@ -148,8 +203,17 @@ impl Sentinels {
     /// primary is looked up, its server asked whether it is the primary, and the Sentinels asked
     /// again, which must name the same server. Any later reconfiguration of that server by the
     /// Sentinels closes the connection, so the epoch holds for as long as it is open.
+    ///
+    /// The first look-up has half the time left, so that the connect, `ROLE` and the second
+    /// look-up keep a reserve; with every Sentinel asked at once, both look-ups usually take one
+    /// round trip, and a Sentinel that does not answer costs each at most [`LATE_ANSWERS`].
+    /// A primary older than one this client already used, or than one a Sentinel announced, is
+    /// never connected to.
     pub(crate) fn connect(&self, deadline: Instant) -> Result<Conn> {
-        let primary = self.locate(deadline)?;
+        let floor = self.succession.lock().floor();
+        let now = Instant::now();
+        let first_by = now + deadline.saturating_duration_since(now) / 2;
+        let primary = self.locate(first_by, floor)?;
         let mut conn =
             Conn::open(&primary.endpoint, deadline).map_err(Error::unavailable_or_refused)?;
         conn.set_deadline(deadline);
@@ -159,7 +223,7 @@ impl Sentinels {
                 primary.endpoint.shown()
             )));
         }
-        let confirmed = self.locate(deadline)?;
+        let confirmed = self.locate(deadline, floor)?;
         if confirmed.endpoint.addr != primary.endpoint.addr {
             return Err(unavailable(format!(
                 "the primary moved from {} to {} while connecting",
@@ -176,32 +240,77 @@ impl Sentinels {
                 )),
             )));
         }
+        {
+            let mut succession = self.succession.lock();
+            let floor = succession.floor();
+            if confirmed.epoch < floor {
+                // A failover was announced while this connection was being opened.
+                return Err(unavailable(format!(
+                    "{} is of epoch {}, and a primary of epoch {floor} was announced meanwhile",
+                    confirmed.endpoint.shown(),
+                    confirmed.epoch
+                )));
+            }
+            succession.connected = succession.connected.max(confirmed.epoch);
+        }
         conn.set_epoch(Epoch::Known(confirmed.epoch));
         Ok(conn)
     }
 
-    fn ask(&self, sentinel: &Endpoint, deadline: Instant) -> Result<View> {
-        let mut conn = Conn::open(sentinel, deadline).map_err(Error::unavailable_or_refused)?;
-        let ask = redis::cmd("SENTINEL")
-            .arg("MASTER")
-            .arg(&self.master)
-            .clone();
-        let reply = conn
-            .exchange(&[ask])
-            .map_err(Error::unavailable_or_refused)?
-            .pop()
-            .unwrap_or(Value::Nil);
-        let reply = reply
-            .extract_error()
-            .map_err(Error::unavailable_or_refused)?;
-        view(&reply).ok_or_else(|| {
-            Error::Protocol(format!(
-                "sentinel {} answered SENTINEL MASTER {} with {reply:?}",
-                sentinel.shown(),
-                self.master
-            ))
-        })
+    /// Takes in that `sentinel` announced a new primary: asks it which, by `deadline`, so that
+    /// no primary older than that one is connected to from then on, whatever the other
+    /// Sentinels still say. A Sentinel that catches up late on an older failover raises
+    /// nothing; one that cannot be asked leaves the choice to the next look-up.
+    pub(crate) fn announced(&self, sentinel: &Endpoint, deadline: Instant) {
+        match ask(sentinel, &self.master, deadline) {
+            Ok(view) => {
+                let mut succession = self.succession.lock();
+                succession.announced = succession.announced.max(view.epoch);
+            }
+            Err(error) => log::debug!(
+                "sentinel {} announced a new primary and could not be asked which: {error}",
+                sentinel.shown()
+            ),
+        }
     }
+}
+
+/// What a client knows of the succession of primaries: the epochs it connected in, and that a
+/// Sentinel announced.
+#[derive(Default)]
+struct Succession {
+    /// The highest epoch of a primary that a connection was opened to.
+    connected: u64,
+    /// The highest epoch of a primary that a Sentinel announced.
+    announced: u64,
+}
+
+impl Succession {
+    /// The oldest epoch that a new connection's primary may have.
+    fn floor(&self) -> u64 {
+        self.connected.max(self.announced)
+    }
+}
+
+/// `sentinel`'s view of the primary monitored as `master`, by `deadline`.
+fn ask(sentinel: &Endpoint, master: &str, deadline: Instant) -> Result<View> {
+    let mut conn = Conn::open(sentinel, deadline).map_err(Error::unavailable_or_refused)?;
+    conn.set_deadline(deadline);
+    let ask = redis::cmd("SENTINEL").arg("MASTER").arg(master).clone();
+    let reply = conn
+        .exchange(&[ask])
+        .map_err(Error::unavailable_or_refused)?
+        .pop()
+        .unwrap_or(Value::Nil);
+    let reply = reply
+        .extract_error()
+        .map_err(Error::unavailable_or_refused)?;
+    view(&reply).ok_or_else(|| {
+        Error::Protocol(format!(
+            "sentinel {} answered SENTINEL MASTER {master} with {reply:?}",
+            sentinel.shown(),
+        ))
+    })
 }
 
 /// The address, epoch and flags of a `SENTINEL MASTER` reply (a flat list of names and values,

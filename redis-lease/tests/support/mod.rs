@@ -61,3 +61,21 @@ pub fn wait_until(what: &str, mut done: impl FnMut() -> bool) {
         std::thread::sleep(Duration::from_millis(1));
     }
 }
+
+/// What `call` returns, called again while the deployment is unavailable (a failover in
+/// progress), failing the test after `settle`.
+pub fn retried_while_unavailable<T>(
+    settle: Duration,
+    mut call: impl FnMut() -> redis_lease::Result<T>,
+) -> T {
+    let deadline = std::time::Instant::now() + settle;
+    loop {
+        match call() {
+            Ok(value) => return value,
+            Err(redis_lease::Error::Unavailable(_)) if std::time::Instant::now() < deadline => {
+                std::thread::sleep(Duration::from_millis(50));
+            }
+            Err(error) => panic!("{error}"),
+        }
+    }
+}
