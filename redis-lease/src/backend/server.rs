@@ -5,7 +5,7 @@ use super::{Attempt, Attempted, Backend, GrantFate, Release, ReleaseOutcome, Rel
 use crate::conn::Conn;
 use crate::error::{Error, Result};
 use crate::keys::LockKeys;
-use crate::pool::{Pool, Via};
+use crate::pool::{Identity, Pool, Via};
 use crate::pubsub::Waiters;
 use crate::scripts::{self, Acquire, Announce, Call, Epoch};
 use crate::state::LockState;
@@ -234,6 +234,10 @@ impl Backend for Server {
 
     fn place(&self) -> &str {
         self.pool.shown()
+    }
+
+    fn servers(&self, _: &LockKeys, deadline: Instant) -> Result<Vec<Identity>> {
+        Ok(vec![self.pool.identify(deadline)?])
     }
 
     fn call_timeout(&self) -> Duration {
