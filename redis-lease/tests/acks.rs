@@ -124,14 +124,14 @@ fn an_acknowledged_acquisition_that_got_no_answer_is_undone() {
         .replica_acks(1, Duration::from_millis(200))
         .build()
         .expect("valid settings");
-    // A first call loads the scripts and opens the connection the attempt uses.
-    drop(
-        client
-            .lock("warm")
-            .expect("valid")
-            .try_lock()
-            .expect("reachable"),
+    // A first call loads the scripts and opens the connection the attempt uses (whether the
+    // replica acknowledged it in time on a busy machine does not matter here).
+    let warm = client.lock("warm").expect("valid").try_lock();
+    assert!(
+        matches!(&warm, Ok(_) | Err(Error::NotReplicated { .. })),
+        "{warm:?}"
     );
+    drop(warm);
     primary.pause();
     let resume = {
         let pid_owner = &primary;
