@@ -429,8 +429,9 @@ impl ClientBuilder {
     /// This makes an acknowledged hold survive the failover of a primary to one of those
     /// replicas; it is not consensus: a replica that acknowledged and then lost the write (a
     /// restart without persistence) or a promotion of a replica that did not acknowledge can
-    /// still lose a hold. See the guarantees in the crate documentation. `timeout` must be below
-    /// the command timeout. Not for RedLock.
+    /// still lose a hold. See the guarantees in the crate documentation. `replicas` must be from
+    /// 1 to 2^63 - 1 (what `WAIT` takes) and `timeout` below the command timeout, or
+    /// [`ClientBuilder::build`] fails with [`Error::InvalidArgument`]. Not for RedLock.
     #[must_use = "a setting applies to the builder it returns"]
     pub fn replica_acks(mut self, replicas: usize, timeout: Duration) -> Self {
         self.acks = Some(Acks {
@@ -578,6 +579,15 @@ impl ClientBuilder {
                 "replica acknowledgements: at least one replica is needed (or leave them off)"
                     .into(),
             ));
+        }
+        if acks.replicas > Acks::MAX_REPLICAS {
+            // WAIT refuses a count it cannot read as a signed 64-bit number, and every write
+            // would then fail after it ran.
+            return Err(Error::InvalidArgument(format!(
+                "replica acknowledgements: {} replicas is more than WAIT takes (at most {})",
+                acks.replicas,
+                Acks::MAX_REPLICAS
+            )));
         }
         if acks.timeout.is_zero() || acks.timeout >= self.command_timeout {
             return Err(Error::InvalidArgument(format!(

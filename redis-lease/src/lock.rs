@@ -82,6 +82,13 @@ impl Lock {
         })
     }
 
+    /// The servers that keep this lock, as they identify themselves, asked within one call
+    /// timeout.
+    pub(crate) fn servers(&self) -> Result<Vec<crate::pool::Identity>> {
+        let deadline = crate::policy::after(self.core.backend.call_timeout());
+        self.core.backend.servers(&self.keys, deadline)
+    }
+
     /// Where the lock lives: its deployment and its key. It orders the locks of a
     /// [`MultiLock`](crate::MultiLock).
     pub(crate) fn place(&self) -> (&str, &str) {

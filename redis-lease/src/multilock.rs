@@ -6,6 +6,7 @@ use crate::lock::Lock;
 use crate::lost::Lost;
 use crate::policy::after;
 use crossbeam_channel::Receiver;
+use std::sync::{Arc, OnceLock};
 use std::time::{Duration, Instant};
 
 /// Several locks taken together: all of them, or none. Members are taken in one stable order
@@ -13,6 +14,15 @@ use std::time::{Duration, Instant};
 /// never deadlock; on failure, every member taken so far is released. Each member is taken with
 /// its client's default lease and renewed by its client's watchdog, so members on one client are
 /// renewed together.
+///
+/// A lock is given twice when two members have one key on one server, however the server is
+/// named (`redis://127.0.0.1:6379` and `redis://localhost:6379`, a proxy, two clients): servers
+/// are told apart by what they say they are (the run id of `INFO server`, else the address their
+/// socket reached), asked when the set is made or, for a server that does not answer then, at
+/// its first acquisition. Such a set is refused rather than taken as one member: the two members
+/// are two owners (two clients, or two owner ids) of one key, which can never both hold it, so
+/// the set could never be taken; and a member cannot stand for another whose owner, lease and
+/// watchdog are its own.
 ///
 /// ```no_run
 /// use redis_lease::{Client, MultiLock};
@@ -27,11 +37,14 @@ use std::time::{Duration, Instant};
 #[derive(Clone, Debug)]
 pub struct MultiLock {
     members: Vec<Lock>,
+    /// Set once every member's servers were identified and no lock is given twice.
+    distinct: Arc<OnceLock<()>>,
 }
 
 impl MultiLock {
-    /// The set of `locks`. Refuses an empty set, and a lock given twice (the same key on the same
-    /// server URL).
+    /// The set of `locks`. Refuses an empty set, and a lock given twice (the same key on one
+    /// server, by URL or by the server's identity; a member whose server does not answer now is
+    /// compared at the set's first acquisition).
     ///
     /// # Errors
     ///
@@ -53,7 +66,45 @@ impl MultiLock {
                 pair[0].name()
             )));
         }
-        Ok(MultiLock { members })
+        let set = MultiLock {
+            members,
+            distinct: Arc::new(OnceLock::new()),
+        };
+        match set.check_distinct() {
+            Err(error @ Error::InvalidArgument(_)) => Err(error),
+            // A server that does not answer now is compared when the set is first taken.
+            _ => Ok(set),
+        }
+    }
+
+    /// Refuses a lock given twice: two members of one key whose servers are one, as the servers
+    /// identify themselves. Done once; until it is, each acquisition asks the servers.
+    fn check_distinct(&self) -> Result<()> {
+        if self.distinct.get().is_some() {
+            return Ok(());
+        }
+        let servers = self
+            .members
+            .iter()
+            .map(Lock::servers)
+            .collect::<Result<Vec<_>>>()?;
+        for (i, first) in self.members.iter().enumerate() {
+            for (j, second) in self.members.iter().enumerate().skip(i + 1) {
+                let one_server = servers[i]
+                    .iter()
+                    .any(|a| servers[j].iter().any(|b| a.same_server(b)));
+                if one_server && first.place().1 == second.place().1 {
+                    return Err(Error::InvalidArgument(format!(
+                        "lock {:?} is given twice: {} and {} reach one server",
+                        first.name(),
+                        first.place().0,
+                        second.place().0
+                    )));
+                }
+            }
+        }
+        let _ = self.distinct.set(());
+        Ok(())
     }
 
     /// The members, in the order they are taken.
@@ -66,7 +117,10 @@ impl MultiLock {
     /// # Errors
     ///
     /// As [`Lock::lock`] for the first member that fails; the members taken before are released.
+    /// [`Error::InvalidArgument`] if a lock is given twice (see [`MultiLock::new`]), or the
+    /// error that kept its servers from being compared.
     pub fn lock(&self) -> Result<MultiGuard> {
+        self.check_distinct()?;
         let mut guards = Vec::with_capacity(self.members.len());
         for member in &self.members {
             guards.push(member.lock()?);
@@ -79,7 +133,7 @@ impl MultiLock {
     /// # Errors
     ///
     /// As [`Lock::try_lock`] for the first member that fails; the members taken before are
-    /// released.
+    /// released. As [`MultiLock::lock`] for a lock given twice.
     pub fn try_lock(&self) -> Result<Option<MultiGuard>> {
         self.take_each(|member| member.try_lock())
     }
@@ -90,7 +144,7 @@ impl MultiLock {
     /// # Errors
     ///
     /// As [`Lock::try_lock_for`] for the first member that fails; the members taken before are
-    /// released.
+    /// released. As [`MultiLock::lock`] for a lock given twice.
     pub fn try_lock_for(&self, wait: Duration) -> Result<Option<MultiGuard>> {
         let deadline = after(wait);
         self.take_each(|member| member.try_lock_until(deadline))
@@ -102,6 +156,7 @@ impl MultiLock {
         &self,
         mut take: impl FnMut(&Lock) -> Result<Option<LeaseGuard>>,
     ) -> Result<Option<MultiGuard>> {
+        self.check_distinct()?;
         let mut guards = Vec::with_capacity(self.members.len());
         for member in &self.members {
             match take(member)? {

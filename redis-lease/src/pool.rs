@@ -264,6 +264,12 @@ impl Pool {
         Ok(())
     }
 
+    /// The identity of the server a connection reaches now, asked by `deadline`.
+    pub(crate) fn identify(&self, deadline: Instant) -> Result<Identity> {
+        let mut conn = self.get(deadline)?;
+        self.identity(&mut conn)
+    }
+
     fn identity(&self, conn: &mut Conn) -> Result<Identity> {
         let reply = conn
             .exchange(&[redis::cmd("INFO").arg("server").clone()])

@@ -5,7 +5,7 @@
 mod support;
 
 use redis::Commands;
-use redis_lease::{Client, Error};
+use redis_lease::{Client, Error, MultiLock};
 use std::sync::{Mutex, Once};
 use std::thread;
 use std::time::{Duration, Instant};
@@ -430,6 +430,47 @@ fn redlock_refuses_two_urls_of_one_server() {
         matches!(&by_proxy, Err(Error::InvalidArgument(text)) if text.contains("one server")),
         "{by_proxy:?}"
     );
+}
+
+#[test]
+fn a_multilock_refuses_one_lock_reached_through_two_urls_of_one_server() {
+    let servers: Vec<RedisServer> = (0..2).map(|_| RedisServer::start()).collect();
+    let port = servers[0].port();
+    let client_at = |url: String| {
+        Client::builder(url)
+            .command_timeout(TIMEOUT)
+            .build()
+            .expect("valid settings")
+    };
+    let by_address = client_at(format!("redis://127.0.0.1:{port}"));
+    let by_name = client_at(format!("redis://localhost:{port}"));
+    let other = client_at(servers[1].url());
+    let twice = MultiLock::new([
+        by_address.lock("account").expect("valid"),
+        by_name.lock("account").expect("valid"),
+    ]);
+    assert!(
+        matches!(&twice, Err(Error::InvalidArgument(text)) if text.contains("twice")),
+        "{twice:?}"
+    );
+    // The same name on two servers, and two names on one server, are distinct locks.
+    for pair in [
+        [
+            by_address.lock("account").expect("valid"),
+            other.lock("account").expect("valid"),
+        ],
+        [
+            by_address.lock("account").expect("valid"),
+            by_name.lock("ledger").expect("valid"),
+        ],
+    ] {
+        let set = MultiLock::new(pair).expect("distinct locks");
+        let guard = set
+            .try_lock_for(Duration::from_secs(5))
+            .expect("reachable")
+            .expect("free");
+        guard.unlock().expect("held");
+    }
 }
 
 #[test]

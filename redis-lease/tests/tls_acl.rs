@@ -207,3 +207,103 @@ fn an_acl_user_with_the_documented_rules_locks_through_sentinels() {
     let refused = stranger.lock("x").expect("valid").try_lock();
     assert!(matches!(&refused, Err(Error::Refused(_))), "{refused:?}");
 }
+
+/// The lease of the lock in the refusal tests: a hold left behind by a refused call lapses
+/// within it.
+const SHORT_LEASE: Duration = Duration::from_secs(2);
+
+/// The key of the lock `name` without a key prefix, and its `PTTL` on `server`: -2 if it does not
+/// exist, -1 if it never expires.
+fn pttl(server: &RedisServer, name: &str) -> i64 {
+    redis::cmd("PTTL")
+        .arg(format!("{{{name}}}"))
+        .query(&mut server.connection())
+        .expect("PTTL")
+}
+
+/// Asserts that a call as a user without some command came to a typed refusal or succeeded.
+fn refused_or_done<T: std::fmt::Debug>(what: &str, outcome: &redis_lease::Result<T>) {
+    assert!(
+        matches!(outcome, Ok(_) | Err(Error::Refused(_))),
+        "{what}: {outcome:?}"
+    );
+}
+
+#[test]
+fn a_user_refused_a_command_the_scripts_use_never_leaves_a_lock_without_expiry() {
+    let server = RedisServer::start();
+    let admin = Client::builder(server.url())
+        .command_timeout(Duration::from_secs(2))
+        .build()
+        .expect("valid settings");
+    for command in [
+        "set", "hset", "pexpire", "hincrby", "hdel", "del", "pttl", "publish",
+    ] {
+        let user = format!("no-{command}");
+        let without = format!("-{command}");
+        server.acl_setuser(&user, &["on", ">pw", "~*", "&*", "+@all", &without]);
+        let client = Client::builder(server.url_as(&user, "pw"))
+            .default_lease(SHORT_LEASE)
+            .command_timeout(Duration::from_secs(2))
+            .build()
+            .expect("valid settings");
+        let name = format!("without-{command}");
+        let lock = client.lock(&name).expect("valid");
+        let taken = lock.try_lock();
+        refused_or_done(&format!("{user} acquiring"), &taken);
+        if let Ok(taken) = taken {
+            let guard = taken.expect("free");
+            // A re-entry, and its release: the scripts' other paths.
+            let again = lock.try_lock();
+            refused_or_done(&format!("{user} re-entering"), &again);
+            if let Ok(Some(inner)) = again {
+                refused_or_done(&format!("{user} releasing a re-entry"), &inner.unlock());
+            }
+            refused_or_done(&format!("{user} releasing"), &guard.unlock());
+        }
+        let ttl = pttl(&server, &name);
+        assert!(ttl == -2 || ttl > 0, "{user} left {name:?} with PTTL {ttl}");
+        let next = admin
+            .lock(&name)
+            .expect("valid")
+            .try_lock_for(SHORT_LEASE + Duration::from_secs(2))
+            .expect("reachable");
+        assert!(next.is_some(), "{user}: the lock was never free again");
+    }
+}
+
+#[test]
+fn a_user_without_publish_frees_the_lock_and_unlocks_with_ok() {
+    let server = RedisServer::start();
+    server.acl_setuser("quiet", &["on", ">pw", "~*", "&*", "+@all", "-publish"]);
+    let client = Client::builder(server.url_as("quiet", "pw"))
+        .default_lease(SHORT_LEASE)
+        .build()
+        .expect("valid settings");
+    let guard = client
+        .lock("unannounced")
+        .expect("valid")
+        .try_lock()
+        .expect("reachable")
+        .expect("free");
+    let released = guard.unlock();
+    assert!(released.is_ok(), "{released:?}");
+    assert_eq!(pttl(&server, "unannounced"), -2, "the lock is freed");
+}
+
+#[test]
+fn a_user_without_wait_and_with_replica_acks_leaves_no_hold() {
+    let server = RedisServer::start();
+    server.acl_setuser("unacked", &["on", ">pw", "~*", "&*", "+@all", "-wait"]);
+    let client = Client::builder(server.url_as("unacked", "pw"))
+        .command_timeout(Duration::from_secs(1))
+        .replica_acks(1, Duration::from_millis(200))
+        .build()
+        .expect("valid settings");
+    let attempt = client.lock("unwaited").expect("valid").try_lock();
+    assert!(
+        matches!(&attempt, Err(Error::Refused(error)) if error.code() == Some("NOPERM")),
+        "{attempt:?}"
+    );
+    assert_eq!(pttl(&server, "unwaited"), -2, "no hold is left behind");
+}

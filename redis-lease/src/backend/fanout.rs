@@ -134,7 +134,10 @@ pub(crate) fn exchange(
     for con in connections.into_iter().flatten() {
         // Silent: what it may still run is followed by `on_silent`, and it is closed.
         let mut con = con;
-        let behind: Vec<u8> = on_silent.iter().flat_map(|then| then.bytes()).collect();
+        let behind: Vec<u8> = on_silent
+            .iter()
+            .flat_map(|then| then.bytes_behind())
+            .collect();
         con.send_behind(&behind);
     }
     answers

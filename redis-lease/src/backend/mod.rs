@@ -15,6 +15,7 @@ pub(crate) mod switches;
 
 use crate::error::Result;
 use crate::keys::LockKeys;
+use crate::pool::Identity;
 use crate::pubsub::Waiters;
 use crate::scripts;
 use crate::state::LockState;
@@ -136,6 +137,11 @@ pub(crate) trait Backend: Send + Sync + 'static {
 
     /// Where the locks live, as text: it orders the locks of a `MultiLock`.
     fn place(&self) -> &str;
+
+    /// The servers that keep the lock at `keys`, as they identify themselves (see
+    /// [`Identity`]): two locks of one key on one server are one lock, however its server is
+    /// named. RedLock names those of its masters that answer by `deadline`.
+    fn servers(&self, keys: &LockKeys, deadline: Instant) -> Result<Vec<Identity>>;
 
     /// The longest one call may take (the command timeout, or RedLock's node timeout).
     fn call_timeout(&self) -> Duration;

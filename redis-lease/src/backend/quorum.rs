@@ -158,6 +158,24 @@ impl Backend for Quorum {
         &self.place
     }
 
+    fn servers(&self, _: &LockKeys, deadline: Instant) -> Result<Vec<Identity>> {
+        let deadline = self.deadline(deadline);
+        let mut first_error = None;
+        let mut servers = Vec::with_capacity(self.masters.len());
+        for master in self.masters.iter() {
+            match master.pool.identify(deadline) {
+                Ok(identity) => servers.push(identity),
+                Err(error) => {
+                    first_error.get_or_insert(error);
+                }
+            }
+        }
+        match first_error {
+            Some(error) if servers.is_empty() => Err(error),
+            _ => Ok(servers),
+        }
+    }
+
     fn call_timeout(&self) -> Duration {
         self.node_timeout
     }

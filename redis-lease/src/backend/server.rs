@@ -5,7 +5,7 @@ use super::{Attempt, Attempted, Backend, GrantFate, Release, ReleaseOutcome, Rel
 use crate::conn::Conn;
 use crate::error::{Error, Result};
 use crate::keys::LockKeys;
-use crate::pool::{Pool, Via};
+use crate::pool::{Identity, Pool, Via};
 use crate::pubsub::Waiters;
 use crate::scripts::{self, Acquire, Announce, Call, Epoch};
 use crate::state::LockState;
@@ -37,14 +37,20 @@ impl Server {
     }
 }
 
+/// How long past an attempt's deadline the undoing of an acquisition that reports failure may
+/// be waited for on a server that answers: enough for it to answer, too little to stretch the
+/// call. An undo whose reply misses it was written all the same, and runs in its turn.
+const UNDO_GRACE: Duration = Duration::from_millis(50);
+
 /// The releases that undo `attempt` whatever it came to, written behind it on a connection that
 /// did not answer: Redis runs a connection's commands in order, so if the attempt runs at all, it
 /// is undone at once. Each release names the attempt's acquisition, which exists only if the
-/// attempt ran, so neither can touch anything else.
+/// attempt ran, so neither can touch anything else. Each loads its script first: no NOSCRIPT
+/// reply is read on that connection any more.
 fn undo(keys: &LockKeys, attempt: &Attempt<'_>, announce: Announce) -> Vec<u8> {
-    let mut bytes = undo_in(keys, attempt, announce, attempt.id).bytes();
+    let mut bytes = undo_in(keys, attempt, announce, attempt.id).bytes_behind();
     if let Some(hold) = attempt.reenter {
-        bytes.extend(undo_in(keys, attempt, announce, hold).bytes());
+        bytes.extend(undo_in(keys, attempt, announce, hold).bytes_behind());
     }
     bytes
 }
@@ -62,6 +68,36 @@ fn undo_in(keys: &LockKeys, attempt: &Attempt<'_>, announce: Announce, hold: &st
     )
 }
 
+/// Undoes an acquisition that ran (`holds` acquisitions of its hold, as it replied) but reports
+/// failure: on `con` if it still answers, waiting for the reply until the attempt's `deadline`
+/// or [`UNDO_GRACE`] from now, whichever is later; else written behind what `con` was sent.
+fn undo_acquired(
+    con: &mut Conn,
+    keys: &LockKeys,
+    attempt: &Attempt<'_>,
+    announce: Announce,
+    holds: u64,
+    deadline: Instant,
+) {
+    let hold = match (holds, attempt.reenter) {
+        (1, _) | (_, None) => attempt.id,
+        (_, Some(hold)) => hold,
+    };
+    let call = undo_in(keys, attempt, announce, hold);
+    if !con.is_usable() {
+        con.send_behind(&call.bytes_behind());
+        return;
+    }
+    con.set_deadline(deadline.max(Instant::now() + UNDO_GRACE));
+    if let Err(error) = call.run(con, &keys.lock) {
+        log::warn!(
+            "undoing a failed acquisition of {:?}: {error}; if it was not written, it lapses \
+             with its lease",
+            keys.name
+        );
+    }
+}
+
 fn attempted(reply: Acquire) -> Attempted {
     match reply {
         Acquire::Acquired { holds, token } => Attempted::Acquired {
@@ -72,7 +108,14 @@ fn attempted(reply: Acquire) -> Attempted {
     }
 }
 
-/// One attempt on the server `via` reaches.
+/// One attempt on the server `via` reaches. An attempt that reports failure leaves nothing
+/// behind: one that got no answer is undone behind itself, and one that ran but whose replicas
+/// did not acknowledge it (too few, `WAIT` refused or unanswered) is undone at once.
+///
+/// With acknowledgements, `WAIT` follows the script's reply rather than riding in its write:
+/// Redis runs nothing a client wrote behind a `WAIT` it blocks in, and drops it all when the
+/// client goes, so an undo written behind both would be lost with the connection the attempt
+/// gave up on. Only an acquisition is acknowledged: a reply that the lock is held wrote nothing.
 pub(crate) fn attempt_on(
     via: Via<'_>,
     keys: &LockKeys,
@@ -89,32 +132,27 @@ pub(crate) fn attempt_on(
         attempt.reenter,
         con.epoch(),
     );
-    match call.run_acked(&mut con, &keys.lock, via.pool.acks()) {
-        Ok((reply, shortfall)) => {
-            let attempted = scripts::parse_acquire(&reply).map(attempted)?;
-            match (attempted, shortfall) {
-                (Attempted::Acquired { holds, .. }, Some(shortfall)) => {
-                    // Not handed out: undone on the primary, which is still there to undo it.
-                    let hold = match (holds, attempt.reenter) {
-                        (1, _) | (_, None) => attempt.id,
-                        (_, Some(hold)) => hold,
-                    };
-                    let undone = undo_in(keys, attempt, announce, hold).run(&mut con, &keys.lock);
-                    if let Err(error) = undone {
-                        log::warn!("undoing an unacknowledged acquisition of {:?}: {error}; it lapses with its lease", keys.name);
-                    }
-                    Err(shortfall.error(&keys.name))
-                }
-                _ => Ok(attempted),
-            }
-        }
+    let reply = match call.run(&mut con, &keys.lock) {
+        Ok(reply) => reply,
         Err(error) => {
             if error.is_unavailable() {
                 con.send_behind(&undo(keys, attempt, announce));
             }
-            Err(error)
+            return Err(error);
         }
-    }
+    };
+    let attempted = scripts::parse_acquire(&reply).map(attempted)?;
+    let (Attempted::Acquired { holds, .. }, Some(acks)) = (attempted, via.pool.acks()) else {
+        return Ok(attempted);
+    };
+    let failure = match acks.confirm(&mut con, &keys.lock) {
+        Ok(None) => return Ok(attempted),
+        Ok(Some(shortfall)) => shortfall.error(&keys.name),
+        Err(error) => error,
+    };
+    // Not handed out: undone on the primary, which ran it.
+    undo_acquired(&mut con, keys, attempt, announce, holds, deadline);
+    Err(failure)
 }
 
 /// One release on the server `via` reaches. A release whose reply was lost is sent again, once,
@@ -196,6 +234,10 @@ impl Backend for Server {
 
     fn place(&self) -> &str {
         self.pool.shown()
+    }
+
+    fn servers(&self, _: &LockKeys, deadline: Instant) -> Result<Vec<Identity>> {
+        Ok(vec![self.pool.identify(deadline)?])
     }
 
     fn call_timeout(&self) -> Duration {

@@ -18,7 +18,8 @@
 --          {0, ttl}            held by another hold (-1: without expiry); that may be an earlier
 --                              hold of the same owner that the caller does not name
 -- Errors   WRONGTYPE, BADVALUE, ERR (invalid lease or epoch), EPOCH (the counter is past the
---          epoch's tokens): before any write
+--          epoch's tokens), NOPERM (the user may not run a command the acquisition needs):
+--          before any write
 local err = bad_lease(ARGV[1])
 if err then
   return err
@@ -32,11 +33,17 @@ if redis.call('exists', KEYS[1]) == 0 then
   if behind then
     return behind
   end
+  local fields = {ARGV[2], 1, ':hold', ARGV[3], ':token', token, ':a:' .. ARGV[3], 1}
+  local refused = denied('set', KEYS[2], token) or (note and denied('set', KEYS[3], note))
+    or denied('hset', KEYS[1], unpack(fields)) or denied('pexpire', KEYS[1], ARGV[1])
+  if refused then
+    return refused
+  end
   redis.call('set', KEYS[2], token)
   if note then
     redis.call('set', KEYS[3], note)
   end
-  redis.call('hset', KEYS[1], ARGV[2], 1, ':hold', ARGV[3], ':token', token, ':a:' .. ARGV[3], 1)
+  redis.call('hset', KEYS[1], unpack(fields))
   redis.call('pexpire', KEYS[1], ARGV[1])
   return {1, 1, token}
 end
@@ -45,9 +52,15 @@ if unreadable then
   return unreadable
 end
 if ARGV[4] ~= '' and held[1] == ARGV[4] and held[2] then
+  local refused = denied('hincrby', KEYS[1], ARGV[2], 1)
+    or denied('hset', KEYS[1], ':a:' .. ARGV[3], 1) or denied('pexpire', KEYS[1], ARGV[1])
+  if refused then
+    return refused
+  end
+  local ttl = redis.call('pttl', KEYS[1])
   local holds = redis.call('hincrby', KEYS[1], ARGV[2], 1)
   redis.call('hset', KEYS[1], ':a:' .. ARGV[3], 1)
-  if redis.call('pttl', KEYS[1]) < tonumber(ARGV[1]) then
+  if ttl < tonumber(ARGV[1]) then
     redis.call('pexpire', KEYS[1], ARGV[1])
   end
   return {1, holds, held[3] or last}

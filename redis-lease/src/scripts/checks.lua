@@ -1,7 +1,21 @@
 -- Checks that every script runs before its first write: Redis does not roll a script back, so a
--- script that finds a key or an argument it cannot use must fail before it has changed anything.
--- The checks ride on the reads the scripts make anyway (under redis.pcall, which hands back a
--- refusal instead of raising it). This file is prepended to the scripts; it defines functions.
+-- script that finds a key or an argument it cannot use, or a command its user may not run, must
+-- fail before it has changed anything. The checks of keys ride on the reads the scripts make
+-- anyway (under redis.pcall, which hands back a refusal instead of raising it); the user's rules
+-- are asked once per command (redis.acl_check_cmd, Redis 7). This file is prepended to the
+-- scripts; it defines functions.
+
+-- An error reply (NOPERM) if this script's user may not run `command` with `key` and `...` as its
+-- arguments (ACL rules: the command, its key, its channel), else nil. Redis does not roll a script
+-- back and the user's rules apply inside it, so a command refused half-way would leave the writes
+-- before it: a script asks this of every command it may still call, before its first write.
+local function denied(command, key, ...)
+  if redis.acl_check_cmd(command, key, ...) then
+    return nil
+  end
+  return redis.error_reply('NOPERM this user may not run ' .. command .. ' on ' .. key ..
+    ', which the lock needs; nothing was written')
+end
 
 -- Whether a redis.pcall reply is a refusal for a key of another type.
 local function is_wrong_type(reply)

@@ -19,25 +19,36 @@ use std::sync::LazyLock;
 use std::time::Duration;
 
 static CHECKS: &str = include_str!("checks.lua");
-static ACQUIRE: LazyLock<Script> =
-    LazyLock::new(|| Script::new(&[CHECKS, include_str!("acquire.lua")].concat()));
-static RELEASE: LazyLock<Script> =
-    LazyLock::new(|| Script::new(&[CHECKS, include_str!("release.lua")].concat()));
-static RENEW: LazyLock<Script> =
-    LazyLock::new(|| Script::new(&[CHECKS, include_str!("renew.lua")].concat()));
+static ACQUIRE: LazyLock<Lua> = LazyLock::new(|| Lua::new(include_str!("acquire.lua")));
+static RELEASE: LazyLock<Lua> = LazyLock::new(|| Lua::new(include_str!("release.lua")));
+static RENEW: LazyLock<Lua> = LazyLock::new(|| Lua::new(include_str!("renew.lua")));
+
+/// One script: its text (the checks, then the script's own) and its hash.
+struct Lua {
+    code: String,
+    script: Script,
+}
+
+impl Lua {
+    fn new(body: &str) -> Lua {
+        let code = [CHECKS, body].concat();
+        let script = Script::new(&code);
+        Lua { code, script }
+    }
+}
 
 /// One script call, ready to send: which script, and its EVALSHA command with keys and
 /// arguments.
 pub(crate) struct Call {
-    script: &'static Script,
+    lua: &'static Lua,
     command: redis::Cmd,
 }
 
 impl Call {
-    fn new(script: &'static Script, keys: &[&str]) -> Call {
+    fn new(lua: &'static Lua, keys: &[&str]) -> Call {
         let mut command = redis::cmd("EVALSHA");
-        command.arg(script.get_hash()).arg(keys.len()).arg(keys);
-        Call { script, command }
+        command.arg(lua.script.get_hash()).arg(keys.len()).arg(keys);
+        Call { lua, command }
     }
 
     fn arg(mut self, arg: impl redis::ToRedisArgs) -> Call {
@@ -50,9 +61,22 @@ impl Call {
         self.command.get_packed_command()
     }
 
+    /// The call as bytes to write behind a call whose reply will never be read, on a
+    /// connection about to be closed: `SCRIPT LOAD` first, so that a server that lost its
+    /// scripts (a restart, `SCRIPT FLUSH`) runs it all the same, since no NOSCRIPT reply is ever
+    /// read there to load it then.
+    pub(crate) fn bytes_behind(&self) -> Vec<u8> {
+        let mut bytes = redis::cmd("SCRIPT")
+            .arg("LOAD")
+            .arg(&self.lua.code)
+            .get_packed_command();
+        bytes.extend(self.bytes());
+        bytes
+    }
+
     /// Loads the call's script on `con`, after the server answered NOSCRIPT.
     pub(crate) fn load(&self, con: &mut Conn) -> RedisResult<()> {
-        self.script.load(con).map(drop)
+        self.lua.script.load(con).map(drop)
     }
 
     /// Runs the call on `con` and returns its reply; a refusal is an error.
@@ -131,11 +155,32 @@ pub(crate) struct Acks {
 }
 
 impl Acks {
+    /// The most replicas `WAIT` takes: it reads its count as a signed 64-bit number.
+    pub(crate) const MAX_REPLICAS: u64 = i64::MAX as u64;
+
     fn wait(self) -> redis::Cmd {
         redis::cmd("WAIT")
             .arg(self.replicas)
             .arg(millis(self.timeout))
             .clone()
+    }
+
+    /// Waits for the replicas to acknowledge what the calls before on `con` wrote (`WAIT`): the
+    /// shortfall if too few did, or the error if the server refused or did not answer (`key`
+    /// as in [`Call::run`]).
+    pub(crate) fn confirm(self, con: &mut Conn, key: &str) -> Result<Option<Shortfall>> {
+        let sorted = |error| Error::from_redis(error, key);
+        let replies = con.exchange(&[self.wait()]).map_err(sorted)?;
+        match replies
+            .into_iter()
+            .next()
+            .unwrap_or(Value::Nil)
+            .extract_error()
+        {
+            Ok(Value::Int(acked)) => Ok(self.shortfall(u64::try_from(acked).unwrap_or(0))),
+            Ok(other) => Err(unexpected("WAIT", &other)),
+            Err(error) => Err(sorted(error)),
+        }
     }
 
     /// The `WAIT` command as bytes, to follow calls written in one batch.

@@ -17,14 +17,16 @@
 --          (Redis Cluster)
 -- ARGV[9]  the epoch of a granted hold's token (see acquire.lua)
 -- Reply    {n}                     released; n >= 1 acquisitions of the hold are left
---          {0}                     the lock was freed and announced
+--          {0}                     the lock was freed and announced (not announced if the user
+--                                  may not publish: waiters find it free when they look again)
 --          {0, token, subscribers} the lock was granted to ARGV[5] with this fencing token;
 --                                  subscribers is how many connections watch the lock's
 --                                  channel (waiters of every client, the granting one's too)
 --          {-1}                    this hold does not hold the lock
 --          {-2}                    this release was applied already
--- Errors   WRONGTYPE, BADVALUE (a hold count that is not a number), ERR (invalid lease): before
---          any write
+-- Errors   WRONGTYPE, BADVALUE (a hold count that is not a number), ERR (invalid lease), NOPERM
+--          (the user may not run a command the release needs): before any write. A grant the
+--          user may not make (a command it needs refused) frees the lock instead.
 local err = bad_lease(ARGV[7])
 if err then
   return err
@@ -49,18 +51,36 @@ if not left then
 end
 left = left - 1
 if left > 0 then
+  local refused = denied('hincrby', KEYS[1], ARGV[1], -1) or denied('hdel', KEYS[1], acquisition)
+  if refused then
+    return refused
+  end
   redis.call('hincrby', KEYS[1], ARGV[1], -1)
   redis.call('hdel', KEYS[1], acquisition)
   return {left}
 end
--- A grant needs a token; if the counter cannot give one, the lock is freed instead, and the
--- waiter, trying by itself, is told what is wrong with the counter or the epoch.
-local token, note
+local refused = denied('del', KEYS[1]) or denied('set', KEYS[3], ARGV[3], 'px', '60000')
+if refused then
+  return refused
+end
+-- A grant needs a token, and the user's leave to write it; if the counter cannot give one or a
+-- command is refused, the lock is freed instead, and the waiter, trying by itself, is told what
+-- is wrong with the counter, the epoch or its rights.
+local token, note, fields
+local count = ARGV[8] == 'spublish' and 'shardnumsub' or 'numsub'
 if ARGV[5] ~= '' then
   local last = fence_value(KEYS[2])
   if last then
     local _
     token, _, note = token_after(last, ARGV[9], KEYS[4])
+  end
+  if token then
+    fields = {ARGV[5], 1, ':hold', ARGV[6], ':token', token, ':a:' .. ARGV[6], 1}
+    if denied('set', KEYS[2], token) or (note and denied('set', KEYS[4], note))
+        or denied('hset', KEYS[1], unpack(fields)) or denied('pexpire', KEYS[1], ARGV[7])
+        or not redis.acl_check_cmd('pubsub', count, ARGV[4]) then
+      token = nil
+    end
   end
 end
 redis.call('del', KEYS[1])
@@ -70,11 +90,13 @@ if token then
   if note then
     redis.call('set', KEYS[4], note)
   end
-  redis.call('hset', KEYS[1], ARGV[5], 1, ':hold', ARGV[6], ':token', token, ':a:' .. ARGV[6], 1)
+  redis.call('hset', KEYS[1], unpack(fields))
   redis.call('pexpire', KEYS[1], ARGV[7])
-  local count = ARGV[8] == 'spublish' and 'shardnumsub' or 'numsub'
   local subscribers = redis.call('pubsub', count, ARGV[4])[2]
   return {0, token, subscribers}
 end
-redis.call(ARGV[8] == 'spublish' and 'spublish' or 'publish', ARGV[4], 'freed')
+local announce = ARGV[8] == 'spublish' and 'spublish' or 'publish'
+if redis.acl_check_cmd(announce, ARGV[4], 'freed') then
+  redis.call(announce, ARGV[4], 'freed')
+end
 return {0}

@@ -8,11 +8,20 @@
 -- Reply        {r1, r2, ...}: ri = 1 if lease i's hold holds the lock and has at least lease i
 --              left (extended to it if it had less), 0 if its hold no longer holds the
 --              lock (expired, released, deleted, taken over, or the key is not a lock at all)
--- Errors       ERR (invalid lease): before any write
+-- Errors       ERR (invalid lease), NOPERM (the user may not run PTTL or PEXPIRE on the first
+--              lease's key): before any write. The user's rules are asked of the first key only
+--              (a client's keys share its key prefix); a key refused alone fails the call after
+--              the leases before it were extended, which only does what was asked.
 for i = 1, #KEYS do
   local err = bad_lease(ARGV[2 * i])
   if err then
     return err
+  end
+end
+if #KEYS > 0 then
+  local refused = denied('pttl', KEYS[1]) or denied('pexpire', KEYS[1], ARGV[2])
+  if refused then
+    return refused
   end
 end
 local renewed = {}

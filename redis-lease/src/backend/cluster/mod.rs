@@ -21,7 +21,7 @@ use super::server::{attempt_on, pause, release_on, settle_grant_on};
 use super::{Attempt, Attempted, Backend, GrantFate, Release, ReleaseOutcome};
 use crate::error::{Error, Result};
 use crate::keys::LockKeys;
-use crate::pool::{Pool, Via};
+use crate::pool::{Identity, Pool, Via};
 use crate::pubsub::{Announcer, Waiters};
 use crate::scripts::{self, Announce};
 use crate::state::LockState;
@@ -135,6 +135,11 @@ impl Backend for Cluster {
 
     fn place(&self) -> &str {
         &self.place
+    }
+
+    fn servers(&self, keys: &LockKeys, deadline: Instant) -> Result<Vec<Identity>> {
+        self.route(keys, deadline, |via| via.pool.identify(deadline))
+            .map(|(identity, _)| vec![identity])
     }
 
     fn call_timeout(&self) -> Duration {
