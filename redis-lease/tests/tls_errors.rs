@@ -14,11 +14,7 @@ use testkit::{ClientAuth, TlsCertificates, TlsOptions};
 /// What one attempt on lock "x" gives, and how long it took.
 fn attempt(client: &Client) -> (Result<(), Error>, Duration) {
     let start = Instant::now();
-    let result = client
-        .lock("x")
-        .expect("valid")
-        .try_lock()
-        .map(|guard| drop(guard));
+    let result = client.lock("x").expect("valid").try_lock().map(drop);
     (result, start.elapsed())
 }
 

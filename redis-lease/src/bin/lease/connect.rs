@@ -327,6 +327,76 @@ impl Connection {
         }
     }
 
+    /// `failure` to acquire `name` on RedLock masters as unavailability if too few masters
+    /// answer to make a quorum: the lock may be free, and trying later may succeed. The
+    /// library tells an attempt that too few masters answered from one another owner won, on
+    /// their answers alike; each master is asked on its own here, all at once, within the
+    /// command timeout.
+    pub fn unless_masters_unavailable(
+        &self,
+        servers: &Servers,
+        name: &str,
+        failure: Failure,
+    ) -> Failure {
+        if servers.topology != Topology::RedLock || failure.code != exit::NOT_ACQUIRED {
+            return failure;
+        }
+        let answers: Vec<Result<(), String>> = std::thread::scope(|scope| {
+            let asked: Vec<_> = servers
+                .urls
+                .iter()
+                .map(|url| scope.spawn(move || self.ask_master(url, name)))
+                .collect();
+            asked
+                .into_iter()
+                .map(|asked| {
+                    asked
+                        .join()
+                        .unwrap_or_else(|_| Err("the question failed".to_owned()))
+                })
+                .collect()
+        });
+        let quorum = servers.urls.len() / 2 + 1;
+        let answered = answers.iter().filter(|answer| answer.is_ok()).count();
+        if answered >= quorum {
+            return failure;
+        }
+        let silent: Vec<String> = servers
+            .urls
+            .iter()
+            .zip(&answers)
+            .filter_map(|(url, answer)| {
+                let error = answer.as_ref().err()?;
+                Some(format!("{}: {error}", redis_lease::redact_url(url)))
+            })
+            .collect();
+        Failure::new(
+            exit::UNAVAILABLE,
+            format!(
+                "{name:?} was not acquired: {answered} of {} RedLock masters answered, fewer than \
+                 a quorum of {quorum} ({})",
+                servers.urls.len(),
+                silent.join("; ")
+            ),
+        )
+    }
+
+    /// Whether the RedLock master at `url` answers for `name`, as a server of its own.
+    fn ask_master(&self, url: &str, name: &str) -> Result<(), String> {
+        let client = self
+            .configured(Client::builder(url))
+            .map_err(|failure| failure.message)?
+            .build()
+            .map_err(|error| error.to_string())?;
+        let lock = client.lock(name).map_err(|error| error.to_string())?;
+        lock.inspect().map(drop).map_err(|error| match error {
+            redis_lease::Error::Unavailable(cause) | redis_lease::Error::Refused(cause) => {
+                cause.to_string()
+            }
+            other => other.to_string(),
+        })
+    }
+
     /// The client for `servers` with these options.
     pub fn client(&self, servers: &Servers) -> Result<Client, Failure> {
         let urls = servers.urls.iter().cloned();
@@ -343,6 +413,14 @@ impl Connection {
                 ))
             }
         };
+        Ok(self.configured(builder)?.build()?)
+    }
+
+    /// `builder` with these options.
+    fn configured(
+        &self,
+        builder: redis_lease::ClientBuilder,
+    ) -> Result<redis_lease::ClientBuilder, Failure> {
         let mut builder = builder
             .key_prefix(self.prefix.as_str())
             .default_lease(self.lease.get())
@@ -357,7 +435,7 @@ impl Connection {
         if let Some(password) = self.password()? {
             builder = builder.password(password);
         }
-        Ok(builder.build()?)
+        Ok(builder)
     }
 
     /// The password given apart from the URL, if any: from the password file (its first line),
