@@ -220,7 +220,11 @@ fn failures_past_the_command_line_get_one_line_and_their_documented_code() {
     let cases: Vec<(Vec<&str>, &str, i32)> = vec![
         (vec!["status", "x"], "not-a-url", USAGE),
         (vec!["status", "x"], &unreachable, UNAVAILABLE),
-        (vec!["--lease", "0s", "run", "x", "--", "true"], &url, USAGE),
+        (
+            vec!["--lease", "400years", "run", "x", "--", "true"],
+            &url,
+            USAGE,
+        ),
         (vec!["run", "", "--", "true"], &url, USAGE),
         (vec!["run", "--owner", ":x", "x", "--", "true"], &url, USAGE),
         (

@@ -388,3 +388,32 @@ fn socket_passwords_stay_out_of_the_log_the_status_and_errors() {
         "{run:?}"
     );
 }
+
+#[test]
+fn a_lease_below_the_floor_is_refused_naming_it_and_one_at_the_floor_is_kept() {
+    let server = RedisServer::start();
+    let url = server.url();
+    for below in ["10ms", "30ms", "299ms"] {
+        let done = output(lease(&url).args(["--lease", below, "run", "x", "--", "true"]));
+        let stderr = stderr_of(&done);
+        assert_eq!(done.status.code(), Some(USAGE), "{below}: {stderr}");
+        assert!(
+            stderr.contains(&format!("invalid value '{below}' for '--lease <DURATION>'"))
+                && stderr.contains("the shortest lease the tool can keep is 300ms"),
+            "{below}: {stderr}"
+        );
+    }
+    let from_env = output(
+        lease(&url)
+            .env("LEASE_LEASE", "20ms")
+            .args(["run", "x", "--", "true"]),
+    );
+    assert_eq!(from_env.status.code(), Some(USAGE), "{from_env:?}");
+    assert!(
+        stderr_of(&from_env).contains("(from $LEASE_LEASE)"),
+        "{from_env:?}"
+    );
+    let at_floor = output(lease(&url).args(["--lease", "300ms", "run", "x", "--", "sleep", "2"]));
+    assert_eq!(at_floor.status.code(), Some(0), "{at_floor:?}");
+    assert_eq!(stderr_of(&at_floor), "", "{at_floor:?}");
+}
