@@ -10,7 +10,7 @@ use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 use support::{client, wait_until, RedisServer};
 use testkit::{ClientAuth, TlsOptions};
-use tool::{closed_port, finish, lease, output, scratch, shell, spawn, stderr_of};
+use tool::{closed_port, finish, lease, output, scratch, shell, spawn, stderr_of, stdout_of};
 
 const NOT_ACQUIRED: i32 = 75;
 const LOST: i32 = 79;
@@ -18,6 +18,7 @@ const UNAVAILABLE: i32 = 69;
 const USAGE: i32 = 64;
 const NOT_FOUND: i32 = 127;
 const REFUSED: i32 = 78;
+const DATA: i32 = 65;
 
 #[test]
 fn runs_on_one_name_never_overlap_and_their_tokens_rise() {
@@ -451,4 +452,42 @@ fn a_redlock_run_with_too_few_masters_is_unavailable_not_held_elsewhere() {
     let done =
         output(lease(&two_down).args(["--redlock", "run", "--wait", "0", "x", "--", "true"]));
     assert_eq!(done.status.code(), Some(UNAVAILABLE), "{done:?}");
+}
+
+#[test]
+fn status_says_a_name_whose_tokens_are_exhausted_is_free_but_cannot_be_acquired() {
+    let server = RedisServer::start();
+    let url = server.url();
+    let mut con = server.connection();
+    let _: () = redis::cmd("SET")
+        .arg("{worn}:fence")
+        .arg(i64::MAX)
+        .query(&mut con)
+        .expect("SET");
+    let text = output(lease(&url).args(["status", "worn"]));
+    assert_eq!(text.status.code(), Some(0), "{text:?}");
+    let sentence = stdout_of(&text);
+    assert!(
+        sentence.contains("is free") && sentence.contains("fencing tokens are exhausted"),
+        "{sentence}"
+    );
+    assert!(
+        sentence.contains("no acquisition can succeed"),
+        "{sentence}"
+    );
+    assert!(
+        !sentence.contains("no fencing token handed out yet"),
+        "{sentence}"
+    );
+    let json = output(lease(&url).args(["status", "--json", "worn"]));
+    let status: serde_json::Value = serde_json::from_slice(&json.stdout).expect("JSON");
+    assert_eq!(status["held"], false, "{status}");
+    assert_eq!(status["tokens_exhausted"], true, "{status}");
+    // And it is so: a run cannot acquire it.
+    let run = output(lease(&url).args(["run", "worn", "--", "true"]));
+    assert_eq!(run.status.code(), Some(DATA), "{run:?}");
+    // A sound name says otherwise.
+    let json = output(lease(&url).args(["status", "--json", "fresh"]));
+    let status: serde_json::Value = serde_json::from_slice(&json.stdout).expect("JSON");
+    assert_eq!(status["tokens_exhausted"], false, "{status}");
 }
