@@ -236,7 +236,7 @@ impl Conn {
 
 /// How long a TLS handshake waits for the server's first bytes before it asks the port, on a
 /// second connection, whether it speaks plain Redis (which never answers a handshake).
-const PLAIN_PROBE_AFTER: Duration = Duration::from_millis(250);
+const ASK_PLAIN_AFTER: Duration = Duration::from_millis(250);
 
 /// Runs the TLS handshake over `timed` (by its deadline). A failure of the handshake itself (a
 /// certificate that does not verify, no protocol in common, a port that does not speak TLS) is
@@ -256,8 +256,8 @@ fn handshake(
         rustls::ClientConnection::new(config, name).map_err(|error| refused(error.to_string()))?;
     let deadline = timed.deadline();
     // Until the server's first bytes, or the time to ask whether the port is a plain one.
-    let mut probe_at = Some(Instant::now() + PLAIN_PROBE_AFTER).filter(|at| *at < deadline);
-    if let Some(at) = probe_at {
+    let mut ask_at = Some(Instant::now() + ASK_PLAIN_AFTER).filter(|at| *at < deadline);
+    if let Some(at) = ask_at {
         timed.set_deadline(at);
     }
     while session.is_handshaking() {
@@ -267,7 +267,7 @@ fn handshake(
         if let Some(why) = tls::refusal(&error) {
             return Err(refused(format!("handshake with {host}: {why}")));
         }
-        if let (Some(_), io::ErrorKind::TimedOut) = (probe_at.take(), error.kind()) {
+        if let (Some(_), io::ErrorKind::TimedOut) = (ask_at.take(), error.kind()) {
             timed.set_deadline(deadline);
             if timed.received() == 0 {
                 let plain = timed
