@@ -43,4 +43,37 @@ impl LockState {
     pub fn is_held(&self) -> bool {
         !self.holders.is_empty()
     }
+
+    /// Whether the fencing counter has reached the largest token (2^63 - 1): no acquisition
+    /// of this name can succeed (each fails with [`Error::BadValue`](crate::Error::BadValue))
+    /// until the counter is deleted or set lower, and [`LockState::last_token`] is `None`. Found
+    /// among the [`problems`](LockState::problems), where the inspection reports it.
+    pub fn tokens_exhausted(&self) -> bool {
+        self.problems
+            .iter()
+            .any(|problem| problem.contains(EXHAUSTED))
+    }
+}
+
+/// How the inspection reports a fencing counter at the largest token (in `scripts::direct`).
+const EXHAUSTED: &str = "has reached the largest token";
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_counter_at_the_largest_token_is_exhausted_on_any_deployment() {
+        let mut state = LockState::empty("worn");
+        assert!(!state.tokens_exhausted());
+        state
+            .problems
+            .push("fencing counter \"{worn}:fence\" is not a whole number from 0".into());
+        assert!(!state.tokens_exhausted());
+        // On RedLock, each master's problems are named by the master.
+        state.problems.push(
+            "redis://a:6379: fencing counter \"{worn}:fence\" has reached the largest token".into(),
+        );
+        assert!(state.tokens_exhausted());
+    }
 }

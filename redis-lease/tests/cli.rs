@@ -9,13 +9,16 @@ use std::os::unix::fs::PermissionsExt;
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 use support::{client, wait_until, RedisServer};
-use tool::{closed_port, finish, lease, output, scratch, shell, spawn, stderr_of};
+use testkit::{ClientAuth, TlsOptions};
+use tool::{closed_port, finish, lease, output, scratch, shell, spawn, stderr_of, stdout_of};
 
 const NOT_ACQUIRED: i32 = 75;
 const LOST: i32 = 79;
 const UNAVAILABLE: i32 = 69;
 const USAGE: i32 = 64;
 const NOT_FOUND: i32 = 127;
+const REFUSED: i32 = 78;
+const DATA: i32 = 65;
 
 #[test]
 fn runs_on_one_name_never_overlap_and_their_tokens_rise() {
@@ -218,7 +221,11 @@ fn failures_past_the_command_line_get_one_line_and_their_documented_code() {
     let cases: Vec<(Vec<&str>, &str, i32)> = vec![
         (vec!["status", "x"], "not-a-url", USAGE),
         (vec!["status", "x"], &unreachable, UNAVAILABLE),
-        (vec!["--lease", "0s", "run", "x", "--", "true"], &url, USAGE),
+        (
+            vec!["--lease", "400years", "run", "x", "--", "true"],
+            &url,
+            USAGE,
+        ),
         (vec!["run", "", "--", "true"], &url, USAGE),
         (vec!["run", "--owner", ":x", "x", "--", "true"], &url, USAGE),
         (
@@ -360,4 +367,127 @@ fn a_run_through_sentinels_gets_a_token_of_the_primarys_epoch_and_refuses_unackn
     set.resume_replica();
     let written = fs::read_to_string(&tokens).expect("readable");
     assert_eq!(written.lines().count(), 2, "the refused run did not run");
+}
+
+#[test]
+fn tls_refusals_exit_with_the_refused_code_at_once() {
+    let required = RedisServer::start_tls(TlsOptions {
+        client_auth: ClientAuth::Required,
+        ..TlsOptions::default()
+    });
+    let certificates = required.tls_certificates().expect("a TLS server").clone();
+    let trusting = |command: &mut Command| {
+        command.arg("--tls-ca-file").arg(certificates.ca_cert());
+    };
+    let plain = RedisServer::start();
+    let not_tls = plain.url().replacen("redis://", "rediss://", 1);
+    let cases: [(&str, &str, bool); 3] = [
+        // The tool presents no client certificate.
+        (&required.url(), "requires a client certificate", true),
+        // It does not trust the server's CA.
+        (&required.url(), "certificate", false),
+        (&not_tls, "does not speak TLS", true),
+    ];
+    for (url, says, trust) in cases {
+        for args in [
+            &["status", "x"][..],
+            &["run", "--wait", "5s", "x", "--", "true"],
+        ] {
+            let mut command = lease(url);
+            if trust {
+                trusting(&mut command);
+            }
+            let start = Instant::now();
+            let done = output(command.args(args));
+            let stderr = stderr_of(&done);
+            assert_eq!(
+                done.status.code(),
+                Some(REFUSED),
+                "{url} {args:?}: {stderr}"
+            );
+            assert!(stderr.contains(says), "{url} {args:?}: {stderr}");
+            assert!(
+                start.elapsed() < Duration::from_millis(1500),
+                "{url} {args:?}"
+            );
+        }
+    }
+}
+
+#[test]
+fn a_redlock_run_with_too_few_masters_is_unavailable_not_held_elsewhere() {
+    let masters: Vec<RedisServer> = (0..3).map(|_| RedisServer::start()).collect();
+    let urls: Vec<String> = masters.iter().map(RedisServer::url).collect();
+    let [down_a, down_b] =
+        [closed_port(), closed_port()].map(|port| format!("redis://127.0.0.1:{port}"));
+    let two_down = format!("{},{down_a},{down_b}", urls[0]);
+    for wait in ["0", "1s"] {
+        let done =
+            output(lease(&two_down).args(["--redlock", "run", "--wait", wait, "x", "--", "true"]));
+        let stderr = stderr_of(&done);
+        assert_eq!(
+            done.status.code(),
+            Some(UNAVAILABLE),
+            "--wait {wait}: {stderr}"
+        );
+        assert!(
+            stderr.contains("1 of 3 RedLock masters answered"),
+            "{stderr}"
+        );
+        assert_eq!(stderr.trim_end().lines().count(), 1, "{stderr}");
+    }
+    // Held elsewhere, all masters up: not acquired.
+    let all = urls.join(",");
+    let holder = redis_lease::Client::redlock(urls.iter().cloned())
+        .build()
+        .expect("valid");
+    let _held = holder
+        .lock("x")
+        .expect("valid")
+        .lock_with_lease(Duration::from_secs(30))
+        .expect("free");
+    let done = output(lease(&all).args(["--redlock", "run", "--wait", "0", "x", "--", "true"]));
+    assert_eq!(done.status.code(), Some(NOT_ACQUIRED), "{done:?}");
+    // Held elsewhere on the one master that answers, whose quorum cannot be had: unavailable.
+    let done =
+        output(lease(&two_down).args(["--redlock", "run", "--wait", "0", "x", "--", "true"]));
+    assert_eq!(done.status.code(), Some(UNAVAILABLE), "{done:?}");
+}
+
+#[test]
+fn status_says_a_name_whose_tokens_are_exhausted_is_free_but_cannot_be_acquired() {
+    let server = RedisServer::start();
+    let url = server.url();
+    let mut con = server.connection();
+    let _: () = redis::cmd("SET")
+        .arg("{worn}:fence")
+        .arg(i64::MAX)
+        .query(&mut con)
+        .expect("SET");
+    let text = output(lease(&url).args(["status", "worn"]));
+    assert_eq!(text.status.code(), Some(0), "{text:?}");
+    let sentence = stdout_of(&text);
+    assert!(
+        sentence.contains("is free") && sentence.contains("fencing tokens are exhausted"),
+        "{sentence}"
+    );
+    assert!(
+        sentence.contains("no acquisition can succeed"),
+        "{sentence}"
+    );
+    assert!(
+        !sentence.contains("no fencing token handed out yet"),
+        "{sentence}"
+    );
+    let json = output(lease(&url).args(["status", "--json", "worn"]));
+    let status: serde_json::Value = serde_json::from_slice(&json.stdout).expect("JSON");
+    assert_eq!(status["held"], false, "{status}");
+    assert_eq!(status["tokens_exhausted"], true, "{status}");
+    // And it is so: a run cannot acquire it.
+    let run = output(lease(&url).args(["run", "worn", "--", "true"]));
+    assert_eq!(run.status.code(), Some(DATA), "{run:?}");
+    // A sound name says otherwise.
+    let json = output(lease(&url).args(["status", "--json", "fresh"]));
+    let status: serde_json::Value = serde_json::from_slice(&json.stdout).expect("JSON");
+    assert_eq!(status["tokens_exhausted"], false, "{status}");
 }

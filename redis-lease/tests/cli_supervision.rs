@@ -11,7 +11,7 @@ use std::process::{Child, Command, Stdio};
 use std::thread;
 use std::time::{Duration, Instant};
 use support::{client, wait_until, RedisServer};
-use tool::{finish, gone, lease, output, scratch, shell, spawn, stamps};
+use tool::{finish, gone, lease, output, scratch, shell, spawn, stamps, stderr_of, stdout_of};
 
 const LOST: i32 = 79;
 const USAGE: i32 = 64;
@@ -331,4 +331,89 @@ fn passwords_stay_out_of_help_errors_and_the_commands_environment() {
             .args(["status", "x"]),
     );
     assert_eq!(from_file.status.code(), Some(0), "{from_file:?}");
+}
+
+#[test]
+fn socket_passwords_stay_out_of_the_log_the_status_and_errors() {
+    let server = RedisServer::start_with(&["--requirepass", "hunter2"]);
+    let socket = server.unix_socket();
+    let socket = socket.display();
+    // The forms the `redis` crate reads a socket's password from.
+    for url in [
+        format!("redis+unix://{socket}?pass=hunter2"),
+        format!("unix://{socket}?pass=hunter2"),
+        format!("valkey+unix://{socket}?db=0&pass=hunter2"),
+        format!("REDIS+UNIX://{socket}?pass=hunter2"),
+    ] {
+        let done = output(lease(&url).args(["-vv", "status", "--json", "x"]));
+        assert_eq!(done.status.code(), Some(0), "{url}: {done:?}");
+        let (stdout, stderr) = (stdout_of(&done), stderr_of(&done));
+        assert!(
+            stderr.contains("(from $LEASE_REDIS_URL)"),
+            "{url}: {stderr}"
+        );
+        let status: serde_json::Value = serde_json::from_str(&stdout).expect("JSON");
+        let node = status["node"].as_str().unwrap_or_default();
+        assert!(node.contains("pass=***"), "{url}: {stdout}");
+        assert!(
+            !stdout.contains("hunter2") && !stderr.contains("hunter2"),
+            "{url}:\n{stdout}\n{stderr}"
+        );
+        let plain = output(lease(&url).args(["status", "x"]));
+        assert_eq!(plain.status.code(), Some(0), "{url}: {plain:?}");
+        assert!(!stdout_of(&plain).contains("hunter2"), "{plain:?}");
+    }
+    // Forms it reads no password from, or a wrong one: refused, and never shown.
+    for url in [
+        format!("redis+unix://{socket}?pass=badpass"),
+        format!("redis+unix://{socket}?password=badpass"),
+        format!("redis+unix://:badpass@localhost{socket}"),
+        format!("redis+unix://{socket}?pass=bad%26pass&db=0"),
+        format!("redis+unix://{socket}?pass=bad&pass"),
+    ] {
+        let done = output(lease(&url).args(["-vv", "status", "--json", "x"]));
+        assert_eq!(done.status.code(), Some(REFUSED), "{url}: {done:?}");
+        let (stdout, stderr) = (stdout_of(&done), stderr_of(&done));
+        assert!(
+            !stdout.contains("bad") && !stderr.contains("bad"),
+            "{url}:\n{stdout}\n{stderr}"
+        );
+    }
+    // A run: its log, and the command's environment.
+    let url = format!("redis+unix://{socket}?pass=hunter2");
+    let run = output(lease(&url).args(["-v", "run", "x", "--", "env"]));
+    assert_eq!(run.status.code(), Some(0), "{run:?}");
+    assert!(
+        !stdout_of(&run).contains("hunter2") && !stderr_of(&run).contains("hunter2"),
+        "{run:?}"
+    );
+}
+
+#[test]
+fn a_lease_below_the_floor_is_refused_naming_it_and_one_at_the_floor_is_kept() {
+    let server = RedisServer::start();
+    let url = server.url();
+    for below in ["10ms", "30ms", "299ms"] {
+        let done = output(lease(&url).args(["--lease", below, "run", "x", "--", "true"]));
+        let stderr = stderr_of(&done);
+        assert_eq!(done.status.code(), Some(USAGE), "{below}: {stderr}");
+        assert!(
+            stderr.contains(&format!("invalid value '{below}' for '--lease <DURATION>'"))
+                && stderr.contains("the shortest lease the tool can keep is 300ms"),
+            "{below}: {stderr}"
+        );
+    }
+    let from_env = output(
+        lease(&url)
+            .env("LEASE_LEASE", "20ms")
+            .args(["run", "x", "--", "true"]),
+    );
+    assert_eq!(from_env.status.code(), Some(USAGE), "{from_env:?}");
+    assert!(
+        stderr_of(&from_env).contains("(from $LEASE_LEASE)"),
+        "{from_env:?}"
+    );
+    let at_floor = output(lease(&url).args(["--lease", "300ms", "run", "x", "--", "sleep", "2"]));
+    assert_eq!(at_floor.status.code(), Some(0), "{at_floor:?}");
+    assert_eq!(stderr_of(&at_floor), "", "{at_floor:?}");
 }

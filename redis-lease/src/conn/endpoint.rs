@@ -155,15 +155,28 @@ impl fmt::Display for Addr {
     }
 }
 
-/// `url` with the password of its user information replaced by `***`: `redis://u:***@h:1/0`.
-/// Text that is not a URL at all is shown up to its last `@` as `***`, or as `***` without one.
+/// `url` with its passwords replaced by `***`: the password of its user information
+/// (`redis://u:***@h:1/0`), and on a Unix socket's URL the `pass` (or `password`) parameter
+/// (`redis+unix:///run/redis.sock?pass=***`). Text that is not a URL at all is shown up to its
+/// last `@` as `***`, or as `***` without one.
 ///
 /// A password may hold `/`, `?`, `#` or `@` unescaped, so the user information is taken to end at
 /// the *last* `@` of the URL, wherever it stands: hiding too much beats showing a password. A URL
 /// without `@` whose port is not a number (the front of a URL cut at a `,` inside its password,
-/// for one) is shown without its authority: `redis://***`.
+/// for one) is shown without its authority: `redis://***`. Of a query, only `db`, `user` and
+/// `protocol` are shown: any other parameter, or piece of one (a password holding `&`), is
+/// `***`; so is a fragment other than `#insecure`.
 pub fn redact(url: &str) -> String {
-    let (scheme, rest) = split_scheme(url);
+    // As the URL parser reads it: without outer blanks, tabs or line breaks.
+    let url: String = url
+        .trim_matches(|c: char| c <= ' ')
+        .chars()
+        .filter(|c| !matches!(c, '\t' | '\n' | '\r'))
+        .collect();
+    if let Some((scheme, rest)) = socket_scheme(&url) {
+        return format!("{scheme}:{}", redact_socket(rest));
+    }
+    let (scheme, rest) = split_scheme(&url);
     let Some((userinfo, host_and_tail)) = split_userinfo(rest) else {
         let authority_end = rest.find(['/', '?', '#']).unwrap_or(rest.len());
         let (authority, tail) = rest.split_at(authority_end);
@@ -171,8 +184,9 @@ pub fn redact(url: &str) -> String {
             // Not a URL: maybe a piece of one, cut inside its password.
             return "***".to_owned();
         }
+        let tail = redact_path_and_tail(tail);
         if plausible_authority(authority) {
-            return url.to_owned();
+            return format!("{scheme}{authority}{tail}");
         }
         return format!("{scheme}***{tail}");
     };
@@ -181,7 +195,90 @@ pub fn redact(url: &str) -> String {
         _ if scheme.is_empty() => "***".to_owned(),
         _ => userinfo.to_owned(),
     };
-    format!("{scheme}{user}{host_and_tail}")
+    format!("{scheme}{user}{}", redact_path_and_tail(host_and_tail))
+}
+
+/// The schemes the `redis` crate reads as a Unix socket's path, with its login in the query.
+const SOCKET_SCHEMES: [&str; 3] = ["redis+unix", "valkey+unix", "unix"];
+
+/// The query parameters shown as they are; every other one is hidden.
+const SHOWN_PARAMETERS: [&str; 3] = ["db", "user", "protocol"];
+
+/// The query parameters that carry a password: shown by name, their value hidden.
+const PASSWORD_PARAMETERS: [&str; 2] = ["pass", "password"];
+
+/// A Unix socket URL's scheme (lowercase, as the URL parser reads it) and what follows its `:`.
+fn socket_scheme(url: &str) -> Option<(String, &str)> {
+    let (scheme, rest) = url.split_once(':')?;
+    let scheme = scheme.to_ascii_lowercase();
+    SOCKET_SCHEMES
+        .contains(&scheme.as_str())
+        .then_some((scheme, rest))
+}
+
+/// What follows a Unix socket URL's `scheme:`, with its passwords hidden: user information
+/// (up to the last `@` before the query), an authority holding a `:` (a password cut short by
+/// a `?` or `#` it holds), and the query's passwords.
+fn redact_socket(rest: &str) -> String {
+    let location_end = rest.find(['?', '#']).unwrap_or(rest.len());
+    let (location, tail) = rest.split_at(location_end);
+    let slashes = if location.starts_with("//") { "//" } else { "" };
+    let location = if let Some(at) = location.rfind('@') {
+        format!("{slashes}***{}", &location[at..])
+    } else {
+        let after = &location[slashes.len()..];
+        let authority_end = if slashes.is_empty() {
+            0
+        } else {
+            after.find('/').unwrap_or(after.len())
+        };
+        let (authority, path) = after.split_at(authority_end);
+        if authority.contains(':') {
+            format!("{slashes}***{path}")
+        } else {
+            location.to_owned()
+        }
+    };
+    format!("{location}{}", redact_tail(tail))
+}
+
+/// A URL's path, query and fragment (after its host), with the query's passwords hidden.
+fn redact_path_and_tail(text: &str) -> String {
+    let tail_start = text.find(['?', '#']).unwrap_or(text.len());
+    let (path, tail) = text.split_at(tail_start);
+    format!("{path}{}", redact_tail(tail))
+}
+
+/// A URL's `?query#fragment` (either may be absent), with every parameter but those shown, and
+/// every fragment but `#insecure`, replaced by `***`.
+fn redact_tail(tail: &str) -> String {
+    let (query, fragment) = match tail.find('#') {
+        Some(hash) => (&tail[..hash], Some(&tail[hash + 1..])),
+        None => (tail, None),
+    };
+    let mut shown = String::new();
+    if let Some(query) = query.strip_prefix('?') {
+        let parameters: Vec<String> = query.split('&').map(redact_parameter).collect();
+        shown.push('?');
+        shown.push_str(&parameters.join("&"));
+    }
+    match fragment {
+        Some("insecure") => shown.push_str("#insecure"),
+        Some(_) => shown.push_str("#***"),
+        None => {}
+    }
+    shown
+}
+
+/// One `key=value` of a query, shown if its key is one of [`SHOWN_PARAMETERS`], its value
+/// hidden if its key names a password, and hidden whole otherwise.
+fn redact_parameter(parameter: &str) -> String {
+    match parameter.split_once('=') {
+        _ if parameter.is_empty() => String::new(),
+        Some((key, _)) if PASSWORD_PARAMETERS.contains(&key) => format!("{key}=***"),
+        Some((key, value)) if SHOWN_PARAMETERS.contains(&key) => format!("{key}={value}"),
+        _ => "***".to_owned(),
+    }
 }
 
 /// `url` split after its `scheme://`, or `("", url)` without one.
@@ -209,18 +306,36 @@ fn plausible_authority(authority: &str) -> bool {
     }
 }
 
-/// `text` with every occurrence of `url`'s password replaced by `***` (for messages of other
+/// `text` with every occurrence of `url`'s passwords replaced by `***` (for messages of other
 /// libraries that quote the URL).
 fn redact_in(text: &str, url: &str) -> String {
-    match password_of(url) {
-        Some(password) if !password.is_empty() => text.replace(password, "***"),
-        _ => text.to_owned(),
-    }
+    passwords_of(url)
+        .into_iter()
+        .filter(|password| !password.is_empty())
+        .fold(text.to_owned(), |text, password| {
+            text.replace(password, "***")
+        })
 }
 
-fn password_of(url: &str) -> Option<&str> {
-    let (userinfo, _) = split_userinfo(split_scheme(url).1)?;
-    userinfo.split_once(':').map(|(_, password)| password)
+/// The passwords `url` may hold: its user information's, and its query's password parameters'.
+fn passwords_of(url: &str) -> Vec<&str> {
+    let mut passwords = Vec::new();
+    if let Some((userinfo, _)) = split_userinfo(split_scheme(url).1) {
+        if let Some((_, password)) = userinfo.split_once(':') {
+            passwords.push(password);
+        }
+    }
+    if let Some((_, query)) = url.split_once('?') {
+        let query = query.split('#').next().unwrap_or_default();
+        for parameter in query.split('&') {
+            if let Some((key, value)) = parameter.split_once('=') {
+                if PASSWORD_PARAMETERS.contains(&key) {
+                    passwords.push(value);
+                }
+            }
+        }
+    }
+    passwords
 }
 
 #[cfg(test)]
@@ -304,5 +419,129 @@ mod tests {
         let unix = Endpoint::parse("redis+unix:///tmp/redis.sock?db=2").expect("valid");
         assert_eq!(unix.addr, Addr::Unix("/tmp/redis.sock".into()));
         assert_eq!(unix.db, 2);
+    }
+
+    /// `url` is read by the `redis` crate (so the form is one a user may give), and neither
+    /// `redact` nor the endpoint's `Debug` shows `secret`.
+    fn hidden(url: &str, secret: &str) -> String {
+        let shown = redact(url);
+        assert!(!shown.contains(secret), "{url} is shown as {shown}");
+        if let Ok(endpoint) = Endpoint::parse(url) {
+            let debug = format!("{endpoint:?}");
+            assert!(!debug.contains(secret), "{url} is debugged as {debug}");
+        }
+        shown
+    }
+
+    #[test]
+    fn a_socket_url_s_pass_parameter_is_hidden() {
+        for scheme in ["redis+unix", "unix", "valkey+unix"] {
+            let url = format!("{scheme}:///tmp/r.sock?pass=s3cret");
+            let endpoint = Endpoint::parse(&url).expect("valid");
+            assert_eq!(endpoint.password.as_deref(), Some("s3cret"), "{url}");
+            assert_eq!(
+                hidden(&url, "s3cret"),
+                format!("{scheme}:///tmp/r.sock?pass=***")
+            );
+        }
+        assert_eq!(
+            hidden(
+                "redis+unix:///tmp/r.sock?db=2&user=me&pass=s3cret&protocol=resp3",
+                "s3cret"
+            ),
+            "redis+unix:///tmp/r.sock?db=2&user=me&pass=***&protocol=resp3"
+        );
+    }
+
+    #[test]
+    fn a_socket_url_without_its_slashes_is_hidden_too() {
+        let url = "unix:/tmp/r.sock?pass=s3cret";
+        let endpoint = Endpoint::parse(url).expect("valid");
+        assert_eq!(endpoint.password.as_deref(), Some("s3cret"));
+        assert_eq!(hidden(url, "s3cret"), "unix:/tmp/r.sock?pass=***");
+    }
+
+    #[test]
+    fn a_socket_url_s_password_parameter_is_hidden() {
+        // The `redis` crate reads `pass`, not `password`; one who wrote it still meant a secret.
+        assert_eq!(
+            hidden("redis+unix:///tmp/r.sock?password=s3cret", "s3cret"),
+            "redis+unix:///tmp/r.sock?password=***"
+        );
+    }
+
+    #[test]
+    fn a_socket_url_s_user_information_is_hidden() {
+        for url in [
+            "redis+unix://:s3cret@localhost/tmp/r.sock",
+            "redis+unix://me:s3cret@localhost/tmp/r.sock",
+            "redis+unix://me:s3/cret@localhost/tmp/r.sock",
+            "redis+unix://:s3?cret@localhost/tmp/r.sock",
+            "redis+unix://:s3#cret@localhost/tmp/r.sock",
+            "unix://:s3cret@/tmp/r.sock",
+        ] {
+            hidden(url, "s3");
+            hidden(url, "cret");
+        }
+    }
+
+    #[test]
+    fn a_socket_password_holding_what_ends_a_parameter_is_hidden_whole() {
+        for url in [
+            "redis+unix:///tmp/r.sock?pass=s3&cret&db=1",
+            "redis+unix:///tmp/r.sock?pass=s3@cret",
+            "redis+unix:///tmp/r.sock?pass=s3#cret",
+            "redis+unix:///tmp/r.sock?pass=s3=cret",
+            "redis+unix:///tmp/r.sock?pass=s3%26cret",
+            "redis+unix:///tmp/r.sock?pass=s3+cret",
+            "redis+unix:///tmp/r.sock?p%61ss=s3cret",
+            "redis+unix:///tmp/r.sock?db=1&pass=s3cret#frag",
+        ] {
+            hidden(url, "s3");
+            hidden(url, "cret");
+        }
+    }
+
+    #[test]
+    fn socket_schemes_are_known_whatever_their_case_and_blanks() {
+        // The URL parser lowercases the scheme and drops tabs, newlines and outer blanks.
+        for url in [
+            "REDIS+UNIX:///tmp/r.sock?pass=s3cret",
+            "Unix:///tmp/r.sock?pass=s3cret",
+            " redis+unix:///tmp/r.sock?pass=s3cret",
+            "redis+un\tix:///tmp/r.sock?pass=s3cret",
+            "redis+unix:///tmp/r.sock?pa\nss=s3cret",
+        ] {
+            hidden(url, "s3cret");
+        }
+    }
+
+    #[test]
+    fn valkey_schemes_hide_their_passwords() {
+        assert_eq!(
+            hidden("valkey://:s3cret@host:6379", "s3cret"),
+            "valkey://:***@host:6379"
+        );
+        assert_eq!(
+            hidden("valkeys://u:s3cret@host", "s3cret"),
+            "valkeys://u:***@host"
+        );
+    }
+
+    #[test]
+    fn a_tcp_url_s_query_never_shows_a_password() {
+        // Read by nobody, but a secret all the same.
+        assert_eq!(
+            hidden("redis://host:6379/0?pass=s3cret", "s3cret"),
+            "redis://host:6379/0?pass=***"
+        );
+        hidden(
+            "redis://host:6379/0?password=s3cret&protocol=resp3",
+            "s3cret",
+        );
+        assert_eq!(
+            hidden("rediss://host:6380/#insecure", "nothing"),
+            "rediss://host:6380/#insecure"
+        );
     }
 }

@@ -28,7 +28,7 @@ use std::io::{self, Write};
 use std::net::TcpStream;
 use std::os::unix::net::UnixStream;
 use std::time::{Duration, Instant};
-use stream::{Socket, Stream, Timed};
+use stream::{Socket, Stream, Timed, TlsStream};
 
 /// An I/O error as the `redis` crate reports one.
 pub(crate) fn io_error(kind: io::ErrorKind, text: impl Into<String>) -> RedisError {
@@ -58,7 +58,9 @@ impl Conn {
         let socket = connect(&endpoint.addr, deadline)?;
         let timed = Timed::new(socket, deadline);
         let stream = match &endpoint.addr {
-            Addr::Tls { host, .. } => Stream::Tls(Box::new(handshake(endpoint, host, timed)?)),
+            Addr::Tls { host, .. } => {
+                Stream::Tls(Box::new(TlsStream::new(handshake(endpoint, host, timed)?)))
+            }
             _ => Stream::Plain(timed),
         };
         let mut conn = Conn {
@@ -212,24 +214,33 @@ impl Conn {
         match self.parser.parse_value(&mut self.stream) {
             Ok(value) => Ok(Some(value)),
             Err(error) if error.is_timeout() => Ok(None),
-            Err(error) => {
-                self.open = false;
-                Err(error)
-            }
+            Err(error) => self.closed_on_error(Err(error)),
         }
     }
 
     fn closed_on_error<T>(&mut self, result: RedisResult<T>) -> RedisResult<T> {
         if result.is_err() {
             self.open = false;
+            if let Some(why) = self.stream.refusal() {
+                // The server refused the session (a certificate it does not accept, which TLS
+                // 1.3 tells only at the first read): no retry mends that.
+                return Err(redis::make_extension_error(
+                    "TLS".into(),
+                    Some(why.to_owned()),
+                ));
+            }
         }
         result
     }
 }
 
+/// How long a TLS handshake waits for the server's first bytes before it asks the port, on a
+/// second connection, whether it speaks plain Redis (which never answers a handshake).
+const ASK_PLAIN_AFTER: Duration = Duration::from_millis(250);
+
 /// Runs the TLS handshake over `timed` (by its deadline). A failure of the handshake itself (a
-/// certificate that does not verify, no protocol in common) is a refusal, with the code `TLS`;
-/// a server that does not answer is an I/O timeout.
+/// certificate that does not verify, no protocol in common, a port that does not speak TLS) is
+/// a refusal, with the code `TLS`; a server that does not answer is an I/O timeout.
 fn handshake(
     endpoint: &Endpoint,
     host: &str,
@@ -243,14 +254,40 @@ fn handshake(
     let name = tls::server_name(host).map_err(|error| refused(error.to_string()))?;
     let mut session =
         rustls::ClientConnection::new(config, name).map_err(|error| refused(error.to_string()))?;
-    while session.is_handshaking() {
-        if let Err(error) = session.complete_io(&mut timed) {
-            return Err(match error.kind() {
-                io::ErrorKind::InvalidData => refused(format!("handshake with {host}: {error}")),
-                _ => RedisError::from(error),
-            });
-        }
+    let deadline = timed.deadline();
+    // Until the server's first bytes, or the time to ask whether the port is a plain one.
+    let mut ask_at = Some(Instant::now() + ASK_PLAIN_AFTER).filter(|at| *at < deadline);
+    if let Some(at) = ask_at {
+        timed.set_deadline(at);
     }
+    while session.is_handshaking() {
+        let Err(error) = session.complete_io(&mut timed) else {
+            continue;
+        };
+        if let Some(why) = tls::refusal(&error) {
+            return Err(refused(format!("handshake with {host}: {why}")));
+        }
+        if let (Some(_), io::ErrorKind::TimedOut) = (ask_at.take(), error.kind()) {
+            timed.set_deadline(deadline);
+            if timed.received() == 0 {
+                let plain = timed
+                    .tcp_peer()
+                    .is_some_and(|peer| tls::speaks_plain_redis(peer, deadline));
+                if plain {
+                    return Err(refused(format!(
+                        "handshake with {host}: the port does not speak TLS (it answers plain \
+                         Redis): use redis:// or the server's TLS port"
+                    )));
+                }
+            }
+            continue;
+        }
+        return Err(match error.kind() {
+            io::ErrorKind::InvalidData => refused(format!("handshake with {host}: {error}")),
+            _ => RedisError::from(error),
+        });
+    }
+    timed.set_deadline(deadline);
     Ok(rustls::StreamOwned::new(session, timed))
 }
 

@@ -24,6 +24,8 @@ pub(crate) struct Timed {
     /// The timeouts set on the socket now (read, write).
     read_timeout: Option<Duration>,
     write_timeout: Option<Duration>,
+    /// How many bytes were read from the socket.
+    received: u64,
 }
 
 fn timed_out() -> io::Error {
@@ -40,6 +42,25 @@ impl Timed {
             deadline,
             read_timeout: None,
             write_timeout: None,
+            received: 0,
+        }
+    }
+
+    /// The deadline of whatever is read or written now.
+    pub(crate) fn deadline(&self) -> Instant {
+        self.deadline
+    }
+
+    /// How many bytes were read from the socket.
+    pub(crate) fn received(&self) -> u64 {
+        self.received
+    }
+
+    /// The TCP peer's address, for a TCP socket.
+    pub(crate) fn tcp_peer(&self) -> Option<std::net::SocketAddr> {
+        match &self.socket {
+            Socket::Tcp(socket) => socket.peer_addr().ok(),
+            Socket::Unix(_) => None,
         }
     }
 
@@ -112,7 +133,10 @@ impl Read for Timed {
                 Socket::Unix(socket) => socket.read(buf),
             };
             match read {
-                Ok(n) => return Ok(n),
+                Ok(n) => {
+                    self.received += n as u64;
+                    return Ok(n);
+                }
                 Err(error) if Self::is_timeout(&error) => {
                     // The socket's timeout ran out: either the deadline has passed (the next
                     // `arm` says so) or it was set longer ago than the time left now.
@@ -149,21 +173,55 @@ impl Write for Timed {
 /// What a connection reads and writes: the timed socket, or TLS over it.
 pub(crate) enum Stream {
     Plain(Timed),
-    Tls(Box<rustls::StreamOwned<rustls::ClientConnection, Timed>>),
+    Tls(Box<TlsStream>),
+}
+
+/// TLS over a timed socket, and the refusal that ended it, if one did.
+pub(crate) struct TlsStream {
+    session: rustls::StreamOwned<rustls::ClientConnection, Timed>,
+    refusal: Option<String>,
+}
+
+impl TlsStream {
+    pub(crate) fn new(session: rustls::StreamOwned<rustls::ClientConnection, Timed>) -> Self {
+        TlsStream {
+            session,
+            refusal: None,
+        }
+    }
+
+    /// Notes a failure of the session that is a refusal (see [`super::tls::refusal`]).
+    fn noted<T>(&mut self, result: io::Result<T>) -> io::Result<T> {
+        if let Err(error) = &result {
+            if let Some(why) = super::tls::refusal(error) {
+                self.refusal = Some(why);
+            }
+        }
+        result
+    }
 }
 
 impl Stream {
     fn timed(&self) -> &Timed {
         match self {
             Stream::Plain(timed) => timed,
-            Stream::Tls(tls) => &tls.sock,
+            Stream::Tls(tls) => &tls.session.sock,
+        }
+    }
+
+    /// Why the server or the client refused the TLS session, if one of them did (the server
+    /// tells of a certificate it does not accept only after the handshake, at the first read).
+    pub(crate) fn refusal(&self) -> Option<&str> {
+        match self {
+            Stream::Plain(_) => None,
+            Stream::Tls(tls) => tls.refusal.as_deref(),
         }
     }
 
     pub(crate) fn set_deadline(&mut self, deadline: Instant) {
         match self {
             Stream::Plain(timed) => timed.set_deadline(deadline),
-            Stream::Tls(tls) => tls.sock.set_deadline(deadline),
+            Stream::Tls(tls) => tls.session.sock.set_deadline(deadline),
         }
     }
 
@@ -176,7 +234,10 @@ impl Read for Stream {
     fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
         match self {
             Stream::Plain(timed) => timed.read(buf),
-            Stream::Tls(tls) => tls.read(buf),
+            Stream::Tls(tls) => {
+                let read = tls.session.read(buf);
+                tls.noted(read)
+            }
         }
     }
 }
@@ -185,14 +246,20 @@ impl Write for Stream {
     fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
         match self {
             Stream::Plain(timed) => timed.write(buf),
-            Stream::Tls(tls) => tls.write(buf),
+            Stream::Tls(tls) => {
+                let written = tls.session.write(buf);
+                tls.noted(written)
+            }
         }
     }
 
     fn flush(&mut self) -> io::Result<()> {
         match self {
             Stream::Plain(timed) => timed.flush(),
-            Stream::Tls(tls) => tls.flush(),
+            Stream::Tls(tls) => {
+                let flushed = tls.session.flush();
+                tls.noted(flushed)
+            }
         }
     }
 }

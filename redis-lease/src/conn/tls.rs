@@ -74,3 +74,84 @@ pub(crate) fn server_name(host: &str) -> Result<ServerName<'static>> {
     ServerName::try_from(host.to_owned())
         .map_err(|error| Error::InvalidArgument(format!("TLS server name {host:?}: {error}")))
 }
+
+/// Why a TLS session failed, if it is a refusal that no retry mends: the server turned the
+/// client away (no certificate, or one of a CA it does not trust, no protocol in common), the
+/// client could not verify the server, or the peer does not speak TLS. `None` for every other
+/// failure (a connection cut, a timeout, a record damaged on the way), which may pass.
+pub(crate) fn refusal(error: &std::io::Error) -> Option<String> {
+    use rustls::AlertDescription as Alert;
+    let tls = error.get_ref()?.downcast_ref::<rustls::Error>()?;
+    let refused = match tls {
+        rustls::Error::AlertReceived(Alert::CertificateRequired) => {
+            return Some(format!("{tls}: the server requires a client certificate"));
+        }
+        rustls::Error::AlertReceived(
+            Alert::UnknownCA | Alert::BadCertificate | Alert::CertificateUnknown,
+        ) => {
+            return Some(format!(
+                "{tls}: the server does not accept the client certificate"
+            ));
+        }
+        rustls::Error::AlertReceived(alert) => matches!(
+            alert,
+            Alert::HandshakeFailure
+                | Alert::BadCertificate
+                | Alert::UnsupportedCertificate
+                | Alert::CertificateRevoked
+                | Alert::CertificateExpired
+                | Alert::CertificateUnknown
+                | Alert::IllegalParameter
+                | Alert::UnknownCA
+                | Alert::AccessDenied
+                | Alert::ProtocolVersion
+                | Alert::InsufficientSecurity
+                | Alert::CertificateRequired
+                | Alert::UnrecognisedName
+                | Alert::UnsupportedExtension
+                | Alert::NoApplicationProtocol
+        ),
+        rustls::Error::InvalidMessage(rustls::InvalidMessage::InvalidContentType) => {
+            // The first bytes are not a TLS record: a plain server answered the handshake.
+            return Some(format!("{tls}: the port does not speak TLS"));
+        }
+        rustls::Error::InvalidCertificate(_)
+        | rustls::Error::NoCertificatesPresented
+        | rustls::Error::UnsupportedNameType
+        | rustls::Error::PeerIncompatible(_)
+        | rustls::Error::InvalidMessage(_)
+        | rustls::Error::InappropriateMessage { .. }
+        | rustls::Error::InappropriateHandshakeMessage { .. } => true,
+        _ => false,
+    };
+    refused.then(|| tls.to_string())
+}
+
+/// Whether the server at `address` answers a plain `PING` in Redis's protocol by `deadline`: it
+/// does not speak TLS on that port. A TLS server answers plain text with an alert or not at all.
+pub(crate) fn speaks_plain_redis(
+    address: std::net::SocketAddr,
+    deadline: std::time::Instant,
+) -> bool {
+    use std::io::{Read, Write};
+    let left = || {
+        Some(deadline.saturating_duration_since(std::time::Instant::now()))
+            .filter(|left| !left.is_zero())
+    };
+    let Some(timeout) = left() else {
+        return false;
+    };
+    let Ok(mut socket) = std::net::TcpStream::connect_timeout(&address, timeout) else {
+        return false;
+    };
+    let mut first = [0_u8; 1];
+    let answered = left().is_some_and(|left| {
+        socket.set_read_timeout(Some(left)).is_ok()
+            && socket.set_write_timeout(Some(left)).is_ok()
+            && socket.write_all(b"PING\r\n").is_ok()
+            && matches!(socket.read(&mut first), Ok(1))
+    });
+    // A RESP reply starts with one of these (`+PONG`, `-NOAUTH ...`); a TLS record with a byte
+    // from 20 to 24.
+    answered && b"+-:$*_,#!=(%~|>".contains(&first[0])
+}

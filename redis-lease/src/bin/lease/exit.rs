@@ -9,7 +9,8 @@ pub const LOST: u8 = 79;
 /// Redis could not be reached, did not answer in time, or said it cannot serve now.
 pub const UNAVAILABLE: u8 = 69;
 /// Redis refused: a wrong password or ACL rule, a database it does not have, a cluster node
-/// given as a server, a full server. Retrying will not help until a setting changes.
+/// given as a server, a full server, a TLS handshake refused, a port that does not speak TLS.
+/// Retrying will not help until a setting changes.
 pub const REFUSED: u8 = 78;
 /// A key of the lock holds something a lock cannot use (another type, a counter that cannot give
 /// a token).
@@ -37,12 +38,17 @@ pub const CODES: [(&str, &str); 9] = [
     ("65", "a key of the lock holds something a lock cannot use"),
     (
         "69",
-        "Redis unavailable: unreachable, no answer within the timeouts, or busy",
+        "Redis unavailable: unreachable, no answer within the timeouts, busy, or too few \
+         RedLock masters for a quorum",
     ),
-    ("75", "lease run: the lock was not acquired within --wait"),
+    (
+        "75",
+        "lease run: the lock was not acquired within --wait (held elsewhere)",
+    ),
     (
         "78",
-        "Redis refused: password, ACL, database index, full server, cluster node",
+        "Redis refused: password, ACL, database index, full server, cluster node, TLS \
+         handshake, a port that does not speak TLS",
     ),
     (
         "79",

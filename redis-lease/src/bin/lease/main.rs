@@ -204,7 +204,17 @@ fn usage(error: &clap::Error) -> ExitCode {
 fn execute(cli: Cli, matches: &ArgMatches) -> Result<ExitCode, Failure> {
     let connection = &cli.connection;
     match cli.command {
-        Command::Run(args) => with_client(connection, matches, |client| run::run(client, args)),
+        Command::Run(args) => {
+            let name = args.name.clone();
+            let servers = connection.servers(matches)?;
+            connection
+                .client(&servers)
+                .and_then(|client| run::run(&client, args))
+                .map_err(|failure| {
+                    let failure = connection.unless_masters_unavailable(&servers, &name, failure);
+                    servers.named_in(failure)
+                })
+        }
         Command::Status(args) => {
             with_client(connection, matches, |client| status::status(client, args))
         }

@@ -48,7 +48,7 @@ pub struct RunArgs {
     #[arg(long, value_name = "ID")]
     owner: Option<String>,
     /// The lock's name
-    name: String,
+    pub name: String,
     /// The command to run, after `--`, and its arguments
     #[arg(last = true, required = true, value_name = "CMD")]
     command: Vec<String>,

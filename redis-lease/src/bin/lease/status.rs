@@ -56,6 +56,9 @@ pub fn unlock(client: &Client, args: UnlockArgs) -> Result<ExitCode, Failure> {
 /// then one line per problem found.
 fn describe(state: &LockState) -> String {
     let token = match state.last_token {
+        _ if state.tokens_exhausted() => {
+            "but its fencing tokens are exhausted: no acquisition can succeed".to_owned()
+        }
         Some(token) => format!("last fencing token {token}"),
         None => "no fencing token handed out yet".to_owned(),
     };
@@ -110,6 +113,7 @@ fn json(state: &LockState) -> serde_json::Value {
         "ttl_ms": state.ttl.map(|ttl| u64::try_from(ttl.as_millis()).unwrap_or(u64::MAX)),
         "hold_token": state.hold_token,
         "last_token": state.last_token,
+        "tokens_exhausted": state.tokens_exhausted(),
         "problems": state.problems,
     })
 }
