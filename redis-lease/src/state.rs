@@ -24,6 +24,8 @@ pub struct LockState {
     /// What is wrong with the lock's keys, if anything: a key of another type, a fencing counter
     /// a lock cannot use. Empty for a sound lock.
     pub problems: Vec<String>,
+    /// Whether a fencing counter read for this lock is at the largest token.
+    exhausted: bool,
 }
 
 impl LockState {
@@ -36,7 +38,25 @@ impl LockState {
             hold_token: None,
             last_token: None,
             problems: Vec::new(),
+            exhausted: false,
         }
+    }
+
+    /// Records that the fencing counter is at the largest token, with `problem` saying so.
+    pub(crate) fn mark_exhausted(&mut self, problem: String) {
+        self.exhausted = true;
+        self.problems.push(problem);
+    }
+
+    /// Takes in what another server (a master of RedLock's) says of the same lock's keys: its
+    /// problems, named by `shown`, and whether its counter is exhausted.
+    pub(crate) fn add_view(&mut self, shown: &str, view: LockState) {
+        self.exhausted |= view.exhausted;
+        self.problems.extend(
+            view.problems
+                .into_iter()
+                .map(|problem| format!("{shown}: {problem}")),
+        );
     }
 
     /// Whether anyone holds the lock.
@@ -46,17 +66,12 @@ impl LockState {
 
     /// Whether the fencing counter has reached the largest token (2^63 - 1): no acquisition
     /// of this name can succeed (each fails with [`Error::BadValue`](crate::Error::BadValue))
-    /// until the counter is deleted or set lower, and [`LockState::last_token`] is `None`. Found
-    /// among the [`problems`](LockState::problems), where the inspection reports it.
+    /// until the counter is deleted or set lower, and [`LockState::last_token`] is `None`. On
+    /// RedLock, whether any master's counter is; the [`problems`](LockState::problems) say which.
     pub fn tokens_exhausted(&self) -> bool {
-        self.problems
-            .iter()
-            .any(|problem| problem.contains(EXHAUSTED))
+        self.exhausted
     }
 }
-
-/// How the inspection reports a fencing counter at the largest token (in `scripts::direct`).
-const EXHAUSTED: &str = "has reached the largest token";
 
 #[cfg(test)]
 mod tests {
@@ -66,14 +81,14 @@ mod tests {
     fn a_counter_at_the_largest_token_is_exhausted_on_any_deployment() {
         let mut state = LockState::empty("worn");
         assert!(!state.tokens_exhausted());
-        state
-            .problems
-            .push("fencing counter \"{worn}:fence\" is not a whole number from 0".into());
+        let mut master = LockState::empty("worn");
+        master.problems.push("not a whole number".into());
+        state.add_view("redis://a:6379", master.clone());
         assert!(!state.tokens_exhausted());
-        // On RedLock, each master's problems are named by the master.
-        state.problems.push(
-            "redis://a:6379: fencing counter \"{worn}:fence\" has reached the largest token".into(),
-        );
+        master.mark_exhausted("at the largest token".into());
+        state.add_view("redis://b:6379", master);
         assert!(state.tokens_exhausted());
+        assert_eq!(state.problems.len(), 3, "{:?}", state.problems);
+        assert!(state.problems[2].starts_with("redis://b:6379: "));
     }
 }

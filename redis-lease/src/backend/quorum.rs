@@ -400,11 +400,7 @@ impl Backend for Quorum {
             state.holders.push((owner.to_owned(), holds));
         }
         for (shown, view) in views {
-            state.problems.extend(
-                view.problems
-                    .into_iter()
-                    .map(|problem| format!("{shown}: {problem}")),
-            );
+            state.add_view(&shown, view);
         }
         Ok(state)
     }

@@ -92,7 +92,7 @@ pub(crate) fn inspect(con: &mut Conn, keys: &LockKeys) -> Result<LockState> {
         ("none", _) => {}
         ("string", Some(value)) => match value.parse::<u64>() {
             Ok(token) if token < i64::MAX as u64 => state.last_token = Some(token),
-            Ok(_) => state.problems.push(format!(
+            Ok(_) => state.mark_exhausted(format!(
                 "fencing counter {:?} has reached the largest token",
                 keys.fence
             )),
