@@ -400,3 +400,25 @@ fn overlapping_multilocks_never_deadlock_and_never_overlap() {
         worker.join().expect("never held twice");
     }
 }
+
+#[test]
+fn inspecting_with_fewer_than_a_quorum_answering_is_unavailable_not_free() {
+    let mut servers = servers(3);
+    let client = masters(
+        &servers,
+        Duration::from_secs(10),
+        Duration::from_millis(300),
+    );
+    let lock = client.lock("inspected").expect("valid");
+    let _guard = lock.try_lock().expect("masters up").expect("free");
+    assert!(lock.inspect().expect("all answer").is_held());
+    servers[0].stop();
+    assert!(lock.inspect().expect("a quorum answers").is_held());
+    servers[1].stop();
+    // The hold may stand on a quorum that counts the stopped masters: the one that answers
+    // cannot call the lock free.
+    match lock.inspect() {
+        Err(Error::Unavailable(_)) => {}
+        other => panic!("one master of three answered: {other:?}"),
+    }
+}

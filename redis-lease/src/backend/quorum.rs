@@ -373,8 +373,19 @@ impl Backend for Quorum {
                 Err(error) => last_error = Some(error),
             }
         }
-        if views.is_empty() {
-            return Err(last_error.unwrap_or_else(|| Error::Protocol("no master".into())));
+        if views.len() < self.quorum {
+            // A holder may hold the lock on a quorum that counts the masters that did not
+            // answer: too few answers cannot say it is free.
+            let why = last_error.map_or_else(String::new, |error| format!(" (last: {error})"));
+            return Err(Error::Unavailable(crate::conn::io_error(
+                std::io::ErrorKind::NotConnected,
+                format!(
+                    "{} of {} masters answered, fewer than a quorum of {}{why}",
+                    views.len(),
+                    self.masters.len(),
+                    self.quorum
+                ),
+            )));
         }
         let mut state = LockState::empty(&keys.name);
         let mut owners: Vec<&str> = views
