@@ -73,14 +73,7 @@ fn retried_while_unavailable<T>(call: impl FnMut() -> redis_lease::Result<T>) ->
 /// How many connections subscribed to a channel the Sentinel on `sentinel` has (Sentinels
 /// subscribe to each other on the data servers, not on one another: these are clients').
 fn subscribers(sentinel: &testkit::RedisServer) -> usize {
-    let clients: String = redis::cmd("CLIENT")
-        .arg("LIST")
-        .query(&mut sentinel.connection())
-        .expect("CLIENT LIST");
-    clients
-        .lines()
-        .filter(|line| line.split(' ').any(|field| field == "sub=1"))
-        .count()
+    subscriber_ids(sentinel).len()
 }
 
 /// The client ids of the connections subscribed to a channel on `sentinel`.
