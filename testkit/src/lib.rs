@@ -28,6 +28,7 @@
 mod acl;
 mod cli;
 mod cluster;
+mod gate;
 mod hostile;
 mod info;
 mod lcg;
@@ -39,6 +40,7 @@ mod wait;
 
 pub use cli::redis_cli;
 pub use cluster::{slot, ClusterNode, Failover, RedisCluster, Role, SLOTS};
+pub use gate::{Gate, PEER_SOURCE};
 pub use hostile::{Drip, Silent};
 pub use lcg::Lcg;
 pub use monitor::{Monitor, Monitored};

@@ -10,6 +10,7 @@
 use std::fs;
 use std::time::Duration;
 
+use crate::gate::{Gate, PEER_SOURCE};
 use crate::info::field;
 use crate::redis_server::{Launch, Mode};
 use crate::tls::TlsSettings;
@@ -29,6 +30,8 @@ pub struct SentinelSet {
     /// The two data servers: the first started as the primary, the second as its replica.
     data: Vec<RedisServer>,
     sentinels: Vec<RedisServer>,
+    /// The gate in front of the first primary, in a set that can be partitioned.
+    gate: Option<Gate>,
     /// Holds the Sentinels' configuration files, which they rewrite.
     _configs: tempfile::TempDir,
 }
@@ -45,14 +48,23 @@ impl SentinelSet {
     /// three Sentinels and waits until each knows the replica and the two other Sentinels and
     /// can reach its quorum (`SENTINEL CKQUORUM`).
     pub fn start() -> SentinelSet {
-        Self::start_with(None, None)
+        Self::start_with(None, None, false)
+    }
+
+    /// [`SentinelSet::start`] with the first primary behind a [`Gate`], and the Sentinels and
+    /// data servers connecting to one another from [`PEER_SOURCE`]: clients of the test, which
+    /// connect from 127.0.0.1, can be left on the primary's side of a partition while the
+    /// Sentinels and the replica are cut off from it ([`SentinelSet::partition_primary`]).
+    /// The Sentinels know the first primary by the gate's port.
+    pub fn start_partitionable() -> SentinelSet {
+        Self::start_with(None, None, true)
     }
 
     /// [`SentinelSet::start`], every server (data servers and Sentinels) requiring `password`
     /// of its clients (`requirepass`), the replica and the Sentinels logging in with it
     /// (`masterauth`, `sentinel auth-pass`).
     pub fn start_with_password(password: &str) -> SentinelSet {
-        Self::start_with(Some(password), None)
+        Self::start_with(Some(password), None, false)
     }
 
     /// [`SentinelSet::start`], every server (data servers and Sentinels) speaking TLS only and
@@ -63,13 +75,33 @@ impl SentinelSet {
         Self::start_with(
             None,
             Some(TlsSettings::requiring_client_certificates(certificates)),
+            false,
         )
     }
 
-    fn start_with(password: Option<&str>, tls: Option<TlsSettings>) -> SentinelSet {
+    fn start_with(
+        password: Option<&str>,
+        tls: Option<TlsSettings>,
+        partitionable: bool,
+    ) -> SentinelSet {
         let mut login: Vec<String> = password
             .map(|password| vec!["--requirepass".into(), password.into()])
             .unwrap_or_default();
+        let peers: Vec<String> = match partitionable {
+            // Connections between servers come from PEER_SOURCE, which protected mode would
+            // refuse; replicas announce the address the Sentinels can reach.
+            true => [
+                "--bind-source-addr",
+                "127.0.0.2",
+                "--protected-mode",
+                "no",
+                "--replica-announce-ip",
+                "127.0.0.1",
+            ]
+            .map(String::from)
+            .into(),
+            false => Vec::new(),
+        };
         if tls.is_some() {
             login.extend(["--tls-replication".into(), "yes".into()]);
         }
@@ -78,6 +110,7 @@ impl SentinelSet {
             let mut extra: Vec<String> =
                 ["--repl-diskless-sync-delay", "0"].map(String::from).into();
             extra.extend(login.iter().cloned());
+            extra.extend(peers.iter().cloned());
             if let Some(password) = password {
                 extra.extend(["--masterauth".into(), password.into()]);
             }
@@ -89,18 +122,37 @@ impl SentinelSet {
         };
         let primary = data_server();
         let replica = data_server();
+        let gate = partitionable.then(|| {
+            let gate = Gate::start(primary.port());
+            // Once a replica, it announces the gate too.
+            let () = primary
+                .query(
+                    redis::cmd("CONFIG")
+                        .arg("SET")
+                        .arg("replica-announce-port")
+                        .arg(gate.port()),
+                )
+                .unwrap_or_else(|error| panic!("CONFIG SET: {error}"));
+            gate
+        });
+        let primary_address = gate.as_ref().map_or(primary.port(), Gate::port);
         let () = replica
-            .query(redis::cmd("REPLICAOF").arg("127.0.0.1").arg(primary.port()))
+            .query(
+                redis::cmd("REPLICAOF")
+                    .arg("127.0.0.1")
+                    .arg(primary_address),
+            )
             .unwrap_or_else(|error| panic!("REPLICAOF: {error}"));
         let configs = tempfile::tempdir().expect("a temporary directory");
         let mut set = SentinelSet {
             data: vec![primary, replica],
             sentinels: Vec::new(),
+            gate,
             _configs: configs,
         };
         set.wait_replicated();
 
-        let primary_port = set.data[0].port();
+        let primary_port = primary_address;
         for index in 0..3 {
             let config = set._configs.path().join(format!("sentinel-{index}.conf"));
             let down_after = Self::DOWN_AFTER.as_millis();
@@ -111,6 +163,15 @@ impl SentinelSet {
                  sentinel failover-timeout {MASTER_NAME} {failover_timeout}\n\
                  sentinel parallel-syncs {MASTER_NAME} 1\n"
             );
+            let text = match partitionable {
+                // Sentinels announce the address of their connection to the primary, which
+                // would be PEER_SOURCE, where they do not listen.
+                true => format!(
+                    "{text}bind-source-addr 127.0.0.2\nprotected-mode no\n\
+                     sentinel announce-ip 127.0.0.1\n"
+                ),
+                false => text,
+            };
             let text = match password {
                 // The data servers' password, and the other Sentinels'.
                 Some(password) => format!(
@@ -210,6 +271,7 @@ impl SentinelSet {
 
     /// The data server on `port` (the primary or the replica).
     pub fn server(&self, port: u16) -> &RedisServer {
+        let port = self.behind_gate(port);
         self.data
             .iter()
             .find(|server| server.port() == port)
@@ -217,6 +279,7 @@ impl SentinelSet {
     }
 
     fn server_mut(&mut self, port: u16) -> &mut RedisServer {
+        let port = self.behind_gate(port);
         self.data
             .iter_mut()
             .find(|server| server.port() == port)
@@ -235,12 +298,47 @@ impl SentinelSet {
 
     /// The port of the data server that is not the primary.
     pub fn replica(&self) -> u16 {
-        let primary = self.primary();
+        let primary = self.behind_gate(self.primary());
         self.data
             .iter()
             .map(RedisServer::port)
             .find(|&port| port != primary)
+            .map(|port| self.gate_of(port))
             .expect("two data servers")
+    }
+
+    /// The port of the data server that the Sentinels know as `port`.
+    fn behind_gate(&self, port: u16) -> u16 {
+        match &self.gate {
+            Some(gate) if gate.port() == port => gate.upstream(),
+            _ => port,
+        }
+    }
+
+    /// The port the Sentinels know the data server on `port` by.
+    fn gate_of(&self, port: u16) -> u16 {
+        match &self.gate {
+            Some(gate) if gate.upstream() == port => gate.port(),
+            _ => port,
+        }
+    }
+
+    /// Cuts the first primary off from the Sentinels and the replica (a set started with
+    /// [`SentinelSet::start_partitionable`]): its gate closes their connections and refuses
+    /// new ones, while clients of the test still reach it as before. It goes on believing it is
+    /// the primary; the Sentinels count it down after [`SentinelSet::DOWN_AFTER`] and promote
+    /// the replica.
+    pub fn partition_primary(&self) {
+        self.gate
+            .as_ref()
+            .expect("a partitionable set")
+            .cut_off(PEER_SOURCE);
+    }
+
+    /// Ends the partition: the Sentinels reach the old primary again, and make it a replica of
+    /// the new one four hello periods (8 s) after they see it report itself master.
+    pub fn heal_partition(&self) {
+        self.gate.as_ref().expect("a partitionable set").open();
     }
 
     /// Fails over on request (`SENTINEL FAILOVER`, retried while a Sentinel answers that no
@@ -421,7 +519,7 @@ impl SentinelSet {
     pub fn wait_replicated(&self) {
         let (primary, replica) = match self.sentinels.is_empty() {
             // While the Sentinels start, the first data server is the primary.
-            true => (self.data[0].port(), self.data[1].port()),
+            true => (self.gate_of(self.data[0].port()), self.data[1].port()),
             false => (self.primary(), self.replica()),
         };
         let info: String = self
