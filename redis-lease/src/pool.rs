@@ -226,6 +226,22 @@ impl Pool {
         }
     }
 
+    /// Asks `sentinel`, listened to again after a while without it (a partition, a restart),
+    /// which primary it names: a failover it announced meanwhile was not heard. If that primary
+    /// is newer than the one the pool's connections reach, they are all dropped, and no
+    /// connection is opened to an older one from then on.
+    pub(crate) fn failover_missed(&self, sentinel: &Endpoint) {
+        if let Some(sentinels) = self.sentinels() {
+            if sentinels.announced(sentinel, self.call_deadline()) {
+                log::info!(
+                    "sentinel {} names a newer primary than this client's connections reach",
+                    sentinel.shown()
+                );
+                self.forget_connections();
+            }
+        }
+    }
+
     /// Closes the idle connections, and every connection in use as soon as it is given back or
     /// looked at ([`Pool::is_current`]): the server they reach is no longer the one to use (the
     /// Sentinels announced a new primary).

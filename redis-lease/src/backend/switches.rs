@@ -8,8 +8,10 @@
 //! a client listening to one of those would go on using the old primary meanwhile. An
 //! announcement is checked with the Sentinel that made it ([`Pool::failover_announced`]), so
 //! that a Sentinel catching up late on an older failover moves nothing. A thread leaves a
-//! Sentinel that stops answering its `PING` and subscribes to it again once it answers; all
-//! end once the client is dropped.
+//! Sentinel that stops answering its `PING` and subscribes to it again once it answers; each
+//! time it subscribes, it asks the Sentinel which primary it names, since a failover announced
+//! while nobody listened (a client cut off from the Sentinels) would otherwise go unheard
+//! until the old primary is converted. All end once the client is dropped.
 
 use crate::conn::{Conn, Endpoint};
 use crate::pool::Pool;
@@ -52,6 +54,12 @@ fn listen(pool: &Weak<Pool>, sentinel: &Endpoint, master: &str) {
         };
         match subscribe(sentinel, timeout) {
             Ok(mut conn) => {
+                // Subscribed: nothing announced from now on is missed, but something announced
+                // before may have been.
+                match pool.upgrade() {
+                    Some(pool) => pool.failover_missed(sentinel),
+                    None => return,
+                }
                 if let Err(error) = follow(&mut conn, pool, sentinel, master, timeout) {
                     log::debug!("sentinel {}: {error}", sentinel.shown());
                 }

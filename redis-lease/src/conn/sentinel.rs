@@ -257,20 +257,26 @@ impl Sentinels {
         Ok(conn)
     }
 
-    /// Takes in that `sentinel` announced a new primary: asks it which, by `deadline`, so that
-    /// no primary older than that one is connected to from then on, whatever the other
-    /// Sentinels still say. A Sentinel that catches up late on an older failover raises
+    /// Takes in that `sentinel` announced a new primary, or may have while it was not listened
+    /// to: asks it which primary it names, by `deadline`, so that no primary older than that
+    /// one is connected to from then on, whatever the other Sentinels still say. Returns
+    /// whether that primary is newer than every one this client's connections reached (they
+    /// must then all be dropped). A Sentinel that catches up late on an older failover raises
     /// nothing; one that cannot be asked leaves the choice to the next look-up.
-    pub(crate) fn announced(&self, sentinel: &Endpoint, deadline: Instant) {
+    pub(crate) fn announced(&self, sentinel: &Endpoint, deadline: Instant) -> bool {
         match ask(sentinel, &self.master, deadline) {
             Ok(view) => {
                 let mut succession = self.succession.lock();
                 succession.announced = succession.announced.max(view.epoch);
+                view.epoch > succession.connected
             }
-            Err(error) => log::debug!(
-                "sentinel {} announced a new primary and could not be asked which: {error}",
-                sentinel.shown()
-            ),
+            Err(error) => {
+                log::debug!(
+                    "sentinel {} could not be asked which primary it names: {error}",
+                    sentinel.shown()
+                );
+                false
+            }
         }
     }
 }
