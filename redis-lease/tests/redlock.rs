@@ -412,6 +412,14 @@ fn inspecting_with_fewer_than_a_quorum_answering_is_unavailable_not_free() {
     let lock = client.lock("inspected").expect("valid");
     let _guard = lock.try_lock().expect("masters up").expect("free");
     assert!(lock.inspect().expect("all answer").is_held());
+    servers[2].pause();
+    assert!(
+        lock.inspect()
+            .expect("a frozen master costs the others nothing")
+            .is_held(),
+        "held on the two masters that answer"
+    );
+    servers[2].resume();
     servers[0].stop();
     assert!(lock.inspect().expect("a quorum answers").is_held());
     servers[1].stop();

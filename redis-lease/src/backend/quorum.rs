@@ -114,6 +114,37 @@ impl Quorum {
         deadline.min(Instant::now() + self.node_timeout)
     }
 
+    /// Each master's view of the lock, in the masters' order, all read at once (a thread per
+    /// master: inspection is rare), each by the node timeout: a frozen master costs the others
+    /// nothing.
+    fn views(&self, keys: &LockKeys, deadline: Instant) -> Vec<Result<LockState>> {
+        let node_deadline = self.deadline(deadline);
+        std::thread::scope(|scope| {
+            let readers: Vec<_> = self
+                .masters
+                .iter()
+                .map(|master| {
+                    std::thread::Builder::new()
+                        .name("lease-inspect".into())
+                        .spawn_scoped(scope, move || {
+                            master
+                                .pool
+                                .call(node_deadline, |con| scripts::inspect(con, keys))
+                        })
+                })
+                .collect();
+            readers
+                .into_iter()
+                .map(|reader| match reader {
+                    Ok(reader) => reader.join().unwrap_or_else(|_| {
+                        Err(Error::Protocol("reading a master's view panicked".into()))
+                    }),
+                    Err(error) => Err(Error::Spawn(error)),
+                })
+                .collect()
+        })
+    }
+
     /// Sends `call` to `masters` and reads every reply.
     fn everywhere(&self, masters: &[&Master], call: &Call, deadline: Instant) -> Vec<Answer> {
         fanout::exchange(
@@ -364,11 +395,8 @@ impl Backend for Quorum {
     fn inspect(&self, keys: &LockKeys, deadline: Instant) -> Result<LockState> {
         let mut views = Vec::new();
         let mut last_error = None;
-        for master in self.masters.iter() {
-            match master
-                .pool
-                .call(self.deadline(deadline), |con| scripts::inspect(con, keys))
-            {
+        for (master, view) in self.masters.iter().zip(self.views(keys, deadline)) {
+            match view {
                 Ok(view) => views.push((master.pool.shown().to_owned(), view)),
                 Err(error) => last_error = Some(error),
             }
