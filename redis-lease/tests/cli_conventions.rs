@@ -471,3 +471,19 @@ fn logs_go_to_stderr_filtered_by_lease_log_and_by_v_and_q_and_json_alone_to_stdo
     );
     assert!(lines(&["-v"], None) > 1);
 }
+
+#[test]
+fn a_url_without_a_scheme_is_a_usage_error_that_says_how_to_write_one() {
+    let done = output(bare().args(["--url", "localhost:6379", "status", "x"]));
+    assert_eq!(done.status.code(), Some(USAGE), "{}", stderr_of(&done));
+    let said = stderr_of(&done);
+    assert!(said.contains("redis://host:port"), "{said}");
+
+    // A socket URL with a single slash is a URL: it is tried, and the password never shown.
+    let server = RedisServer::start();
+    let url = format!("unix:{}?pass=hunter2", server.unix_socket().display());
+    let done = output(bare().args(["--url", &url, "status", "x"]));
+    let said = format!("{}{}", stderr_of(&done), stdout_of(&done));
+    assert_ne!(done.status.code(), Some(USAGE), "{said}");
+    assert!(!said.contains("hunter2"), "{said}");
+}

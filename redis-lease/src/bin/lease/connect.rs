@@ -302,10 +302,11 @@ impl Connection {
         };
         // A password holding a `,` cuts its URL in two where the list is split: the piece after
         // it has no scheme. No piece is shown, since each may hold part of the password.
-        if urls.iter().any(|url| !url.contains("://")) {
+        if !urls.iter().all(|url| has_scheme(url)) {
             return Err(Failure::usage(format!(
-                "a URL (from {source}) has no scheme such as redis://: a password holding ',' \
-                 must be percent-encoded (%2C) or given with --password-file"
+                "a URL (from {source}) has no scheme such as redis://: write a server as \
+                 redis://host:port (rediss:// for TLS, unix:///path for a socket); a password \
+                 holding ',' must be percent-encoded (%2C) or given with --password-file"
             )));
         }
         let servers = Servers {
@@ -484,5 +485,40 @@ fn global_source(matches: &ArgMatches, id: &str) -> Option<ValueSource> {
     match matches.subcommand() {
         Some((_, sub)) => sub.value_source(id).or_else(|| matches.value_source(id)),
         None => matches.value_source(id),
+    }
+}
+
+/// Whether `url` starts with a scheme and a path (`redis://host`, `unix:/path`), as the `redis`
+/// crate reads a URL; `host:port` does not.
+fn has_scheme(url: &str) -> bool {
+    let Some((scheme, rest)) = url.split_once(':') else {
+        return false;
+    };
+    let mut letters = scheme.chars();
+    letters
+        .next()
+        .is_some_and(|first| first.is_ascii_alphabetic())
+        && letters.all(|c| c.is_ascii_alphanumeric() || matches!(c, '+' | '-' | '.'))
+        && rest.starts_with('/')
+}
+
+#[cfg(test)]
+mod scheme_tests {
+    use super::has_scheme;
+
+    #[test]
+    fn a_url_has_a_scheme_and_a_path_and_host_port_has_not() {
+        for url in [
+            "redis://h:1",
+            "rediss://h",
+            "redis+unix:///tmp/r.sock?pass=x",
+            "unix:/tmp/r.sock?pass=x",
+            "valkey://h",
+        ] {
+            assert!(has_scheme(url), "{url}");
+        }
+        for url in ["localhost:6379", "h", "", "://h", "1redis://h", "pass@word"] {
+            assert!(!has_scheme(url), "{url}");
+        }
     }
 }
