@@ -4,23 +4,17 @@
 //! The wheel timer only *triggers*. A renewal trigger puts the hold in the renewal queue; the
 //! renewal thread sends whatever is queued, up to the batch size, in one script call on its own
 //! connection, so a slow or hung Redis never delays a timer. Each hold also has a deadline
-//! timeout at its local deadline, `sent + lease - drift` floored to a tick boundary (so that the
-//! timer, which rounds deadlines up, fires at it rather than a tick later), where `sent` is when
-//! the acquisition or the last *confirmed* renewal was sent: when it fires and no renewal has
-//! moved the deadline, the hold is lost, even if the renewal call is still waiting for Redis.
-//!
-//! Renewals happen in rounds: the renewal of a lease falls on a grid of `lease / 3` steps (the
-//! next grid point at or before a third of the lease after the last renewal was sent), so that
-//! every lease of the same length is renewed in the same round, in `ceil(n / batch)` calls. A
-//! lease's first renewal therefore comes up to a third of the lease early; the following ones
-//! come every third of the lease. A failed call is retried a tenth of the lease later, on a finer
-//! grid of `lease / 30`.
+//! timeout at its local deadline (see [`grid`] for when that is, and when renewals fall): when it
+//! fires and no renewal has moved the deadline, the hold is lost, even if the renewal call is
+//! still waiting for Redis.
 
+mod grid;
 mod metrics;
 mod renewer;
 mod table;
 mod unrun;
 
+pub(crate) use grid::valid_until;
 pub use metrics::WatchdogMetrics;
 pub(crate) use renewer::{Pending, Renewed, Renewer};
 pub(crate) use table::EntryRef;
@@ -29,6 +23,7 @@ use crate::error::{Error, Result};
 use crate::keys::LockKeys;
 use crate::lost::{Lost, LostReason, Status};
 use crossbeam_channel::{Receiver, Sender};
+use grid::Grid;
 use hashwheel::Timer;
 use parking_lot::{Condvar, Mutex};
 use std::sync::Arc;
@@ -38,18 +33,6 @@ use unrun::DeadlineTask;
 
 /// The renewal queue is served in calls of at most this many leases unless configured.
 pub(crate) const DEFAULT_BATCH: usize = 100;
-
-/// The safety margin taken off every lease: clocks of client and server may run at slightly
-/// different rates, and the lease starts on the server after the command was sent.
-fn drift(lease: Duration) -> Duration {
-    lease / 100 + Duration::from_millis(2)
-}
-
-/// Until when a lease whose command was sent at `sent` is known to be valid: `sent + lease -
-/// drift`.
-pub(crate) fn valid_until(sent: Instant, lease: Duration) -> Instant {
-    sent + lease.saturating_sub(drift(lease))
-}
 
 /// The largest renewal batch: one call's keys and reply stay small.
 const MAX_BATCH: usize = 10_000;
@@ -90,8 +73,8 @@ struct Shared {
     /// Signalled whenever a renewal call's outcome has been applied.
     settled: Condvar,
     queue: Sender<EntryRef>,
-    /// The origin of the renewal grid.
-    origin: Instant,
+    /// When renewals and deadlines fall.
+    grid: Grid,
 }
 
 /// The two timeouts of a hold.
@@ -152,8 +135,9 @@ impl Watchdog {
         thread_name: String,
     ) -> Result<Watchdog> {
         let (queue, requests) = crossbeam_channel::unbounded();
+        let origin = timer.now();
         let shared = Arc::new(Shared {
-            origin: timer.now(),
+            grid: Grid::new(origin, timer.tick_floor(origin), timer.tick()),
             timer,
             table: Mutex::new(Table::default()),
             settled: Condvar::new(),
@@ -195,7 +179,7 @@ impl Watchdog {
                 }
             }
         }
-        let valid_until = shared.deadline_after(hold.sent_at, hold.lease);
+        let valid_until = shared.grid.deadline_after(hold.sent_at, hold.lease);
         let entry = table.insert(NewEntry {
             keys: Arc::clone(&hold.keys),
             owner: hold.owner,
@@ -210,7 +194,7 @@ impl Watchdog {
             .schedule_deadline(&mut table, entry, valid_until)
             .and_then(|()| match hold.renew {
                 true => {
-                    let at = shared.renewal_after(hold.sent_at, hold.lease);
+                    let at = shared.grid.renewal_after(hold.sent_at, hold.lease);
                     shared.schedule_renewal(&mut table, entry, at)
                 }
                 false => Ok(()),
@@ -279,32 +263,6 @@ impl Watchdog {
 }
 
 impl Shared {
-    /// Until when a lease sent at `sent` is known to be valid: `sent + lease - drift`, floored
-    /// to a tick boundary.
-    fn deadline_after(&self, sent: Instant, lease: Duration) -> Instant {
-        self.timer.tick_floor(valid_until(sent, lease))
-    }
-
-    /// When a lease confirmed as sent at `sent` is next renewed: the round at or before a third
-    /// of the lease later.
-    fn renewal_after(&self, sent: Instant, lease: Duration) -> Instant {
-        self.on_grid(sent + lease / 3, lease / 3).max(sent)
-    }
-
-    /// When a renewal that failed is tried again: a tenth of the lease later, on a grid of a
-    /// thirtieth of the lease, so that the leases of one failed call are retried together.
-    fn retry_after(&self, now: Instant, lease: Duration) -> Instant {
-        self.on_grid(now + lease / 10, lease / 30).max(now)
-    }
-
-    /// `at`, floored to a grid of `step` (at least a tick) from the watchdog's origin.
-    fn on_grid(&self, at: Instant, step: Duration) -> Instant {
-        let grid = step.max(self.timer.tick()).as_nanos();
-        let offset = at.saturating_duration_since(self.origin).as_nanos();
-        let floored = offset - offset % grid;
-        self.origin + Duration::from_nanos(u64::try_from(floored).unwrap_or(u64::MAX))
-    }
-
     fn schedule_deadline(
         self: &Arc<Self>,
         table: &mut Table,
@@ -477,7 +435,7 @@ impl Shared {
                 }
                 Renewed::Gone => Err(LostReason::Taken),
                 Renewed::Failed => {
-                    let at = self.retry_after(now, pending.lease);
+                    let at = self.grid.retry_after(now, pending.lease);
                     match table.get(pending.entry) {
                         Some(found) if at < found.valid_until => {
                             self.schedule_renewal(&mut table, pending.entry, at)
@@ -512,13 +470,46 @@ impl Shared {
             return Err(LostReason::Unconfirmed);
         }
         let lease = found.lease;
-        let valid_until = self.deadline_after(sent_at, lease);
+        let valid_until = self.grid.deadline_after(sent_at, lease);
         if valid_until > found.valid_until {
             found.valid_until = valid_until;
             found.status.extend(valid_until);
             self.schedule_deadline(table, entry, valid_until)?;
         }
-        let next = self.renewal_after(sent_at, lease);
+        let next = self.grid.renewal_after(sent_at, lease);
         self.schedule_renewal(table, entry, next)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use hashwheel::ManualClock;
+
+    /// The grid floors deadlines to the boundaries the timer fires at, wherever the watchdog
+    /// starts between them.
+    #[test]
+    fn deadlines_fall_on_the_timer_s_tick_boundaries() {
+        let clock = ManualClock::new();
+        let timer = Timer::builder()
+            .clock(clock.clone())
+            .tick(Duration::from_micros(1_700))
+            .build()
+            .expect("valid timer settings");
+        for start_offset in [0, 1, 699_999, 1_699_999] {
+            clock.advance(Duration::from_nanos(start_offset));
+            let origin = timer.now();
+            let grid = Grid::new(origin, timer.tick_floor(origin), timer.tick());
+            for lease in [10, 11, 31, 30_000].map(Duration::from_millis) {
+                for nanos in (0..90_000_000u64).step_by(333_331) {
+                    let sent = origin + Duration::from_nanos(nanos);
+                    assert_eq!(
+                        grid.deadline_after(sent, lease),
+                        timer.tick_floor(valid_until(sent, lease)),
+                        "{lease:?} sent {nanos} ns after the start"
+                    );
+                }
+            }
+        }
     }
 }
