@@ -10,13 +10,13 @@
 
 mod grid;
 mod metrics;
-mod renewer;
+mod renewal;
 mod table;
 mod unrun;
 
 pub(crate) use grid::valid_until;
 pub use metrics::WatchdogMetrics;
-pub(crate) use renewer::{Pending, Renewed, Renewer};
+pub(crate) use renewal::{check_batch, Pending, Renewed, Renewer, DEFAULT_BATCH};
 pub(crate) use table::EntryRef;
 
 use crate::error::{Error, Result};
@@ -30,22 +30,6 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 use table::{NewEntry, State, Table};
 use unrun::DeadlineTask;
-
-/// The renewal queue is served in calls of at most this many leases unless configured.
-pub(crate) const DEFAULT_BATCH: usize = 100;
-
-/// The largest renewal batch: one call's keys and reply stay small.
-const MAX_BATCH: usize = 10_000;
-
-/// Checks the renewal batch size a builder was given.
-pub(crate) fn check_batch(batch: usize) -> Result<()> {
-    if batch == 0 || batch > MAX_BATCH {
-        return Err(Error::InvalidArgument(format!(
-            "the renewal batch must be from 1 to {MAX_BATCH}"
-        )));
-    }
-    Ok(())
-}
 
 /// The timer a builder was given, or a new one on its own thread named `thread_name`.
 pub(crate) fn timer_or_new(given: Option<Timer>, thread_name: String) -> Result<Timer> {
@@ -146,7 +130,7 @@ impl Watchdog {
         let weak = Arc::downgrade(&shared);
         std::thread::Builder::new()
             .name(thread_name)
-            .spawn(move || renewer::run(weak, requests, renewer, batch))
+            .spawn(move || renewal::run(weak, requests, renewer, batch))
             .map_err(Error::Spawn)?;
         Ok(Watchdog { shared })
     }
@@ -374,110 +358,6 @@ impl Shared {
             LostReason::Unconfirmed
         };
         table.lose(entry, reason);
-    }
-
-    /// Marks the queued holds as in flight and returns what to send for those still watched.
-    fn begin_renewal(&self, queued: &[EntryRef]) -> Vec<renewer::Pending> {
-        let mut table = self.table.lock();
-        let mut pending = Vec::with_capacity(queued.len());
-        for &entry in queued {
-            let Some(found) = table.get_mut(entry) else {
-                continue;
-            };
-            if found.state != State::Queued {
-                continue;
-            }
-            found.state = State::Renewing;
-            pending.push(renewer::Pending {
-                entry,
-                lock_key: found.keys.lock.clone(),
-                hold: Arc::clone(&found.hold),
-                lease: found.lease,
-            });
-        }
-        table.metrics.in_flight += pending.len();
-        pending
-    }
-
-    /// Applies a renewal call's outcome: confirmed leases get a later deadline and their next
-    /// renewal, refused ones are lost, and after a failed call each is tried again before its
-    /// deadline.
-    fn finish_renewal(
-        self: &Arc<Self>,
-        sent: &[renewer::Pending],
-        sent_at: Instant,
-        outcome: &[Renewed],
-    ) {
-        let now = self.timer.now();
-        let mut table = self.table.lock();
-        table.metrics.renewal_calls += 1;
-        table.metrics.renewals_sent += sent.len() as u64;
-        if outcome.contains(&Renewed::Failed) {
-            table.metrics.failed_calls += 1;
-        }
-        for (index, pending) in sent.iter().enumerate() {
-            table.metrics.in_flight = table.metrics.in_flight.saturating_sub(1);
-            let Some(found) = table.get_mut(pending.entry) else {
-                continue;
-            };
-            match found.state {
-                State::Renewing => found.state = State::Held,
-                State::Releasing => {
-                    found.state = State::Released;
-                    continue;
-                }
-                _ => continue,
-            }
-            let scheduled = match outcome.get(index).copied().unwrap_or(Renewed::Failed) {
-                Renewed::Yes => {
-                    table.metrics.renewed += 1;
-                    self.confirmed(&mut table, pending.entry, sent_at)
-                }
-                Renewed::Gone => Err(LostReason::Taken),
-                Renewed::Failed => {
-                    let at = self.grid.retry_after(now, pending.lease);
-                    match table.get(pending.entry) {
-                        Some(found) if at < found.valid_until => {
-                            self.schedule_renewal(&mut table, pending.entry, at)
-                        }
-                        // No retry can land before the deadline, which will tell the holder.
-                        _ => Ok(()),
-                    }
-                }
-            };
-            if let Err(reason) = scheduled {
-                table.lose(pending.entry, reason);
-            }
-        }
-        drop(table);
-        self.settled.notify_all();
-    }
-
-    /// A renewal sent at `sent_at` was confirmed: move the deadline and schedule the next one;
-    /// unless the deadline has passed already, which loses the hold.
-    fn confirmed(
-        self: &Arc<Self>,
-        table: &mut Table,
-        entry: EntryRef,
-        sent_at: Instant,
-    ) -> Result<(), LostReason> {
-        let Some(found) = table.get_mut(entry) else {
-            return Ok(());
-        };
-        if self.timer.now() >= found.valid_until {
-            // Past the deadline the hold is lost, whatever comes later: its holder may already
-            // have read `is_lost()` as true, and a lost hold never becomes valid again.
-            return Err(LostReason::Unconfirmed);
-        }
-        let lease = found.lease;
-        let valid_until = self.grid.deadline_after(sent_at, lease);
-        if valid_until > found.valid_until {
-            found.valid_until = valid_until;
-            found.status.extend(valid_until);
-            self.schedule_deadline(table, entry, valid_until)?;
-        }
-        let next = self.grid.renewal_after(sent_at, lease);
-        self.schedule_renewal(table, entry, next)
     }
 }
 
