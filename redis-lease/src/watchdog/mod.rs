@@ -1,18 +1,29 @@
-//! The watchdog: it renews the leases of locks taken with the default lease, and tells a holder
-//! when its hold can no longer be trusted, for every hold.
+//! The watchdog's facade and its scheduling: it renews the leases of locks taken with the default
+//! lease, and tells a holder when its hold can no longer be trusted, for every hold.
 //!
 //! The wheel timer only *triggers*. A renewal trigger puts the hold in the renewal queue; the
 //! renewal thread sends whatever is queued, up to the batch size, in one script call on its own
 //! connection, so a slow or hung Redis never delays a timer. Each hold also has a deadline
-//! timeout at its local deadline (see [`grid`] for when that is, and when renewals fall): when it
-//! fires and no renewal has moved the deadline, the hold is lost, even if the renewal call is
-//! still waiting for Redis.
+//! timeout at its local deadline: when it fires and no renewal has moved the deadline, the hold
+//! is lost, even if the renewal call is still waiting for Redis.
+//!
+//! Where each part lives:
+//!
+//! * this file: [`Watchdog`] (watch, unwatch, read) and the timeouts it schedules on the timer;
+//! * `grid.rs`: when a hold's deadline falls, and when its renewals and retries do (pure
+//!   arithmetic, the renewal cadence);
+//! * `renewal.rs`: the renewal thread, the [`Renewer`] seam the backends implement, and how a
+//!   call's outcome moves deadlines;
+//! * `deadline_task.rs`: what runs at a hold's deadline, or tells its holder when a stopped timer
+//!   drops it;
+//! * `table.rs`: the watched holds and the states they move through;
+//! * `metrics.rs`: the counters a client reports.
 
+mod deadline_task;
 mod grid;
 mod metrics;
 mod renewal;
 mod table;
-mod unrun;
 
 pub(crate) use grid::valid_until;
 pub use metrics::WatchdogMetrics;
@@ -23,13 +34,13 @@ use crate::error::{Error, Result};
 use crate::keys::LockKeys;
 use crate::lost::{Lost, LostReason, Status};
 use crossbeam_channel::{Receiver, Sender};
+use deadline_task::DeadlineTask;
 use grid::Grid;
 use hashwheel::Timer;
 use parking_lot::{Condvar, Mutex};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 use table::{NewEntry, State, Table};
-use unrun::DeadlineTask;
 
 /// The timer a builder was given, or a new one on its own thread named `thread_name`.
 pub(crate) fn timer_or_new(given: Option<Timer>, thread_name: String) -> Result<Timer> {
@@ -338,26 +349,6 @@ impl Shared {
         if self.queue.send(entry).is_ok() {
             found.state = State::Queued;
         }
-    }
-
-    /// On the timer thread: the hold is lost unless a renewal moved its deadline meanwhile.
-    fn deadline_passed(&self, entry: EntryRef) {
-        let now = self.timer.now();
-        let mut table = self.table.lock();
-        let Some(found) = table.get(entry) else {
-            return;
-        };
-        if !found.live() || now < found.valid_until {
-            return;
-        }
-        let reason = if !found.renewed {
-            LostReason::Expired
-        } else if found.state == State::Expiring {
-            LostReason::MaxHold
-        } else {
-            LostReason::Unconfirmed
-        };
-        table.lose(entry, reason);
     }
 }
 
