@@ -23,9 +23,28 @@ fn drift(lease: Duration) -> Duration {
 }
 
 /// Until when a lease whose command was sent at `sent` is known to be valid: `sent + lease -
-/// drift`.
+/// drift`, or the clock's last instant where that is past it.
 pub(crate) fn valid_until(sent: Instant, lease: Duration) -> Instant {
-    sent + lease.saturating_sub(drift(lease))
+    saturating_add(sent, lease.saturating_sub(drift(lease)))
+}
+
+/// `from + by`, or the clock's last instant where that is past it: never later than `from + by`.
+fn saturating_add(from: Instant, by: Duration) -> Instant {
+    if let Some(at) = from.checked_add(by) {
+        return at;
+    }
+    let (mut at, mut left, mut step) = (from, by, by);
+    while !step.is_zero() {
+        match at.checked_add(step) {
+            Some(later) => {
+                at = later;
+                left -= step;
+                step = left;
+            }
+            None => step /= 2,
+        }
+    }
+    at
 }
 
 /// The renewal grid of one watchdog and the tick grid of its timer.
@@ -59,13 +78,15 @@ impl Grid {
     /// When a lease confirmed as sent at `sent` is next renewed: the round at or before a third
     /// of the lease later.
     pub(super) fn renewal_after(&self, sent: Instant, lease: Duration) -> Instant {
-        self.on_grid(sent + lease / 3, lease / 3).max(sent)
+        self.on_grid(saturating_add(sent, lease / 3), lease / 3)
+            .max(sent)
     }
 
     /// When a renewal that failed at `now` is tried again: a tenth of the lease later, on a grid
     /// of a thirtieth of the lease, so that the leases of one failed call are retried together.
     pub(super) fn retry_after(&self, now: Instant, lease: Duration) -> Instant {
-        self.on_grid(now + lease / 10, lease / 30).max(now)
+        self.on_grid(saturating_add(now, lease / 10), lease / 30)
+            .max(now)
     }
 
     /// `at`, floored to a grid of `step` (at least a tick) from the origin.
@@ -279,6 +300,43 @@ mod tests {
                             assert_eq!(retry, point, "{lease:?} on {tick:?}");
                         }
                     }
+                }
+            }
+        }
+    }
+
+    /// The last instant the clock can represent.
+    fn end_of_clock(from: Instant) -> Instant {
+        let (mut at, mut step) = (from, Duration::MAX);
+        while !step.is_zero() {
+            match at.checked_add(step) {
+                Some(later) => at = later,
+                None => step /= 2,
+            }
+        }
+        assert!(at.checked_add(Duration::from_nanos(1)).is_none());
+        at
+    }
+
+    #[test]
+    fn huge_leases_and_instants_near_the_clock_s_range_saturate() {
+        let huge = [Duration::from_secs(u64::MAX / 3), Duration::MAX];
+        for tick in TICKS {
+            let grid = grid(tick);
+            let end = end_of_clock(grid.origin);
+            for lease in LEASES.into_iter().chain(huge) {
+                let near_end = [lease / 2, Duration::from_millis(1), Duration::ZERO]
+                    .map(|before| end.checked_sub(before).unwrap_or(grid.origin));
+                for sent in [grid.origin].into_iter().chain(near_end) {
+                    let after = |by: Duration| sent.checked_add(by).unwrap_or(end);
+                    let allowed = after(lease - drift(lease));
+                    assert_eq!(valid_until(sent, lease), allowed, "{lease:?} on {tick:?}");
+                    let deadline = grid.deadline_after(sent, lease);
+                    assert!(deadline <= allowed && allowed - deadline < tick);
+                    let renewal = grid.renewal_after(sent, lease);
+                    assert!(sent <= renewal && renewal <= after(lease / 3));
+                    let retry = grid.retry_after(sent, lease);
+                    assert!(sent <= retry && retry <= after(lease / 10));
                 }
             }
         }
