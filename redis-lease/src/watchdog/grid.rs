@@ -91,10 +91,7 @@ impl Grid {
 
     /// `at`, floored to a grid of `step` (at least a tick) from the origin.
     fn on_grid(&self, at: Instant, step: Duration) -> Instant {
-        let grid = step.max(self.tick).as_nanos();
-        let offset = at.saturating_duration_since(self.origin).as_nanos();
-        let floored = offset - offset % grid;
-        self.origin + Duration::from_nanos(u64::try_from(floored).unwrap_or(u64::MAX))
+        floor_to(at, self.origin, step.max(self.tick))
     }
 
     /// The last tick boundary at or before `at`.
@@ -337,6 +334,35 @@ mod tests {
                     assert!(sent <= renewal && renewal <= after(lease / 3));
                     let retry = grid.retry_after(sent, lease);
                     assert!(sent <= retry && retry <= after(lease / 10));
+                }
+            }
+        }
+    }
+
+    /// Past 2^64 nanoseconds (about 584 years) from the origin, which a manual clock reaches.
+    #[test]
+    fn renewals_keep_their_rounds_far_from_the_origin() {
+        let years = |n: u64| Duration::from_secs(n * 365 * 24 * 3600);
+        let on_grid = |grid: &Grid, at: Instant, step: Duration| {
+            at.duration_since(grid.origin)
+                .as_nanos()
+                .is_multiple_of(step.as_nanos())
+        };
+        for tick in TICKS {
+            let grid = grid(tick);
+            for lease in LEASES {
+                for far in [years(585), years(1_000), years(1_000_000)] {
+                    let sent = grid.origin + far + Duration::from_nanos(7_919);
+                    if lease / 3 >= tick {
+                        let renewal = grid.renewal_after(sent, lease);
+                        assert!(sent < renewal && renewal <= sent + lease / 3, "{lease:?}");
+                        assert!(on_grid(&grid, renewal, lease / 3), "{lease:?} on {tick:?}");
+                    }
+                    if lease / 30 >= tick {
+                        let retry = grid.retry_after(sent, lease);
+                        assert!(sent < retry && retry <= sent + lease / 10, "{lease:?}");
+                        assert!(on_grid(&grid, retry, lease / 30), "{lease:?} on {tick:?}");
+                    }
                 }
             }
         }
