@@ -1,68 +1,46 @@
-//! The watchdog: it renews the leases of locks taken with the default lease, and tells a holder
-//! when its hold can no longer be trusted, for every hold.
+//! The watchdog's facade and its scheduling: it renews the leases of locks taken with the default
+//! lease, and tells a holder when its hold can no longer be trusted, for every hold.
 //!
 //! The wheel timer only *triggers*. A renewal trigger puts the hold in the renewal queue; the
 //! renewal thread sends whatever is queued, up to the batch size, in one script call on its own
 //! connection, so a slow or hung Redis never delays a timer. Each hold also has a deadline
-//! timeout at its local deadline, `sent + lease - drift` floored to a tick boundary (so that the
-//! timer, which rounds deadlines up, fires at it rather than a tick later), where `sent` is when
-//! the acquisition or the last *confirmed* renewal was sent: when it fires and no renewal has
-//! moved the deadline, the hold is lost, even if the renewal call is still waiting for Redis.
+//! timeout at its local deadline: when it fires and no renewal has moved the deadline, the hold
+//! is lost, even if the renewal call is still waiting for Redis.
 //!
-//! Renewals happen in rounds: the renewal of a lease falls on a grid of `lease / 3` steps (the
-//! next grid point at or before a third of the lease after the last renewal was sent), so that
-//! every lease of the same length is renewed in the same round, in `ceil(n / batch)` calls. A
-//! lease's first renewal therefore comes up to a third of the lease early; the following ones
-//! come every third of the lease. A failed call is retried a tenth of the lease later, on a finer
-//! grid of `lease / 30`.
+//! Where each part lives:
+//!
+//! * this file: [`Watchdog`] (watch, unwatch, read) and the timeouts it schedules on the timer;
+//! * `grid.rs`: when a hold's deadline falls, and when its renewals and retries do (pure
+//!   arithmetic, the renewal cadence);
+//! * `renewal.rs`: the renewal thread, the [`Renewer`] seam the backends implement, and how a
+//!   call's outcome moves deadlines;
+//! * `deadline_task.rs`: what runs at a hold's deadline, or tells its holder when a stopped timer
+//!   drops it;
+//! * `table.rs`: the watched holds and the states they move through;
+//! * `metrics.rs`: the counters a client reports.
 
+mod deadline_task;
+mod grid;
 mod metrics;
-mod renewer;
+mod renewal;
 mod table;
-mod unrun;
 
+pub(crate) use grid::valid_until;
 pub use metrics::WatchdogMetrics;
-pub(crate) use renewer::{Pending, Renewed, Renewer};
+pub(crate) use renewal::{check_batch, Pending, Renewed, Renewer, DEFAULT_BATCH};
 pub(crate) use table::EntryRef;
 
 use crate::error::{Error, Result};
 use crate::keys::LockKeys;
 use crate::lost::{Lost, LostReason, Status};
 use crossbeam_channel::{Receiver, Sender};
+use deadline_task::DeadlineTask;
+use grid::Grid;
 use hashwheel::Timer;
 use parking_lot::{Condvar, Mutex};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 use table::{NewEntry, State, Table};
-use unrun::DeadlineTask;
-
-/// The renewal queue is served in calls of at most this many leases unless configured.
-pub(crate) const DEFAULT_BATCH: usize = 100;
-
-/// The safety margin taken off every lease: clocks of client and server may run at slightly
-/// different rates, and the lease starts on the server after the command was sent.
-fn drift(lease: Duration) -> Duration {
-    lease / 100 + Duration::from_millis(2)
-}
-
-/// Until when a lease whose command was sent at `sent` is known to be valid: `sent + lease -
-/// drift`.
-pub(crate) fn valid_until(sent: Instant, lease: Duration) -> Instant {
-    sent + lease.saturating_sub(drift(lease))
-}
-
-/// The largest renewal batch: one call's keys and reply stay small.
-const MAX_BATCH: usize = 10_000;
-
-/// Checks the renewal batch size a builder was given.
-pub(crate) fn check_batch(batch: usize) -> Result<()> {
-    if batch == 0 || batch > MAX_BATCH {
-        return Err(Error::InvalidArgument(format!(
-            "the renewal batch must be from 1 to {MAX_BATCH}"
-        )));
-    }
-    Ok(())
-}
 
 /// The timer a builder was given, or a new one on its own thread named `thread_name`.
 pub(crate) fn timer_or_new(given: Option<Timer>, thread_name: String) -> Result<Timer> {
@@ -90,8 +68,8 @@ struct Shared {
     /// Signalled whenever a renewal call's outcome has been applied.
     settled: Condvar,
     queue: Sender<EntryRef>,
-    /// The origin of the renewal grid.
-    origin: Instant,
+    /// When renewals and deadlines fall.
+    grid: Grid,
 }
 
 /// The two timeouts of a hold.
@@ -152,8 +130,9 @@ impl Watchdog {
         thread_name: String,
     ) -> Result<Watchdog> {
         let (queue, requests) = crossbeam_channel::unbounded();
+        let origin = timer.now();
         let shared = Arc::new(Shared {
-            origin: timer.now(),
+            grid: Grid::new(origin, timer.tick_floor(origin), timer.tick()),
             timer,
             table: Mutex::new(Table::default()),
             settled: Condvar::new(),
@@ -162,7 +141,7 @@ impl Watchdog {
         let weak = Arc::downgrade(&shared);
         std::thread::Builder::new()
             .name(thread_name)
-            .spawn(move || renewer::run(weak, requests, renewer, batch))
+            .spawn(move || renewal::run(weak, requests, renewer, batch))
             .map_err(Error::Spawn)?;
         Ok(Watchdog { shared })
     }
@@ -195,7 +174,7 @@ impl Watchdog {
                 }
             }
         }
-        let valid_until = shared.deadline_after(hold.sent_at, hold.lease);
+        let valid_until = shared.grid.deadline_after(hold.sent_at, hold.lease);
         let entry = table.insert(NewEntry {
             keys: Arc::clone(&hold.keys),
             owner: hold.owner,
@@ -210,7 +189,7 @@ impl Watchdog {
             .schedule_deadline(&mut table, entry, valid_until)
             .and_then(|()| match hold.renew {
                 true => {
-                    let at = shared.renewal_after(hold.sent_at, hold.lease);
+                    let at = shared.grid.renewal_after(hold.sent_at, hold.lease);
                     shared.schedule_renewal(&mut table, entry, at)
                 }
                 false => Ok(()),
@@ -279,32 +258,6 @@ impl Watchdog {
 }
 
 impl Shared {
-    /// Until when a lease sent at `sent` is known to be valid: `sent + lease - drift`, floored
-    /// to a tick boundary.
-    fn deadline_after(&self, sent: Instant, lease: Duration) -> Instant {
-        self.timer.tick_floor(valid_until(sent, lease))
-    }
-
-    /// When a lease confirmed as sent at `sent` is next renewed: the round at or before a third
-    /// of the lease later.
-    fn renewal_after(&self, sent: Instant, lease: Duration) -> Instant {
-        self.on_grid(sent + lease / 3, lease / 3).max(sent)
-    }
-
-    /// When a renewal that failed is tried again: a tenth of the lease later, on a grid of a
-    /// thirtieth of the lease, so that the leases of one failed call are retried together.
-    fn retry_after(&self, now: Instant, lease: Duration) -> Instant {
-        self.on_grid(now + lease / 10, lease / 30).max(now)
-    }
-
-    /// `at`, floored to a grid of `step` (at least a tick) from the watchdog's origin.
-    fn on_grid(&self, at: Instant, step: Duration) -> Instant {
-        let grid = step.max(self.timer.tick()).as_nanos();
-        let offset = at.saturating_duration_since(self.origin).as_nanos();
-        let floored = offset - offset % grid;
-        self.origin + Duration::from_nanos(u64::try_from(floored).unwrap_or(u64::MAX))
-    }
-
     fn schedule_deadline(
         self: &Arc<Self>,
         table: &mut Table,
@@ -397,128 +350,37 @@ impl Shared {
             found.state = State::Queued;
         }
     }
+}
 
-    /// On the timer thread: the hold is lost unless a renewal moved its deadline meanwhile.
-    fn deadline_passed(&self, entry: EntryRef) {
-        let now = self.timer.now();
-        let mut table = self.table.lock();
-        let Some(found) = table.get(entry) else {
-            return;
-        };
-        if !found.live() || now < found.valid_until {
-            return;
-        }
-        let reason = if !found.renewed {
-            LostReason::Expired
-        } else if found.state == State::Expiring {
-            LostReason::MaxHold
-        } else {
-            LostReason::Unconfirmed
-        };
-        table.lose(entry, reason);
-    }
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use hashwheel::ManualClock;
 
-    /// Marks the queued holds as in flight and returns what to send for those still watched.
-    fn begin_renewal(&self, queued: &[EntryRef]) -> Vec<renewer::Pending> {
-        let mut table = self.table.lock();
-        let mut pending = Vec::with_capacity(queued.len());
-        for &entry in queued {
-            let Some(found) = table.get_mut(entry) else {
-                continue;
-            };
-            if found.state != State::Queued {
-                continue;
-            }
-            found.state = State::Renewing;
-            pending.push(renewer::Pending {
-                entry,
-                lock_key: found.keys.lock.clone(),
-                hold: Arc::clone(&found.hold),
-                lease: found.lease,
-            });
-        }
-        table.metrics.in_flight += pending.len();
-        pending
-    }
-
-    /// Applies a renewal call's outcome: confirmed leases get a later deadline and their next
-    /// renewal, refused ones are lost, and after a failed call each is tried again before its
-    /// deadline.
-    fn finish_renewal(
-        self: &Arc<Self>,
-        sent: &[renewer::Pending],
-        sent_at: Instant,
-        outcome: &[Renewed],
-    ) {
-        let now = self.timer.now();
-        let mut table = self.table.lock();
-        table.metrics.renewal_calls += 1;
-        table.metrics.renewals_sent += sent.len() as u64;
-        if outcome.contains(&Renewed::Failed) {
-            table.metrics.failed_calls += 1;
-        }
-        for (index, pending) in sent.iter().enumerate() {
-            table.metrics.in_flight = table.metrics.in_flight.saturating_sub(1);
-            let Some(found) = table.get_mut(pending.entry) else {
-                continue;
-            };
-            match found.state {
-                State::Renewing => found.state = State::Held,
-                State::Releasing => {
-                    found.state = State::Released;
-                    continue;
+    /// The grid floors deadlines to the boundaries the timer fires at, wherever the watchdog
+    /// starts between them.
+    #[test]
+    fn deadlines_fall_on_the_timer_s_tick_boundaries() {
+        let clock = ManualClock::new();
+        let timer = Timer::builder()
+            .clock(clock.clone())
+            .tick(Duration::from_micros(1_700))
+            .build()
+            .expect("valid timer settings");
+        for start_offset in [0, 1, 699_999, 1_699_999] {
+            clock.advance(Duration::from_nanos(start_offset));
+            let origin = timer.now();
+            let grid = Grid::new(origin, timer.tick_floor(origin), timer.tick());
+            for lease in [10, 11, 31, 30_000].map(Duration::from_millis) {
+                for nanos in (0..90_000_000u64).step_by(333_331) {
+                    let sent = origin + Duration::from_nanos(nanos);
+                    assert_eq!(
+                        grid.deadline_after(sent, lease),
+                        timer.tick_floor(valid_until(sent, lease)),
+                        "{lease:?} sent {nanos} ns after the start"
+                    );
                 }
-                _ => continue,
-            }
-            let scheduled = match outcome.get(index).copied().unwrap_or(Renewed::Failed) {
-                Renewed::Yes => {
-                    table.metrics.renewed += 1;
-                    self.confirmed(&mut table, pending.entry, sent_at)
-                }
-                Renewed::Gone => Err(LostReason::Taken),
-                Renewed::Failed => {
-                    let at = self.retry_after(now, pending.lease);
-                    match table.get(pending.entry) {
-                        Some(found) if at < found.valid_until => {
-                            self.schedule_renewal(&mut table, pending.entry, at)
-                        }
-                        // No retry can land before the deadline, which will tell the holder.
-                        _ => Ok(()),
-                    }
-                }
-            };
-            if let Err(reason) = scheduled {
-                table.lose(pending.entry, reason);
             }
         }
-        drop(table);
-        self.settled.notify_all();
-    }
-
-    /// A renewal sent at `sent_at` was confirmed: move the deadline and schedule the next one;
-    /// unless the deadline has passed already, which loses the hold.
-    fn confirmed(
-        self: &Arc<Self>,
-        table: &mut Table,
-        entry: EntryRef,
-        sent_at: Instant,
-    ) -> Result<(), LostReason> {
-        let Some(found) = table.get_mut(entry) else {
-            return Ok(());
-        };
-        if self.timer.now() >= found.valid_until {
-            // Past the deadline the hold is lost, whatever comes later: its holder may already
-            // have read `is_lost()` as true, and a lost hold never becomes valid again.
-            return Err(LostReason::Unconfirmed);
-        }
-        let lease = found.lease;
-        let valid_until = self.deadline_after(sent_at, lease);
-        if valid_until > found.valid_until {
-            found.valid_until = valid_until;
-            found.status.extend(valid_until);
-            self.schedule_deadline(table, entry, valid_until)?;
-        }
-        let next = self.renewal_after(sent_at, lease);
-        self.schedule_renewal(table, entry, next)
     }
 }

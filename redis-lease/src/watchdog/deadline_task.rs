@@ -1,4 +1,5 @@
-//! A hold's deadline task, which tells the holder when a stopped timer drops it unrun.
+//! A hold's deadline task: at the hold's local deadline it finds the hold lost unless a renewal
+//! moved the deadline meanwhile, and it tells the holder when a stopped timer drops it unrun.
 //!
 //! A [`Timer`](hashwheel::Timer) that is stopped (a timer shared through
 //! `ClientBuilder::timer`, stopped by its owner) drops its pending tasks without running them:
@@ -11,7 +12,7 @@
 //! table is only tried, and where it is busy the hold's own status (whose lock is never held
 //! across a cancel) is marked lost directly.
 
-use super::table::EntryRef;
+use super::table::{EntryRef, State};
 use super::Shared;
 use crate::keys::LockKeys;
 use crate::lost::{Lost, LostReason, Status};
@@ -67,5 +68,27 @@ impl Drop for DeadlineTask {
             reason,
             valid_until: self.status.valid_until(),
         });
+    }
+}
+
+impl Shared {
+    /// On the timer thread: the hold is lost unless a renewal moved its deadline meanwhile.
+    fn deadline_passed(&self, entry: EntryRef) {
+        let now = self.timer.now();
+        let mut table = self.table.lock();
+        let Some(found) = table.get(entry) else {
+            return;
+        };
+        if !found.live() || now < found.valid_until {
+            return;
+        }
+        let reason = if !found.renewed {
+            LostReason::Expired
+        } else if found.state == State::Expiring {
+            LostReason::MaxHold
+        } else {
+            LostReason::Unconfirmed
+        };
+        table.lose(entry, reason);
     }
 }
