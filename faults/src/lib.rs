@@ -14,3 +14,6 @@ pub mod proxy;
 pub mod resource;
 pub mod scenario;
 pub mod touches;
+
+/// The lock the clients take, `jobs`, as a Redis key.
+pub(crate) const LOCK_KEY: &str = "{jobs}";

@@ -8,6 +8,7 @@ use crate::history::{self, Event};
 use crate::proxy::{Mode as ProxyMode, Proxy};
 use crate::resource;
 use crate::touches::{self, Touches};
+use crate::LOCK_KEY;
 use redis::Commands;
 use std::collections::BTreeMap;
 use std::net::SocketAddr;
@@ -458,9 +459,6 @@ pub fn run(scenario: &Scenario, settings: &Settings) -> std::io::Result<Outcome>
         diverged,
     })
 }
-
-/// The lock the clients take, `jobs`, as a Redis key.
-pub(crate) const LOCK_KEY: &str = "{jobs}";
 
 /// libfaketime, as Debian's `faketime` package installs it.
 const FAKETIME: &str = "/usr/lib/x86_64-linux-gnu/faketime/libfaketime.so.1";
