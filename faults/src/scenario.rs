@@ -11,6 +11,7 @@ use crate::touches::{self, Touches};
 use crate::LOCK_KEY;
 use redis::Commands;
 use std::collections::BTreeMap;
+use std::fmt;
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
@@ -244,24 +245,49 @@ impl Outcome {
         self.kinds.values().sum()
     }
 
-    /// `pass`, `FAIL`, `inconclusive` (the fault never took effect) or, outside the timing
-    /// assumptions, `as expected` when only overlaps and lost updates were found. An old primary
-    /// whose copy of the lock differs from the new primary's fails the scenario wherever it is.
-    pub fn verdict(&self) -> &'static str {
+    /// What the scenario came to: see [`Verdict`]. An old primary whose copy of the lock differs
+    /// from the new primary's fails the scenario wherever it is.
+    pub fn verdict(&self) -> Verdict {
         let f = &self.findings;
         let broken_fencing = f.stale_accepted > 0 || f.token_violations > 0;
         let foreign = self.touches.as_ref().is_some_and(|t| t.foreign > 0);
         if broken_fencing || foreign || !self.diverged.is_empty() {
-            "FAIL"
+            Verdict::Fail
         } else if self.scenario.fault != Fault::None && self.effective == 0 {
-            "inconclusive"
+            Verdict::Inconclusive
         } else if !self.scenario.inside {
-            "as expected"
+            Verdict::AsExpected
         } else if f.overlaps > 0 || f.lost_updates != 0 {
-            "FAIL"
+            Verdict::Fail
         } else {
-            "pass"
+            Verdict::Pass
         }
+    }
+}
+
+/// What a scenario came to, shown in the report's last column as `pass`, `as expected`,
+/// `inconclusive` or `FAIL`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Verdict {
+    /// Inside the timing assumptions, nothing found.
+    Pass,
+    /// Outside the timing assumptions, only overlaps and lost updates found.
+    AsExpected,
+    /// The fault never took effect.
+    Inconclusive,
+    /// Fencing broken or a lease of another owner touched (anywhere), or inside the timing
+    /// assumptions an overlap or a lost update.
+    Fail,
+}
+
+impl fmt::Display for Verdict {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            Verdict::Pass => "pass",
+            Verdict::AsExpected => "as expected",
+            Verdict::Inconclusive => "inconclusive",
+            Verdict::Fail => "FAIL",
+        })
     }
 }
 
@@ -717,5 +743,62 @@ mod tests {
         let long = settings(Duration::from_secs(45));
         let frozen = scenario(Mode::Sentinel { acks: true }, Fault::FreezePrimary);
         assert_eq!(duration(&frozen, &long), long.duration);
+    }
+
+    fn outcome(inside: bool, effective: usize, findings: Findings) -> Outcome {
+        Outcome {
+            scenario: Scenario {
+                inside,
+                ..scenario(Mode::Single, Fault::FreezeServer(2))
+            },
+            kinds: BTreeMap::new(),
+            effective,
+            findings,
+            touches: None,
+            diverged: Vec::new(),
+        }
+    }
+
+    #[test]
+    fn verdicts_read_as_the_report_prints_them() {
+        let words: Vec<String> = [
+            Verdict::Pass,
+            Verdict::AsExpected,
+            Verdict::Inconclusive,
+            Verdict::Fail,
+        ]
+        .iter()
+        .map(Verdict::to_string)
+        .collect();
+        assert_eq!(words, ["pass", "as expected", "inconclusive", "FAIL"]);
+    }
+
+    #[test]
+    fn overlaps_fail_inside_the_assumptions_and_are_expected_outside() {
+        let overlapping = Findings {
+            overlaps: 1,
+            ..Findings::default()
+        };
+        assert_eq!(
+            outcome(true, 1, overlapping.clone()).verdict(),
+            Verdict::Fail
+        );
+        assert_eq!(
+            outcome(false, 1, overlapping).verdict(),
+            Verdict::AsExpected
+        );
+        assert_eq!(
+            outcome(true, 1, Findings::default()).verdict(),
+            Verdict::Pass
+        );
+        assert_eq!(
+            outcome(true, 0, Findings::default()).verdict(),
+            Verdict::Inconclusive
+        );
+        let stale = Findings {
+            stale_accepted: 1,
+            ..Findings::default()
+        };
+        assert_eq!(outcome(false, 0, stale).verdict(), Verdict::Fail);
     }
 }
