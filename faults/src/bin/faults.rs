@@ -12,8 +12,10 @@
 
 #![allow(clippy::print_stderr, clippy::print_stdout, missing_docs)]
 
+use faults::fault::Fault;
 use faults::profiles;
-use faults::scenario::{self, Outcome, Settings, Verdict};
+use faults::scenario::{self, Outcome, Settings};
+use faults::verdict::Verdict;
 use std::time::Duration;
 
 fn main() {
@@ -102,7 +104,7 @@ fn main() {
         .unwrap_or_else(|_| Err(std::io::Error::other("it panicked")));
         match ran {
             Ok(outcome) => {
-                if outcome.scenario.fault == scenario::Fault::Mix {
+                if outcome.scenario.fault == Fault::Mix {
                     mixes.push(mix(&outcome));
                 }
                 if let Some(first) = outcome.touches.as_ref().and_then(|t| t.first.as_ref()) {
