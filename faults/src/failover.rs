@@ -2,7 +2,7 @@
 //! with writes its replica never got, failed over on request, frozen and back as a replica), and
 //! of the cluster master of the lock's slot, forced over to a replica that is behind.
 
-use crate::scenario::LOCK_KEY;
+use crate::LOCK_KEY;
 use redis::Commands;
 use std::collections::BTreeMap;
 use std::thread;

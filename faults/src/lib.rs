@@ -2,15 +2,26 @@
 //! fenced resource that refuses stale tokens, faults injected into servers and clients, and a
 //! checker over the merged histories and the lock server's own log. `faults` (the binary) runs the scenarios; `fault_client`
 //! is the process each client runs.
+//!
+//! Where to look: a fault (what it needs, how it is injected and healed, how its effect shows)
+//! in `fault.rs`, the failovers it calls in `failover.rs`; a deployment in `mode.rs`; which
+//! scenarios a profile runs in `profiles.rs`; how a scenario runs in `scenario.rs`; what counts
+//! as a failure in `checker.rs`, `touches.rs` and `verdict.rs`.
 // An internal tool (never published): event fields and small helpers speak for themselves.
 #![allow(clippy::print_stdout, missing_docs)]
 
 pub mod checker;
 pub mod clock;
 pub mod failover;
+pub mod fault;
 pub mod history;
+pub mod mode;
 pub mod profiles;
 pub mod proxy;
 pub mod resource;
 pub mod scenario;
 pub mod touches;
+pub mod verdict;
+
+/// The lock the clients take, `jobs`, as a Redis key.
+pub(crate) const LOCK_KEY: &str = "{jobs}";

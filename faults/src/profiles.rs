@@ -1,7 +1,9 @@
 //! The scenarios of each profile: `default` runs them all, `short` those marked for it, and the
 //! soak a random mix of the faults inside the timing assumptions per deployment.
 
-use crate::scenario::{Fault, Mode, Scenario};
+use crate::fault::Fault;
+use crate::mode::Mode;
+use crate::scenario::Scenario;
 
 /// The scenarios of the default profile.
 pub fn all() -> Vec<Scenario> {
@@ -232,6 +234,24 @@ mod tests {
                 Fault::KillUnreplicated | Fault::ForceFailover | Fault::SentinelFailover
             ) && scenario.mode != Mode::Sentinel { acks: true };
             assert_eq!(scenario.inside, !may_lose, "{}", scenario.name);
+        }
+    }
+
+    #[test]
+    fn faults_apply_to_their_scenarios_deployments() {
+        for scenario in all().iter().chain(&soak()) {
+            assert!(
+                scenario.fault.applies_to(scenario.mode),
+                "{}",
+                scenario.name
+            );
+            for fault in Fault::mix(scenario.mode) {
+                assert!(
+                    fault.applies_to(scenario.mode),
+                    "{fault:?} in {:?}",
+                    scenario.mode
+                );
+            }
         }
     }
 

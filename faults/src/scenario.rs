@@ -1,195 +1,22 @@
-//! Scenarios: servers, client processes, one kind of fault (in the soak, a random mix) injected
-//! again and again, and the checker's verdict.
+//! Running a scenario: the servers of its deployment, client processes, its fault (in the soak,
+//! a random mix) injected again and again, and the checker over what the clients did.
 
 use crate::checker::{self, Findings};
-use crate::clock::now_ns;
-use crate::failover;
+use crate::fault::{Evidence, Fault, Targets};
 use crate::history::{self, Event};
-use crate::proxy::{Mode as ProxyMode, Proxy};
+use crate::mode::Mode;
+use crate::proxy::Proxy;
 use crate::resource;
 use crate::touches::{self, Touches};
-use redis::Commands;
+use crate::verdict::{Judged, Verdict};
+use crate::LOCK_KEY;
 use std::collections::BTreeMap;
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::thread;
 use std::time::{Duration, Instant};
-use testkit::{Failover, Lcg, Monitor, RedisCluster, RedisServer, SentinelSet};
-
-/// Which lock the clients take.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Mode {
-    /// `redis_lease::Lock` on one server, with fencing tokens.
-    Single,
-    /// `redis_lease::RedLock` on three masters (no fencing tokens).
-    Red,
-    /// `redis_lease::Lock` on a Redis Cluster of three masters and three replicas, with fencing tokens
-    /// (kept in the lock's slot).
-    Cluster,
-    /// `redis_lease::Lock` on a Sentinel-managed primary with one replica and three Sentinels, with
-    /// fencing tokens; with `acks`, every acquisition, renewal and release waits for the
-    /// replica's acknowledgement (`WAIT`) before it counts.
-    Sentinel { acks: bool },
-}
-
-impl Mode {
-    /// Whether the clients get fencing tokens, so that stale writes can be counted.
-    pub fn fenced(self) -> bool {
-        self != Mode::Red
-    }
-
-    /// The mode `fault_client` takes.
-    fn client_mode(self) -> &'static str {
-        match self {
-            Mode::Single => "single",
-            Mode::Red => "redlock",
-            Mode::Cluster => "cluster",
-            Mode::Sentinel { acks: false } => "sentinel",
-            Mode::Sentinel { acks: true } => "sentinel-acks",
-        }
-    }
-}
-
-/// The fault a scenario injects, again and again.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Fault {
-    None,
-    /// SIGSTOP of the lock server (with RedLock, of one master) for this many leases.
-    FreezeServer(u32),
-    /// `CLIENT PAUSE` on the lock server for this many leases.
-    ClientPause(u32),
-    /// `DEBUG SLEEP` on the lock server for this many leases.
-    DebugSleep(u32),
-    /// SIGSTOP of the client process holding the lock, for this many leases (the long-GC case).
-    FreezeHolder(u32),
-    /// The lock key's TTL cut to 1 ms while it is held (a key expiring early).
-    ExpireKey,
-    /// One master killed, and restarted empty after this many leases.
-    KillMaster(u32),
-    /// One master killed and restarted empty at once.
-    RestartMasterNow,
-    /// Through a proxy: every reply arrives 1.5 leases late, for this many leases.
-    DelayReplies(u32),
-    /// Through a proxy: one RedLock master answers 50 ms late (half the clients' node timeout),
-    /// for this many leases.
-    SlowMaster(u32),
-    /// Through a proxy: replies are held for this many leases, then delivered.
-    HoldReplies(u32),
-    /// The clients' wall clock stepped 5 minutes forward, then back, and so on (libfaketime);
-    /// their monotonic clock is left alone.
-    ClockJumps,
-    /// Through a proxy: bytes dropped both ways for this many leases (with RedLock, to one
-    /// master), then every connection reset.
-    Partition(u32),
-    /// On a cluster: SIGSTOP of the master of the lock's slot for one and a half leases, within
-    /// the cluster's node timeout, so that no replica takes over.
-    FreezeSlotMaster,
-    /// On a cluster: the replica of the lock's slot master made master by a coordinated
-    /// `CLUSTER FAILOVER` (the old master stops writes until the replica has caught up).
-    PromoteReplica,
-    /// On a cluster: the lock's slot, with its keys, moved to another master while the clients
-    /// go on, in the steps `redis-cli --cluster reshard` takes.
-    Reshard,
-    /// On a cluster: the replica of the lock's slot master cut off, the clients on the master
-    /// alone for half a lease, the master killed, the replica made master by
-    /// `CLUSTER FAILOVER FORCE`, and the old master back, empty, as its replica.
-    ForceFailover,
-    /// With Sentinels: the replica cut off, the clients on the primary alone for half a lease,
-    /// the primary killed, the replica promoted, and the old primary back, empty, as its replica.
-    KillUnreplicated,
-    /// With Sentinels: `SENTINEL FAILOVER`, the old primary made the new one's replica.
-    SentinelFailover,
-    /// With Sentinels: the primary frozen (SIGSTOP) until its replica is promoted, then back,
-    /// believing it is the primary until the Sentinels make it a replica; then its copy of the
-    /// lock is compared with the new primary's.
-    FreezePrimary,
-    /// Each time one of [`Fault::mix`], drawn from the seed: the soak.
-    Mix,
-}
-
-impl Fault {
-    fn needs_proxy(self) -> bool {
-        matches!(
-            self,
-            Fault::DelayReplies(_)
-                | Fault::SlowMaster(_)
-                | Fault::HoldReplies(_)
-                | Fault::Partition(_)
-                | Fault::Mix
-        )
-    }
-
-    /// Whether the `MONITOR` logs cannot be replayed: the fault restarts servers, which ends
-    /// their logs, or moves the lock's key to another node, whose log does not start with it.
-    fn ends_logs(self, mode: Mode) -> bool {
-        matches!(
-            self,
-            Fault::KillMaster(_)
-                | Fault::RestartMasterNow
-                | Fault::PromoteReplica
-                | Fault::Reshard
-                | Fault::ForceFailover
-                | Fault::KillUnreplicated
-                | Fault::SentinelFailover
-                | Fault::FreezePrimary
-        ) || (self == Fault::Mix && matches!(mode, Mode::Red | Mode::Sentinel { .. }))
-    }
-
-    /// Whether the clients see nothing of the fault by design, so that it counts as effective
-    /// when it was in place: one RedLock master of three cut off, frozen, slow, down or emptied,
-    /// or a cluster or a Sentinel set that moved the lock to another server on request, with
-    /// its replica caught up.
-    fn unseen_by_design(self, mode: Mode) -> bool {
-        mode == Mode::Red
-            || matches!(
-                self,
-                Fault::PromoteReplica | Fault::Reshard | Fault::SentinelFailover
-            )
-    }
-
-    /// How long the fault and the recovery after it may take: the room it needs before the
-    /// clients stop. A failover waits for servers to be promoted and synced; an old primary
-    /// frozen also for the Sentinels' turning it into a replica (8 s).
-    fn room(self, mode: Mode, lease: Duration) -> Duration {
-        match self {
-            Fault::ForceFailover | Fault::KillUnreplicated | Fault::SentinelFailover => lease * 10,
-            Fault::FreezePrimary => lease * 16,
-            Fault::Mix => Fault::mix(mode)
-                .iter()
-                .map(|fault| fault.room(mode, lease))
-                .max()
-                .unwrap_or(lease * 4),
-            _ => lease * 4,
-        }
-    }
-
-    /// Whether the clients' wall clock is faked, so that it can be stepped.
-    fn fakes_clock(self, mode: Mode) -> bool {
-        self == Fault::ClockJumps || (self == Fault::Mix && mode == Mode::Single)
-    }
-
-    /// The faults of `mode` that stay inside the timing assumptions, which the soak mixes.
-    pub fn mix(mode: Mode) -> &'static [Fault] {
-        use Fault::*;
-        match mode {
-            Mode::Single => &[
-                FreezeServer(2),
-                ClientPause(2),
-                DebugSleep(2),
-                DelayReplies(2),
-                HoldReplies(2),
-                Partition(2),
-                ClockJumps,
-            ],
-            Mode::Red => &[KillMaster(2), Partition(2), FreezeServer(2), SlowMaster(2)],
-            Mode::Cluster => &[FreezeSlotMaster, PromoteReplica, Reshard],
-            // Without the replica's acknowledgement a failover may lose a hold: outside.
-            Mode::Sentinel { acks: false } => &[SentinelFailover],
-            Mode::Sentinel { acks: true } => &[KillUnreplicated, SentinelFailover, FreezePrimary],
-        }
-    }
-}
+use testkit::{Lcg, Monitor, RedisCluster, RedisServer, SentinelSet};
 
 #[derive(Debug, Clone)]
 pub struct Scenario {
@@ -243,24 +70,17 @@ impl Outcome {
         self.kinds.values().sum()
     }
 
-    /// `pass`, `FAIL`, `inconclusive` (the fault never took effect) or, outside the timing
-    /// assumptions, `as expected` when only overlaps and lost updates were found. An old primary
-    /// whose copy of the lock differs from the new primary's fails the scenario wherever it is.
-    pub fn verdict(&self) -> &'static str {
-        let f = &self.findings;
-        let broken_fencing = f.stale_accepted > 0 || f.token_violations > 0;
-        let foreign = self.touches.as_ref().is_some_and(|t| t.foreign > 0);
-        if broken_fencing || foreign || !self.diverged.is_empty() {
-            "FAIL"
-        } else if self.scenario.fault != Fault::None && self.effective == 0 {
-            "inconclusive"
-        } else if !self.scenario.inside {
-            "as expected"
-        } else if f.overlaps > 0 || f.lost_updates != 0 {
-            "FAIL"
-        } else {
-            "pass"
-        }
+    /// What the scenario came to.
+    pub fn verdict(&self) -> Verdict {
+        Verdict::of(
+            &self.findings,
+            Judged {
+                inside: self.scenario.inside,
+                ineffective: self.scenario.fault != Fault::None && self.effective == 0,
+                foreign_touches: self.touches.as_ref().is_some_and(|t| t.foreign > 0),
+                diverged: !self.diverged.is_empty(),
+            },
+        )
     }
 }
 
@@ -273,12 +93,16 @@ fn jitter(random: &mut Lcg, around: Duration) -> Duration {
 /// How long the clients of `scenario` run: the profile's duration, or longer if that leaves no
 /// room for one fault (after the longest pause before it) and the recovery after it.
 pub fn duration(scenario: &Scenario, settings: &Settings) -> Duration {
-    let one_fault =
-        START + settings.every * 3 / 2 + scenario.fault.room(scenario.mode, settings.lease);
+    let one_fault = START + settings.every * 3 / 2 + room(scenario, settings.lease);
     match scenario.fault {
         Fault::None => settings.duration,
         _ => settings.duration.max(one_fault + Duration::from_secs(1)),
     }
+}
+
+/// How long `scenario`'s fault and the recovery after it may take.
+fn room(scenario: &Scenario, lease: Duration) -> Duration {
+    lease * scenario.fault.traits(scenario.mode).room_leases
 }
 
 /// How long the clients are given to start before the first fault.
@@ -293,6 +117,7 @@ pub fn run(scenario: &Scenario, settings: &Settings) -> std::io::Result<Outcome>
         .dir
         .join(scenario.name.replace([' ', ':', '(', ')', ','], "_"));
     std::fs::create_dir_all(&dir)?;
+    let traits = scenario.fault.traits(scenario.mode);
     let resource_server = RedisServer::start();
     let mut lock_servers: Vec<RedisServer> = match scenario.mode {
         Mode::Single => vec![RedisServer::start()],
@@ -301,7 +126,7 @@ pub fn run(scenario: &Scenario, settings: &Settings) -> std::io::Result<Outcome>
     };
     let mut cluster = (scenario.mode == Mode::Cluster).then(|| RedisCluster::start(3, 1));
     let mut sentinels = matches!(scenario.mode, Mode::Sentinel { .. }).then(SentinelSet::start);
-    let proxies: Vec<Proxy> = if scenario.fault.needs_proxy() {
+    let proxies: Vec<Proxy> = if traits.proxied {
         lock_servers
             .iter()
             .map(|server| Proxy::start(SocketAddr::from(([127, 0, 0, 1], server.port()))))
@@ -336,10 +161,7 @@ pub fn run(scenario: &Scenario, settings: &Settings) -> std::io::Result<Outcome>
     }
     let clock_file = dir.join("faketime");
     std::fs::write(&clock_file, "+0\n")?;
-    let faked = scenario
-        .fault
-        .fakes_clock(scenario.mode)
-        .then_some(clock_file.as_path());
+    let faked = traits.fakes_clock.then_some(clock_file.as_path());
     if faked.is_some() && !Path::new(FAKETIME).is_file() {
         return Err(std::io::Error::new(
             std::io::ErrorKind::NotFound,
@@ -350,7 +172,7 @@ pub fn run(scenario: &Scenario, settings: &Settings) -> std::io::Result<Outcome>
     // that was not its caller's; on a cluster, the log of the master of the lock's slot; with
     // Sentinels, that of the primary.
     let monitors: Option<Vec<Monitor>> =
-        (!scenario.fault.ends_logs(scenario.mode)).then(|| match (&cluster, &sentinels) {
+        (!traits.ends_logs).then(|| match (&cluster, &sentinels) {
             (Some(cluster), _) => {
                 vec![cluster.server(cluster.master_for_key(LOCK_KEY)).monitor()]
             }
@@ -385,8 +207,7 @@ pub fn run(scenario: &Scenario, settings: &Settings) -> std::io::Result<Outcome>
         loop {
             let pause = jitter(&mut random, settings.every);
             // Room for the fault and the recovery after it.
-            let room = scenario.fault.room(scenario.mode, settings.lease);
-            if Instant::now() + pause + room >= end {
+            if Instant::now() + pause + room(scenario, settings.lease) >= end {
                 break;
             }
             thread::sleep(pause);
@@ -407,7 +228,7 @@ pub fn run(scenario: &Scenario, settings: &Settings) -> std::io::Result<Outcome>
                 histories: &histories,
                 diverged: &mut diverged,
             };
-            if let Some(window) = inject(fault, settings, targets, count) {
+            if let Some(window) = fault.inject(settings.lease, count, targets) {
                 faults.push(window);
                 injected.push(fault);
                 *kinds.entry(name).or_default() += 1;
@@ -442,12 +263,13 @@ pub fn run(scenario: &Scenario, settings: &Settings) -> std::io::Result<Outcome>
     let effective = faults
         .iter()
         .zip(&injected)
-        .filter(|&(&window, &fault)| match fault {
-            _ if fault.unseen_by_design(scenario.mode) => true,
-            // The clients record their wall clock.
-            Fault::ClockJumps => jumped,
-            _ => checker::seen(&events, window, horizon),
-        })
+        .filter(
+            |&(&window, &fault)| match fault.traits(scenario.mode).evidence {
+                Evidence::InPlace => true,
+                Evidence::WallClockJump => jumped,
+                Evidence::Symptom => checker::seen(&events, window, horizon),
+            },
+        )
         .count();
     Ok(Outcome {
         scenario: scenario.clone(),
@@ -458,9 +280,6 @@ pub fn run(scenario: &Scenario, settings: &Settings) -> std::io::Result<Outcome>
         diverged,
     })
 }
-
-/// The lock the clients take, `jobs`, as a Redis key.
-pub(crate) const LOCK_KEY: &str = "{jobs}";
 
 /// libfaketime, as Debian's `faketime` package installs it.
 const FAKETIME: &str = "/usr/lib/x86_64-linux-gnu/faketime/libfaketime.so.1";
@@ -512,164 +331,6 @@ fn spawn_client(
         .spawn()
 }
 
-/// What a fault is injected into.
-struct Targets<'a> {
-    servers: &'a mut [RedisServer],
-    cluster: Option<&'a mut RedisCluster>,
-    sentinels: Option<&'a mut SentinelSet>,
-    proxies: &'a [Proxy],
-    histories: &'a [PathBuf],
-    /// Where a failover that brings the old primary back tells how its copy differed.
-    diverged: &'a mut Vec<String>,
-}
-
-/// Injects one fault; returns the window in which it was active.
-fn inject(
-    fault: Fault,
-    settings: &Settings,
-    targets: Targets<'_>,
-    count: usize,
-) -> Option<(u64, u64)> {
-    let Targets {
-        servers,
-        cluster,
-        sentinels,
-        proxies,
-        histories,
-        diverged,
-    } = targets;
-    let lease = settings.lease;
-    let start = now_ns();
-    match fault {
-        Fault::None | Fault::Mix => return None,
-        Fault::FreezeServer(leases) => {
-            let victim = count % servers.len();
-            servers[victim].pause();
-            thread::sleep(lease * leases);
-            servers[victim].resume();
-        }
-        Fault::SlowMaster(leases) => {
-            let victim = &proxies[count % proxies.len()];
-            victim.set(ProxyMode::DelayReplies(lease / 20));
-            thread::sleep(lease * leases);
-            victim.set(ProxyMode::Pass);
-        }
-        Fault::ClientPause(leases) => {
-            let millis = (lease * leases).as_millis() as u64;
-            let paused: redis::RedisResult<()> = redis::cmd("CLIENT")
-                .arg("PAUSE")
-                .arg(millis)
-                .arg("ALL")
-                .query(&mut servers[0].connection());
-            paused.ok()?;
-            thread::sleep(lease * leases);
-        }
-        Fault::DebugSleep(leases) => {
-            let seconds = (lease * leases).as_secs_f64();
-            let _: redis::RedisResult<()> = redis::cmd("DEBUG")
-                .arg("SLEEP")
-                .arg(seconds)
-                .query(&mut servers[0].connection());
-        }
-        Fault::FreezeHolder(leases) => {
-            let pid = holder_pid(&servers[0], histories)?;
-            signal(pid, "-STOP");
-            thread::sleep(lease * leases);
-            signal(pid, "-CONT");
-        }
-        Fault::ExpireKey => {
-            let cut: redis::RedisResult<i64> = servers[0].connection().pexpire(LOCK_KEY, 1);
-            if cut.ok()? == 0 {
-                return None;
-            }
-        }
-        Fault::KillMaster(leases) => {
-            let victim = count % servers.len();
-            servers[victim].stop();
-            thread::sleep(lease * leases);
-            servers[victim].start_again();
-        }
-        Fault::RestartMasterNow => {
-            let victim = count % servers.len();
-            servers[victim].restart();
-        }
-        Fault::ClockJumps => {
-            let offset = if count.is_multiple_of(2) {
-                "+5m"
-            } else {
-                "-5m"
-            };
-            let clock_file = histories.first()?.with_file_name("faketime");
-            std::fs::write(clock_file, format!("{offset}\n")).ok()?;
-        }
-        Fault::FreezeSlotMaster => {
-            let cluster = cluster?;
-            let master = cluster.master_for_key(LOCK_KEY);
-            cluster.pause(master);
-            thread::sleep(lease * 3 / 2);
-            cluster.resume(master);
-        }
-        Fault::PromoteReplica => {
-            let cluster = cluster?;
-            let master = cluster.master_for_key(LOCK_KEY);
-            let replica = *cluster.replicas_of(master).first()?;
-            cluster.failover(replica, Failover::Coordinated);
-        }
-        Fault::Reshard => {
-            let cluster = cluster?;
-            let slot = testkit::slot(LOCK_KEY);
-            let from = cluster.master_of_slot(slot);
-            let masters = cluster.masters();
-            let at = masters.iter().position(|&port| port == from)?;
-            let to = masters[(at + 1) % masters.len()];
-            cluster.migrate_slot(slot, from, to);
-        }
-        Fault::ForceFailover => failover::force_behind(cluster?, lease)?,
-        Fault::KillUnreplicated => failover::kill_unreplicated(sentinels?, lease),
-        Fault::SentinelFailover => failover::on_request(sentinels?),
-        Fault::FreezePrimary => diverged.extend(failover::freeze_primary(sentinels?)),
-        Fault::DelayReplies(leases) => {
-            proxies[0].set(ProxyMode::DelayReplies(lease * 3 / 2));
-            thread::sleep(lease * leases);
-            proxies[0].set(ProxyMode::Pass);
-        }
-        Fault::HoldReplies(leases) => {
-            proxies[0].set(ProxyMode::HoldReplies);
-            thread::sleep(lease * leases);
-            proxies[0].set(ProxyMode::Pass);
-        }
-        Fault::Partition(leases) => {
-            let victim = &proxies[count % proxies.len()];
-            victim.set(ProxyMode::Blackhole);
-            thread::sleep(lease * leases);
-            // Bytes were dropped mid-stream: the connections cannot be trusted any more.
-            victim.reset();
-            victim.set(ProxyMode::Pass);
-        }
-    }
-    Some((start, now_ns()))
-}
-
-/// The process id of the client holding `{jobs}` on `server`, from the owner ids the clients
-/// recorded when they started.
-fn holder_pid(server: &RedisServer, histories: &[PathBuf]) -> Option<u32> {
-    let fields: Vec<String> = server.connection().hkeys(LOCK_KEY).ok()?;
-    // Owner ids never start with ':', the hold's own fields always do.
-    let owner = fields.iter().find(|field| !field.starts_with(':'))?;
-    history::merge(histories)
-        .into_iter()
-        .find_map(|event| match event {
-            Event::Start { owner: o, pid, .. } if &o == owner => Some(pid),
-            _ => None,
-        })
-}
-
-fn signal(pid: u32, signal: &str) {
-    let _ = Command::new("kill")
-        .args([signal, &pid.to_string()])
-        .status();
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -702,8 +363,7 @@ mod tests {
         let short = settings(Duration::from_secs(10));
         let failover = scenario(Mode::Sentinel { acks: true }, Fault::KillUnreplicated);
         let lasts = duration(&failover, &short);
-        let room =
-            START + short.every * 3 / 2 + Fault::KillUnreplicated.room(failover.mode, short.lease);
+        let room = START + short.every * 3 / 2 + room(&failover, short.lease);
         assert!(lasts > room, "{lasts:?} leaves no room for {room:?}");
     }
 

@@ -1,0 +1,137 @@
+//! What a scenario came to, from what the checker and the servers' logs found: the report's last
+//! column, and what decides the suite's exit code.
+
+use crate::checker::Findings;
+use std::fmt;
+
+/// What a scenario came to, shown in the report as `pass`, `as expected`, `inconclusive` or
+/// `FAIL`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Verdict {
+    /// Inside the timing assumptions, nothing found.
+    Pass,
+    /// Outside the timing assumptions, only overlaps and lost updates found.
+    AsExpected,
+    /// The fault never took effect.
+    Inconclusive,
+    /// Anywhere, fencing broken, a lease of another owner touched or an old primary's copy of
+    /// the lock different from the new primary's; inside the timing assumptions, an overlap or
+    /// a lost update.
+    Fail,
+}
+
+/// What a verdict is drawn from, besides the checker's findings.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Judged {
+    /// Whether the fault stays inside the timing assumptions.
+    pub inside: bool,
+    /// Whether a fault was to be injected and none took effect.
+    pub ineffective: bool,
+    /// Whether a script wrote to a lease that was not its caller's.
+    pub foreign_touches: bool,
+    /// Whether an old primary back as a replica had a copy of the lock that differed from the
+    /// new primary's.
+    pub diverged: bool,
+}
+
+impl Verdict {
+    /// The verdict on a scenario whose clients and servers showed `findings`.
+    pub fn of(findings: &Findings, judged: Judged) -> Verdict {
+        let broken_fencing = findings.stale_accepted > 0 || findings.token_violations > 0;
+        if broken_fencing || judged.foreign_touches || judged.diverged {
+            Verdict::Fail
+        } else if judged.ineffective {
+            Verdict::Inconclusive
+        } else if !judged.inside {
+            Verdict::AsExpected
+        } else if findings.overlaps > 0 || findings.lost_updates != 0 {
+            Verdict::Fail
+        } else {
+            Verdict::Pass
+        }
+    }
+}
+
+impl fmt::Display for Verdict {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            Verdict::Pass => "pass",
+            Verdict::AsExpected => "as expected",
+            Verdict::Inconclusive => "inconclusive",
+            Verdict::Fail => "FAIL",
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const CLEAN: Judged = Judged {
+        inside: true,
+        ineffective: false,
+        foreign_touches: false,
+        diverged: false,
+    };
+
+    const OUTSIDE: Judged = Judged {
+        inside: false,
+        ..CLEAN
+    };
+
+    #[test]
+    fn verdicts_read_as_the_report_prints_them() {
+        let words: Vec<String> = [
+            Verdict::Pass,
+            Verdict::AsExpected,
+            Verdict::Inconclusive,
+            Verdict::Fail,
+        ]
+        .iter()
+        .map(Verdict::to_string)
+        .collect();
+        assert_eq!(words, ["pass", "as expected", "inconclusive", "FAIL"]);
+    }
+
+    #[test]
+    fn overlaps_fail_inside_the_assumptions_and_are_expected_outside() {
+        let overlapping = Findings {
+            overlaps: 1,
+            ..Findings::default()
+        };
+        assert_eq!(Verdict::of(&overlapping, CLEAN), Verdict::Fail);
+        assert_eq!(Verdict::of(&overlapping, OUTSIDE), Verdict::AsExpected);
+        assert_eq!(Verdict::of(&Findings::default(), CLEAN), Verdict::Pass);
+    }
+
+    #[test]
+    fn a_fault_that_never_took_effect_is_inconclusive_unless_something_broke() {
+        let ineffective = Judged {
+            ineffective: true,
+            ..OUTSIDE
+        };
+        assert_eq!(
+            Verdict::of(&Findings::default(), ineffective),
+            Verdict::Inconclusive
+        );
+        let diverged = Judged {
+            diverged: true,
+            ..ineffective
+        };
+        assert_eq!(Verdict::of(&Findings::default(), diverged), Verdict::Fail);
+    }
+
+    #[test]
+    fn broken_fencing_or_a_foreign_touch_fails_outside_the_assumptions_too() {
+        let stale = Findings {
+            stale_accepted: 1,
+            ..Findings::default()
+        };
+        assert_eq!(Verdict::of(&stale, OUTSIDE), Verdict::Fail);
+        let touched = Judged {
+            foreign_touches: true,
+            ..OUTSIDE
+        };
+        assert_eq!(Verdict::of(&Findings::default(), touched), Verdict::Fail);
+    }
+}
