@@ -36,6 +36,18 @@ pub(crate) fn on_request(set: &SentinelSet) {
     set.failover();
 }
 
+/// The primary cut off from the Sentinels and its replica while the clients still reach it,
+/// until the Sentinels have promoted the replica and `after` more; then healed, and the old
+/// primary made the new one's replica at once (the Sentinels would wait 8 s) and synced.
+pub(crate) fn partition_primary(set: &SentinelSet, after: Duration) {
+    set.wait_replicated();
+    let old = set.partition_primary();
+    set.wait_primary_changed(old);
+    thread::sleep(after);
+    set.heal_partition();
+    set.demote(old);
+}
+
 /// The primary frozen (SIGSTOP) until the Sentinels have promoted its replica, then let run
 /// again: it comes back believing it is the primary, until the Sentinels make it a replica. Once
 /// it has synced, its copy of the lock is compared with the new primary's, with writes stopped;

@@ -65,6 +65,10 @@ pub enum Fault {
     KillUnreplicated,
     /// With Sentinels: `SENTINEL FAILOVER`, the old primary made the new one's replica.
     SentinelFailover,
+    /// With Sentinels: the primary cut off from the Sentinels and its replica while the clients
+    /// still reach it (a partition), for this many leases after the Sentinels promoted the
+    /// replica; then healed, and the old primary made the new one's replica.
+    PartitionPrimary(u32),
     /// With Sentinels: the primary frozen (SIGSTOP) until its replica is promoted, then back,
     /// believing it is the primary until the Sentinels make it a replica; then its copy of the
     /// lock is compared with the new primary's.
@@ -90,6 +94,9 @@ pub struct Traits {
     /// How many leases the fault and the recovery after it may take: the room it needs before
     /// the clients stop.
     pub room_leases: u32,
+    /// Whether the data servers stand behind gates that can partition them from the Sentinels
+    /// (`SentinelSet::start_partitionable`).
+    pub partitionable: bool,
 }
 
 /// What tells that an injected fault took effect.
@@ -130,6 +137,14 @@ impl Traits {
             ends_logs: false,
             evidence: Evidence::Symptom,
             room_leases: 4,
+            partitionable: false,
+        }
+    }
+
+    const fn partitionable(self) -> Traits {
+        Traits {
+            partitionable: true,
+            ..self
         }
     }
 
@@ -183,6 +198,11 @@ impl Fault {
             ForceFailover => Traits::on(CLUSTER).ends_logs().room(10),
             KillUnreplicated => Traits::on(SENTINELS).ends_logs().room(10),
             SentinelFailover => Traits::on(SENTINELS).ends_logs().shown_by(InPlace).room(10),
+            PartitionPrimary(_) => Traits::on(SENTINELS)
+                .ends_logs()
+                .shown_by(InPlace)
+                .partitionable()
+                .room(12),
             // Also for the Sentinels' turning the old primary into a replica (8 s).
             FreezePrimary => Traits::on(SENTINELS).ends_logs().room(16),
             Mix => Traits {
@@ -355,6 +375,9 @@ impl Fault {
             Fault::ForceFailover => failover::force_behind(cluster?, lease)?,
             Fault::KillUnreplicated => failover::kill_unreplicated(sentinels?, lease),
             Fault::SentinelFailover => failover::on_request(sentinels?),
+            Fault::PartitionPrimary(leases) => {
+                failover::partition_primary(sentinels?, lease * leases)
+            }
             Fault::FreezePrimary => diverged.extend(failover::freeze_primary(sentinels?)),
         }
         Some((start, now_ns()))

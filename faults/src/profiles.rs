@@ -145,6 +145,23 @@ pub fn all() -> Vec<Scenario> {
             SentinelFailover,
             false,
         ),
+        // The clients reach both sides, and hear the promotion from the Sentinels: without acks,
+        // what they wrote on the cut-off primary before that is lost (outside); with acks, it
+        // was never acknowledged.
+        failover(
+            "sentinel: the primary partitioned from the Sentinels and its replica (no replica acks)",
+            false,
+            Sentinel { acks: false },
+            PartitionPrimary(2),
+            false,
+        ),
+        failover(
+            "sentinel: the primary partitioned from the Sentinels and its replica (replica acks)",
+            true,
+            Sentinel { acks: true },
+            PartitionPrimary(2),
+            false,
+        ),
         failover(
             "sentinel: the old primary frozen, failed over, and back as a replica (replica acks)",
             true,
@@ -220,7 +237,7 @@ mod tests {
         }
         assert_eq!(
             all().len() - short().len(),
-            4,
+            6,
             "the other failovers run by default"
         );
     }
@@ -231,7 +248,10 @@ mod tests {
             assert!(scenario.mode.fenced(), "{}", scenario.name);
             let may_lose = matches!(
                 scenario.fault,
-                Fault::KillUnreplicated | Fault::ForceFailover | Fault::SentinelFailover
+                Fault::KillUnreplicated
+                    | Fault::ForceFailover
+                    | Fault::SentinelFailover
+                    | Fault::PartitionPrimary(_)
             ) && scenario.mode != Mode::Sentinel { acks: true };
             assert_eq!(scenario.inside, !may_lose, "{}", scenario.name);
         }

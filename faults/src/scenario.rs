@@ -125,7 +125,13 @@ pub fn run(scenario: &Scenario, settings: &Settings) -> std::io::Result<Outcome>
         Mode::Cluster | Mode::Sentinel { .. } => Vec::new(),
     };
     let mut cluster = (scenario.mode == Mode::Cluster).then(|| RedisCluster::start(3, 1));
-    let mut sentinels = matches!(scenario.mode, Mode::Sentinel { .. }).then(SentinelSet::start);
+    let mut sentinels = matches!(scenario.mode, Mode::Sentinel { .. }).then(|| {
+        if traits.partitionable {
+            SentinelSet::start_partitionable()
+        } else {
+            SentinelSet::start()
+        }
+    });
     let proxies: Vec<Proxy> = if traits.proxied {
         lock_servers
             .iter()

@@ -30,8 +30,8 @@ pub struct SentinelSet {
     /// The two data servers: the first started as the primary, the second as its replica.
     data: Vec<RedisServer>,
     sentinels: Vec<RedisServer>,
-    /// The gate in front of the first primary, in a set that can be partitioned.
-    gate: Option<Gate>,
+    /// The gates in front of the data servers, in a set that can be partitioned.
+    gates: Vec<Gate>,
     /// Holds the Sentinels' configuration files, which they rewrite.
     _configs: tempfile::TempDir,
 }
@@ -51,11 +51,11 @@ impl SentinelSet {
         Self::start_with(None, None, false)
     }
 
-    /// [`SentinelSet::start`] with the first primary behind a [`Gate`], and the Sentinels and
+    /// [`SentinelSet::start`] with each data server behind a [`Gate`], and the Sentinels and
     /// data servers connecting to one another from [`PEER_SOURCE`]: clients of the test, which
     /// connect from 127.0.0.1, can be left on the primary's side of a partition while the
     /// Sentinels and the replica are cut off from it ([`SentinelSet::partition_primary`]).
-    /// The Sentinels know the first primary by the gate's port.
+    /// The Sentinels and clients know the data servers by their gates' ports.
     pub fn start_partitionable() -> SentinelSet {
         Self::start_with(None, None, true)
     }
@@ -122,20 +122,25 @@ impl SentinelSet {
         };
         let primary = data_server();
         let replica = data_server();
-        let gate = partitionable.then(|| {
-            let gate = Gate::start(primary.port());
-            // Once a replica, it announces the gate too.
-            let () = primary
-                .query(
-                    redis::cmd("CONFIG")
-                        .arg("SET")
-                        .arg("replica-announce-port")
-                        .arg(gate.port()),
-                )
-                .unwrap_or_else(|error| panic!("CONFIG SET: {error}"));
-            gate
-        });
-        let primary_address = gate.as_ref().map_or(primary.port(), Gate::port);
+        let gates: Vec<Gate> = match partitionable {
+            true => [&primary, &replica]
+                .map(|server| {
+                    let gate = Gate::start(server.port());
+                    // As a replica, it announces its gate.
+                    let () = server
+                        .query(
+                            redis::cmd("CONFIG")
+                                .arg("SET")
+                                .arg("replica-announce-port")
+                                .arg(gate.port()),
+                        )
+                        .unwrap_or_else(|error| panic!("CONFIG SET: {error}"));
+                    gate
+                })
+                .into(),
+            false => Vec::new(),
+        };
+        let primary_address = gates.first().map_or(primary.port(), Gate::port);
         let () = replica
             .query(
                 redis::cmd("REPLICAOF")
@@ -147,7 +152,7 @@ impl SentinelSet {
         let mut set = SentinelSet {
             data: vec![primary, replica],
             sentinels: Vec::new(),
-            gate,
+            gates,
             _configs: configs,
         };
         set.wait_replicated();
@@ -309,36 +314,42 @@ impl SentinelSet {
 
     /// The port of the data server that the Sentinels know as `port`.
     fn behind_gate(&self, port: u16) -> u16 {
-        match &self.gate {
-            Some(gate) if gate.port() == port => gate.upstream(),
-            _ => port,
-        }
+        self.gates
+            .iter()
+            .find(|gate| gate.port() == port)
+            .map_or(port, Gate::upstream)
     }
 
     /// The port the Sentinels know the data server on `port` by.
     fn gate_of(&self, port: u16) -> u16 {
-        match &self.gate {
-            Some(gate) if gate.upstream() == port => gate.port(),
-            _ => port,
-        }
+        self.gates
+            .iter()
+            .find(|gate| gate.upstream() == port)
+            .map_or(port, Gate::port)
     }
 
-    /// Cuts the first primary off from the Sentinels and the replica (a set started with
-    /// [`SentinelSet::start_partitionable`]): its gate closes their connections and refuses
-    /// new ones, while clients of the test still reach it as before. It goes on believing it is
-    /// the primary; the Sentinels count it down after [`SentinelSet::DOWN_AFTER`] and promote
-    /// the replica.
-    pub fn partition_primary(&self) {
-        self.gate
-            .as_ref()
+    /// Cuts the primary off from the Sentinels and the replica (a set started with
+    /// [`SentinelSet::start_partitionable`]) and returns its port: its gate closes their
+    /// connections and refuses new ones, while clients of the test still reach it as before.
+    /// It goes on believing it is the primary; the Sentinels count it down after
+    /// [`SentinelSet::DOWN_AFTER`] and promote the replica.
+    pub fn partition_primary(&self) -> u16 {
+        let primary = self.primary();
+        self.gates
+            .iter()
+            .find(|gate| gate.port() == primary)
             .expect("a partitionable set")
             .cut_off(PEER_SOURCE);
+        primary
     }
 
     /// Ends the partition: the Sentinels reach the old primary again, and make it a replica of
     /// the new one four hello periods (8 s) after they see it report itself master.
     pub fn heal_partition(&self) {
-        self.gate.as_ref().expect("a partitionable set").open();
+        assert!(!self.gates.is_empty(), "a partitionable set");
+        for gate in &self.gates {
+            gate.open();
+        }
     }
 
     /// Fails over on request (`SENTINEL FAILOVER`, retried while a Sentinel answers that no
@@ -451,8 +462,20 @@ impl SentinelSet {
             primary, port,
             "the Sentinels still count {port} as the primary"
         );
+        let announced = self.gate_of(self.behind_gate(port));
+        let gated = announced != self.behind_gate(port);
         let server = self.server_mut(port);
         server.start_again();
+        if gated {
+            let () = server
+                .query(
+                    redis::cmd("CONFIG")
+                        .arg("SET")
+                        .arg("replica-announce-port")
+                        .arg(announced),
+                )
+                .unwrap_or_else(|error| panic!("CONFIG SET: {error}"));
+        }
         let () = server
             .query(redis::cmd("REPLICAOF").arg("127.0.0.1").arg(primary))
             .unwrap_or_else(|error| panic!("REPLICAOF: {error}"));
@@ -519,7 +542,10 @@ impl SentinelSet {
     pub fn wait_replicated(&self) {
         let (primary, replica) = match self.sentinels.is_empty() {
             // While the Sentinels start, the first data server is the primary.
-            true => (self.gate_of(self.data[0].port()), self.data[1].port()),
+            true => (
+                self.gate_of(self.data[0].port()),
+                self.gate_of(self.data[1].port()),
+            ),
             false => (self.primary(), self.replica()),
         };
         let info: String = self
