@@ -14,7 +14,8 @@
 
 use crate::conn::{Conn, Endpoint, Sentinels};
 use crate::error::{Error, Result};
-use crate::scripts::{Acks, Epoch};
+use crate::fencing::Epoch;
+use crate::scripts::Acks;
 use parking_lot::Mutex;
 use redis::Value;
 use std::ops::{Deref, DerefMut};

@@ -73,7 +73,7 @@ impl Release<'_> {
         &self,
         keys: &LockKeys,
         announce: scripts::Announce,
-        epoch: scripts::Epoch,
+        epoch: crate::fencing::Epoch,
     ) -> scripts::Call {
         let grant = self.grant.as_ref().map(|grant| scripts::Grant {
             owner: grant.owner,

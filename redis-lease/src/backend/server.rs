@@ -4,10 +4,11 @@
 use super::{Attempt, Attempted, Backend, GrantFate, Release, ReleaseOutcome, Released};
 use crate::conn::Conn;
 use crate::error::{Error, Result};
+use crate::fencing::Epoch;
 use crate::keys::LockKeys;
 use crate::pool::{Identity, Pool, Via};
 use crate::pubsub::Waiters;
-use crate::scripts::{self, Acquire, Announce, Call, Epoch};
+use crate::scripts::{self, Acquire, Announce, Call};
 use crate::state::LockState;
 use crate::watchdog::{Pending, Renewed, Renewer};
 use std::sync::Arc;

@@ -22,7 +22,7 @@ pub(crate) use endpoint::{Addr, Endpoint};
 pub(crate) use sentinel::Sentinels;
 pub(crate) use tls::{config as tls_config, TlsFiles};
 
-use crate::scripts::Epoch;
+use crate::fencing::Epoch;
 use redis::{ConnectionLike, RedisError, RedisResult, Value};
 use std::io::{self, Write};
 use std::net::TcpStream;

@@ -4,13 +4,13 @@
 //! `SENTINEL MASTER <name>`, and of the answers, the one with the highest configuration epoch
 //! wins (a Sentinel that has not heard of the last failover yet still names the old primary,
 //! under an older epoch). The epoch comes with the address: it is the epoch the tokens of that
-//! primary are drawn in (see `scripts::Epoch`). Fewer answers than a majority, or a primary the
+//! primary are drawn in (see `fencing::Epoch`). Fewer answers than a majority, or a primary the
 //! winning Sentinel counts as down or failing over, and no primary is named: the caller gets
 //! [`Error::Unavailable`] rather than a server that may no longer be the primary.
 
 use super::{io_error, Conn, Endpoint};
 use crate::error::{Error, Result};
-use crate::scripts::Epoch;
+use crate::fencing::Epoch;
 use parking_lot::Mutex;
 use redis::Value;
 use std::io;

@@ -9,8 +9,9 @@
 use super::slots::{self, Range, SLOTS};
 use crate::conn::Endpoint;
 use crate::error::{Error, Result};
+use crate::fencing::Epoch;
 use crate::pool::Pool;
-use crate::scripts::{Acks, Epoch};
+use crate::scripts::Acks;
 use parking_lot::{Mutex, RwLock};
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, Ordering};
