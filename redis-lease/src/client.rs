@@ -2,8 +2,8 @@
 //! watchdog), and [`ClientBuilder`], the one set of settings for every deployment.
 
 use crate::backend::cluster::{Cluster, PoolSettings, Routes};
-use crate::backend::{quorum, server::Server, Backend};
-use crate::conn::{redact, tls_config, Endpoint, Sentinels, TlsFiles};
+use crate::backend::{quorum, sentinel, server::Server, Backend};
+use crate::conn::{redact, tls_config, Endpoint, TlsFiles};
 use crate::error::{Error, Result};
 use crate::holds::LiveHolds;
 use crate::keys::LockKeys;
@@ -525,18 +525,20 @@ impl ClientBuilder {
                     self.connect_timeout,
                     self.command_timeout,
                 );
-                Box::new(Server::new(pool.with_acks(acks)))
+                Box::new(Server::new(Arc::new(pool.with_acks(acks))))
             }
             Topology::Sentinel { master, .. } => {
-                let sentinels = Sentinels::new(endpoints, master)?;
-                let pool = Pool::sentinel(
-                    sentinels,
-                    self.pool_size,
-                    self.connect_timeout,
-                    self.command_timeout,
-                );
+                let pool = |target| {
+                    Pool::to(
+                        target,
+                        self.pool_size,
+                        self.connect_timeout,
+                        self.command_timeout,
+                    )
+                    .with_acks(acks)
+                };
                 let thread = format!("lease-sentinel-{short_id}");
-                Box::new(Server::following(pool.with_acks(acks), thread)?)
+                Box::new(sentinel::server(endpoints, master, pool, &thread)?)
             }
             Topology::RedLock(_) => Box::new(self.quorum_backend(endpoints, &id)?),
         };

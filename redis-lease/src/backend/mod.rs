@@ -10,8 +10,8 @@
 pub(crate) mod cluster;
 pub(crate) mod fanout;
 pub(crate) mod quorum;
+pub(crate) mod sentinel;
 pub(crate) mod server;
-pub(crate) mod switches;
 
 use crate::error::Result;
 use crate::keys::LockKeys;

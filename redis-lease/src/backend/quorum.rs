@@ -10,7 +10,7 @@
 
 use super::fanout::{self, Answer, Master};
 use super::{Attempt, Attempted, Backend, GrantFate, Release, ReleaseOutcome, Released};
-use crate::conn::Endpoint;
+use crate::conn::{Conn, Endpoint};
 use crate::error::{Error, Result};
 use crate::fencing::Epoch;
 use crate::keys::LockKeys;
@@ -61,7 +61,8 @@ impl Quorum {
             .enumerate()
             .map(|(index, endpoint)| {
                 let (known, shown) = (Arc::clone(&known), Arc::clone(&shown));
-                let check = Arc::new(move |identity: &Identity| {
+                let check = Arc::new(move |conn: &mut Conn| {
+                    let identity = &Identity::of(conn)?;
                     let mut known = known.lock();
                     let twin = known.iter().enumerate().find(|(other, seen)| {
                         *other != index
@@ -77,7 +78,7 @@ impl Quorum {
                     Ok(())
                 });
                 let timeout = settings.node_timeout;
-                Master::new(Pool::new(endpoint, 8, timeout, timeout).with_identity_check(check))
+                Master::new(Pool::new(endpoint, 8, timeout, timeout).with_admission(check))
             })
             .collect();
         let probe_by = Instant::now() + settings.node_timeout;

@@ -23,18 +23,8 @@ pub(crate) struct Server {
 }
 
 impl Server {
-    pub(crate) fn new(pool: Pool) -> Server {
-        Server {
-            pool: Arc::new(pool),
-        }
-    }
-
-    /// A server the Sentinels name, whose connections are dropped as soon as they announce a
-    /// failover (by a thread named `thread_name`).
-    pub(crate) fn following(pool: Pool, thread_name: String) -> Result<Server> {
-        let server = Server::new(pool);
-        super::switches::watch(&server.pool, &thread_name).map_err(Error::Spawn)?;
-        Ok(server)
+    pub(crate) fn new(pool: Arc<Pool>) -> Server {
+        Server { pool }
     }
 }
 

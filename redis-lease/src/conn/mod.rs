@@ -14,13 +14,11 @@
 mod endpoint;
 mod open;
 mod resolve;
-mod sentinel;
 mod stream;
 mod tls;
 
 pub use endpoint::redact;
 pub(crate) use endpoint::{Addr, Endpoint};
-pub(crate) use sentinel::Sentinels;
 pub(crate) use tls::{config as tls_config, TlsFiles};
 
 use crate::fencing::Epoch;

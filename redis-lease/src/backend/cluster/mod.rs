@@ -19,9 +19,10 @@ pub(crate) use routes::{PoolSettings, Routes};
 
 use super::server::{attempt_on, pause, release_on, settle_grant_on};
 use super::{Attempt, Attempted, Backend, GrantFate, Release, ReleaseOutcome};
+use crate::conn::Conn;
 use crate::error::{Error, Result};
 use crate::keys::LockKeys;
-use crate::pool::{Identity, Pool, Via};
+use crate::pool::{Identity, Pool, Setup, Via};
 use crate::pubsub::{Announcer, Waiters};
 use crate::scripts::{self, Announce};
 use crate::state::LockState;
@@ -33,6 +34,11 @@ use std::time::{Duration, Instant};
 const MAX_REDIRECTS: usize = 5;
 /// The pause before a call is sent again to a cluster that is down or busy with a migration.
 const BUSY_PAUSE: Duration = Duration::from_millis(20);
+/// A call redirected by `ASK`: `ASKING` before each of its commands, none after.
+const ASKING: Setup = Setup {
+    apply: Conn::ask_each,
+    undo: Conn::stop_asking,
+};
 
 pub(crate) struct Cluster {
     routes: Arc<Routes>,
@@ -64,10 +70,7 @@ impl Cluster {
                 Some(node) => node,
                 None => self.routes.node(slot, deadline)?,
             };
-            let outcome = op(Via {
-                pool: &pool,
-                asking,
-            });
+            let outcome = op(Via::set_up(&pool, asking.then_some(ASKING)));
             let error = match outcome {
                 Ok(value) => return Ok((value, node)),
                 Err(error) => error,

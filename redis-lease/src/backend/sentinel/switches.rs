@@ -6,11 +6,12 @@
 //! Every Sentinel is listened to, each by a thread of its own: the Sentinel that led a failover
 //! announces it at once, the others only once they hear of it (Sentinels gossip every 2 s), and
 //! a client listening to one of those would go on using the old primary meanwhile. An
-//! announcement is checked with the Sentinel that made it ([`Pool::failover_announced`]), so
-//! that a Sentinel catching up late on an older failover moves nothing. A thread leaves a
+//! announcement is checked with the Sentinel that made it ([`failover_announced`]), so that a
+//! Sentinel catching up late on an older failover moves nothing. A thread leaves a
 //! Sentinel that stops answering its `PING` and subscribes to it again once it answers; all
 //! end once the client is dropped.
 
+use super::discovery::Sentinels;
 use crate::conn::{Conn, Endpoint};
 use crate::pool::Pool;
 use redis::Value;
@@ -27,32 +28,40 @@ const AGAIN: Duration = Duration::from_secs(1);
 /// a Sentinel that stopped answering (frozen, cut off) would otherwise be listened to for ever.
 const HEARTBEAT: Duration = Duration::from_secs(1);
 
-/// Starts a listener on each of `pool`'s Sentinels, if it has any, named `thread_name` and
-/// the Sentinel's place in the list.
-pub(crate) fn watch(pool: &Arc<Pool>, thread_name: &str) -> std::io::Result<()> {
-    let Some(sentinels) = pool.sentinels() else {
-        return Ok(());
-    };
-    let master = sentinels.master().to_owned();
+/// Starts a listener on each of `sentinels`, for the connections of `pool`, named `thread_name`
+/// and the Sentinel's place in the list.
+pub(crate) fn watch(
+    pool: &Arc<Pool>,
+    sentinels: &Arc<Sentinels>,
+    thread_name: &str,
+) -> std::io::Result<()> {
     for (index, sentinel) in sentinels.endpoints().iter().enumerate() {
         let sentinel = sentinel.clone();
-        let master = master.clone();
+        let sentinels = Arc::clone(sentinels);
         let pool = Arc::downgrade(pool);
         std::thread::Builder::new()
             .name(format!("{thread_name}-{index}"))
-            .spawn(move || listen(&pool, &sentinel, &master))?;
+            .spawn(move || listen(&pool, &sentinels, &sentinel))?;
     }
     Ok(())
 }
 
-fn listen(pool: &Weak<Pool>, sentinel: &Endpoint, master: &str) {
+/// Takes in that `sentinel` announced a failover: every connection of `pool` is dropped at once,
+/// and from the moment the Sentinel says which primary it named, no connection is opened to an
+/// older one.
+fn failover_announced(pool: &Pool, sentinels: &Sentinels, sentinel: &Endpoint) {
+    pool.forget_connections();
+    sentinels.announced(sentinel, pool.call_deadline());
+}
+
+fn listen(pool: &Weak<Pool>, sentinels: &Sentinels, sentinel: &Endpoint) {
     loop {
         let Some(timeout) = pool.upgrade().map(|pool| pool.command_timeout()) else {
             return;
         };
         match subscribe(sentinel, timeout) {
             Ok(mut conn) => {
-                if let Err(error) = follow(&mut conn, pool, sentinel, master, timeout) {
+                if let Err(error) = follow(&mut conn, pool, sentinels, sentinel, timeout) {
                     log::debug!("sentinel {}: {error}", sentinel.shown());
                 }
             }
@@ -74,14 +83,15 @@ fn subscribe(sentinel: &Endpoint, timeout: Duration) -> redis::RedisResult<Conn>
 }
 
 /// Reads announcements until the connection fails, the Sentinel leaves a `PING` unanswered for
-/// `timeout`, or the pool is gone; an announcement for `master` is told to the pool.
+/// `timeout`, or the pool is gone; an announcement for the Sentinels' master is taken in.
 fn follow(
     conn: &mut Conn,
     pool: &Weak<Pool>,
+    sentinels: &Sentinels,
     sentinel: &Endpoint,
-    master: &str,
     timeout: Duration,
 ) -> redis::RedisResult<()> {
+    let master = sentinels.master();
     let mut heard_at = Instant::now();
     let mut pinged_at: Option<Instant> = None;
     loop {
@@ -101,7 +111,7 @@ fn follow(
                         "sentinel {} announced a new primary: {text}",
                         sentinel.shown()
                     );
-                    pool.failover_announced(sentinel);
+                    failover_announced(&pool, sentinels, sentinel);
                 }
             }
         }

@@ -8,7 +8,7 @@
 //! winning Sentinel counts as down or failing over, and no primary is named: the caller gets
 //! [`Error::Unavailable`] rather than a server that may no longer be the primary.
 
-use super::{io_error, Conn, Endpoint};
+use crate::conn::{io_error, Conn, Endpoint};
 use crate::error::{Error, Result};
 use crate::fencing::Epoch;
 use parking_lot::Mutex;
