@@ -12,6 +12,9 @@ pub(crate) mod fanout;
 pub(crate) mod quorum;
 pub(crate) mod sentinel;
 pub(crate) mod server;
+mod settings;
+
+pub(crate) use settings::Settings;
 
 use crate::error::Result;
 use crate::keys::LockKeys;

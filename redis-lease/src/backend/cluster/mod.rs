@@ -15,11 +15,11 @@ mod renew;
 mod routes;
 pub(crate) mod slots;
 
-pub(crate) use routes::{PoolSettings, Routes};
+use routes::{PoolSettings, Routes};
 
 use super::server::{attempt_on, pause, release_on, settle_grant_on};
-use super::{Attempt, Attempted, Backend, GrantFate, Release, ReleaseOutcome};
-use crate::conn::Conn;
+use super::{Attempt, Attempted, Backend, GrantFate, Release, ReleaseOutcome, Settings};
+use crate::conn::{Conn, Endpoint};
 use crate::error::{Error, Result};
 use crate::keys::LockKeys;
 use crate::pool::{Identity, Pool, Setup, Via};
@@ -45,14 +45,40 @@ pub(crate) struct Cluster {
     place: String,
 }
 
-impl Cluster {
-    pub(crate) fn new(routes: Routes, place: String) -> Cluster {
-        Cluster {
-            routes: Arc::new(routes),
-            place,
-        }
+/// A client of the cluster whose nodes at `seeds` (one or more) tell the rest.
+pub(crate) fn build(settings: &Settings, seeds: Vec<Endpoint>) -> Result<Box<dyn Backend>> {
+    let acks = settings.primary_acks()?;
+    if seeds.is_empty() {
+        return Err(Error::InvalidArgument(
+            "a cluster client needs the URL of at least one node".into(),
+        ));
     }
+    if seeds.iter().any(|endpoint| endpoint.db != 0) {
+        return Err(Error::InvalidArgument(
+            "a cluster has only database 0".into(),
+        ));
+    }
+    let place = seeds
+        .iter()
+        .map(|endpoint| endpoint.shown().to_owned())
+        .collect::<Vec<_>>()
+        .join(",");
+    let routes = Routes::new(
+        seeds,
+        PoolSettings {
+            max_idle: settings.pool_size,
+            connect_timeout: settings.connect_timeout,
+            command_timeout: settings.command_timeout,
+            acks,
+        },
+    );
+    Ok(Box::new(Cluster {
+        routes: Arc::new(routes),
+        place,
+    }))
+}
 
+impl Cluster {
     /// Runs `op` on the master of `keys`' slot by `deadline`, following redirections, and sends
     /// it again where it certainly did not run. Returns the node that answered.
     fn route<T>(

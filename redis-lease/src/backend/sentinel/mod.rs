@@ -8,31 +8,33 @@ mod discovery;
 mod switches;
 
 use super::server::Server;
+use super::{Backend, Settings};
 use crate::conn::Endpoint;
 use crate::error::{Error, Result};
 use crate::fencing::Epoch;
-use crate::pool::{Opened, Pool, Target};
+use crate::pool::{Opened, Target};
 use discovery::Sentinels;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::Instant;
 
-/// A client of the primary that the Sentinels at `sentinels` name under `master`, listening to
-/// each of them by threads named `thread_name` and the Sentinel's place in the list.
-pub(crate) fn server(
-    sentinels: Vec<Endpoint>,
+/// A client of the primary that the Sentinels at `sentinels` (at least one) name under
+/// `master`, listening to each of them by a thread named `lease-sentinel-<client>-<index>`.
+pub(crate) fn build(
+    settings: &Settings,
     master: &str,
-    pool: impl FnOnce(Box<dyn Target>) -> Pool,
-    thread_name: &str,
-) -> Result<Server> {
+    sentinels: Vec<Endpoint>,
+) -> Result<Box<dyn Backend>> {
+    let acks = settings.primary_acks()?;
     let sentinels = Arc::new(Sentinels::new(sentinels, master)?);
     let target = NamedPrimary {
         sentinels: Arc::clone(&sentinels),
         primary_epoch: AtomicU64::new(0),
     };
-    let pool = Arc::new(pool(Box::new(target)));
-    switches::watch(&pool, &sentinels, thread_name).map_err(Error::Spawn)?;
-    Ok(Server::new(pool))
+    let pool = Arc::new(settings.pool(Box::new(target)).with_acks(acks));
+    let thread_name = settings.thread_name("sentinel");
+    switches::watch(&pool, &sentinels, &thread_name).map_err(Error::Spawn)?;
+    Ok(Box::new(Server::new(pool)))
 }
 
 /// Where a Sentinel client's connections go: to the primary the Sentinels name, its tokens drawn
