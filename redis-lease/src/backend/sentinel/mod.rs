@@ -4,6 +4,7 @@
 //! primary older than one already reached or announced. Lock calls, renewals and waiters run as
 //! on one server ([`Server`]), over a pool whose connections go to that primary.
 
+mod ask;
 mod discovery;
 mod switches;
 
