@@ -2,7 +2,7 @@
 //! watchdog), and [`ClientBuilder`], the one set of settings for every deployment.
 
 use crate::backend::{cluster, quorum, sentinel, server, Backend, Settings};
-use crate::conn::{redact, TlsFiles};
+use crate::conn::redact;
 use crate::error::{Error, Result};
 use crate::holds::LiveHolds;
 use crate::keys::LockKeys;
@@ -255,19 +255,13 @@ impl Topology {
 #[must_use = "a builder does nothing until `build` is called"]
 pub struct ClientBuilder {
     topology: Topology,
+    /// What the deployment is built from.
+    backend: Settings,
     default_lease: Duration,
-    connect_timeout: Duration,
-    command_timeout: Duration,
     prefix: String,
-    pool_size: usize,
     max_local_waiters: usize,
     renewal_batch: usize,
     timer: Option<Timer>,
-    quorum: Option<usize>,
-    retry_delay: Option<Duration>,
-    password: Option<String>,
-    tls: TlsFiles,
-    acks: Option<Acks>,
 }
 
 impl std::fmt::Debug for ClientBuilder {
@@ -276,11 +270,11 @@ impl std::fmt::Debug for ClientBuilder {
         f.debug_struct("ClientBuilder")
             .field("urls", &urls)
             .field("default_lease", &self.default_lease)
-            .field("command_timeout", &self.command_timeout)
+            .field("command_timeout", &self.backend.command_timeout)
             .field("prefix", &self.prefix)
-            .field("quorum", &self.quorum)
-            .field("password", &self.password.as_ref().map(|_| "***"))
-            .field("tls", &self.tls)
+            .field("quorum", &self.backend.quorum)
+            .field("password", &self.backend.password.as_ref().map(|_| "***"))
+            .field("tls", &self.backend.tls)
             .finish_non_exhaustive()
     }
 }
@@ -289,19 +283,12 @@ impl ClientBuilder {
     fn new(topology: Topology) -> ClientBuilder {
         ClientBuilder {
             topology,
+            backend: Settings::default(),
             default_lease: Duration::from_secs(30),
-            connect_timeout: Duration::from_secs(2),
-            command_timeout: Duration::from_secs(2),
             prefix: String::new(),
-            pool_size: 8,
             max_local_waiters: 1024,
             renewal_batch: watchdog::DEFAULT_BATCH,
             timer: None,
-            quorum: None,
-            retry_delay: None,
-            password: None,
-            tls: TlsFiles::default(),
-            acks: None,
         }
     }
 
@@ -309,7 +296,7 @@ impl ClientBuilder {
     /// managed service's, or your own CA's). Read when the client is built.
     #[must_use = "a setting applies to the builder it returns"]
     pub fn tls_ca_file(mut self, path: impl Into<std::path::PathBuf>) -> Self {
-        self.tls.ca_file = Some(path.into());
+        self.backend.tls.ca_file = Some(path.into());
         self
     }
 
@@ -321,7 +308,7 @@ impl ClientBuilder {
         cert: impl Into<std::path::PathBuf>,
         key: impl Into<std::path::PathBuf>,
     ) -> Self {
-        self.tls.client_cert = Some((cert.into(), key.into()));
+        self.backend.tls.client_cert = Some((cert.into(), key.into()));
         self
     }
 
@@ -329,7 +316,7 @@ impl ClientBuilder {
     /// is shown (a command line, a configuration file). It is never shown itself.
     #[must_use = "a setting applies to the builder it returns"]
     pub fn password(mut self, password: impl Into<String>) -> Self {
-        self.password = Some(password.into());
+        self.backend.password = Some(password.into());
         self
     }
 
@@ -344,7 +331,7 @@ impl ClientBuilder {
     /// How long opening a connection may take; default 2 s, at most an hour.
     #[must_use = "a setting applies to the builder it returns"]
     pub fn connect_timeout(mut self, timeout: Duration) -> Self {
-        self.connect_timeout = timeout;
+        self.backend.connect_timeout = timeout;
         self
     }
 
@@ -353,7 +340,7 @@ impl ClientBuilder {
     /// to answer: keep it far below the lease.
     #[must_use = "a setting applies to the builder it returns"]
     pub fn command_timeout(mut self, timeout: Duration) -> Self {
-        self.command_timeout = timeout;
+        self.backend.command_timeout = timeout;
         self
     }
 
@@ -368,7 +355,7 @@ impl ClientBuilder {
     /// are in use.
     #[must_use = "a setting applies to the builder it returns"]
     pub fn pool_size(mut self, size: usize) -> Self {
-        self.pool_size = size;
+        self.backend.pool_size = size;
         self
     }
 
@@ -412,7 +399,7 @@ impl ClientBuilder {
     /// [`ClientBuilder::build`] fails with [`Error::InvalidArgument`]. Not for RedLock.
     #[must_use = "a setting applies to the builder it returns"]
     pub fn replica_acks(mut self, replicas: usize, timeout: Duration) -> Self {
-        self.acks = Some(Acks {
+        self.backend.acks = Some(Acks {
             replicas: u64::try_from(replicas).unwrap_or(u64::MAX),
             timeout,
         });
@@ -422,7 +409,7 @@ impl ClientBuilder {
     /// RedLock only: how many masters must grant a lock, from N/2+1 (the default) to N.
     #[must_use = "a setting applies to the builder it returns"]
     pub fn quorum(mut self, quorum: usize) -> Self {
-        self.quorum = Some(quorum);
+        self.backend.quorum = Some(quorum);
         self
     }
 
@@ -430,7 +417,7 @@ impl ClientBuilder {
     /// 20 ms.
     #[must_use = "a setting applies to the builder it returns"]
     pub fn retry_delay(mut self, delay: Duration) -> Self {
-        self.retry_delay = Some(delay);
+        self.backend.retry_delay = Some(delay);
         self
     }
 
@@ -445,9 +432,13 @@ impl ClientBuilder {
     /// one server; [`Error::Spawn`] if a thread cannot be started.
     pub fn build(self) -> Result<Client> {
         let default_lease = check_lease("the default lease", self.default_lease)?;
-        check_timeout("connect timeout", self.connect_timeout)?;
-        check_timeout("command timeout", self.command_timeout)?;
-        if self.retry_delay.is_some_and(|delay| delay.is_zero()) {
+        check_timeout("connect timeout", self.backend.connect_timeout)?;
+        check_timeout("command timeout", self.backend.command_timeout)?;
+        if self
+            .backend
+            .retry_delay
+            .is_some_and(|delay| delay.is_zero())
+        {
             return Err(Error::InvalidArgument(
                 "the retry delay must be above zero".into(),
             ));
@@ -455,15 +446,8 @@ impl ClientBuilder {
         watchdog::check_batch(self.renewal_batch)?;
         crate::keys::check_prefix(&self.prefix)?;
         let settings = Settings {
-            pool_size: self.pool_size,
-            connect_timeout: self.connect_timeout,
-            command_timeout: self.command_timeout,
-            acks: self.acks,
-            quorum: self.quorum,
-            retry_delay: self.retry_delay,
-            password: self.password,
-            tls: self.tls,
             client_id: owner::random_id()?,
+            ..self.backend
         };
         let endpoints = settings.endpoints(self.topology.urls())?;
         let backend = match &self.topology {

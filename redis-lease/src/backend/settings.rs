@@ -8,6 +8,7 @@ use crate::scripts::Acks;
 use std::time::Duration;
 
 /// The builder's settings, as given; each deployment checks those it takes.
+#[derive(Clone)]
 pub(crate) struct Settings {
     /// Idle connections kept per server.
     pub(crate) pool_size: usize,
@@ -22,8 +23,25 @@ pub(crate) struct Settings {
     /// The password to log in with, in place of any in the URLs.
     pub(crate) password: Option<String>,
     pub(crate) tls: TlsFiles,
-    /// The client's random id.
+    /// The client's random id, drawn when the client is built.
     pub(crate) client_id: String,
+}
+
+impl Default for Settings {
+    /// The builder's defaults: 8 idle connections per server, 2 s to connect and for a call.
+    fn default() -> Settings {
+        Settings {
+            pool_size: 8,
+            connect_timeout: Duration::from_secs(2),
+            command_timeout: Duration::from_secs(2),
+            acks: None,
+            quorum: None,
+            retry_delay: None,
+            password: None,
+            tls: TlsFiles::default(),
+            client_id: String::new(),
+        }
+    }
 }
 
 impl Settings {
