@@ -13,12 +13,13 @@
 
 mod endpoint;
 mod open;
+mod redact;
 mod resolve;
 mod stream;
 mod tls;
 
-pub use endpoint::redact;
 pub(crate) use endpoint::{Addr, Endpoint};
+pub use redact::redact;
 pub(crate) use tls::{config as tls_config, TlsFiles};
 
 use crate::fencing::Epoch;
