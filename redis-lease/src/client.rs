@@ -1,9 +1,8 @@
 //! [`Client`]: what every lock of one client shares (its backend, waiters, local queues and
 //! watchdog), and [`ClientBuilder`], the one set of settings for every deployment.
 
-use crate::backend::cluster::{Cluster, PoolSettings, Routes};
-use crate::backend::{quorum, server::Server, Backend};
-use crate::conn::{redact, tls_config, Endpoint, Sentinels, TlsFiles};
+use crate::backend::{cluster, quorum, sentinel, server, Backend, Settings};
+use crate::conn::redact;
 use crate::error::{Error, Result};
 use crate::holds::LiveHolds;
 use crate::keys::LockKeys;
@@ -11,7 +10,6 @@ use crate::local_queue::LocalQueues;
 use crate::lock::Lock;
 use crate::owner::{self, Ids};
 use crate::policy::{check_lease, check_timeout};
-use crate::pool::Pool;
 use crate::pubsub::Waiters;
 use crate::scripts::Acks;
 use crate::unsettled::UnsettledReleases;
@@ -238,6 +236,18 @@ enum Topology {
     Sentinel { master: String, urls: Vec<String> },
 }
 
+impl Topology {
+    /// The URLs the builder was given.
+    fn urls(&self) -> &[String] {
+        match self {
+            Topology::Server(url) => std::slice::from_ref(url),
+            Topology::Cluster(urls) | Topology::RedLock(urls) | Topology::Sentinel { urls, .. } => {
+                urls
+            }
+        }
+    }
+}
+
 /// Settings for a [`Client`], from [`Client::builder`] or [`Client::redlock`]. Every setting is
 /// checked by [`ClientBuilder::build`]; a bad one is an [`Error::InvalidArgument`] there, never a
 /// failure later.
@@ -245,37 +255,26 @@ enum Topology {
 #[must_use = "a builder does nothing until `build` is called"]
 pub struct ClientBuilder {
     topology: Topology,
+    /// What the deployment is built from.
+    backend: Settings,
     default_lease: Duration,
-    connect_timeout: Duration,
-    command_timeout: Duration,
     prefix: String,
-    pool_size: usize,
     max_local_waiters: usize,
     renewal_batch: usize,
     timer: Option<Timer>,
-    quorum: Option<usize>,
-    retry_delay: Option<Duration>,
-    password: Option<String>,
-    tls: TlsFiles,
-    acks: Option<Acks>,
 }
 
 impl std::fmt::Debug for ClientBuilder {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        let urls: Vec<String> = match &self.topology {
-            Topology::Server(url) => vec![redact(url)],
-            Topology::Cluster(urls) | Topology::RedLock(urls) | Topology::Sentinel { urls, .. } => {
-                urls.iter().map(|url| redact(url)).collect()
-            }
-        };
+        let urls: Vec<String> = self.topology.urls().iter().map(|url| redact(url)).collect();
         f.debug_struct("ClientBuilder")
             .field("urls", &urls)
             .field("default_lease", &self.default_lease)
-            .field("command_timeout", &self.command_timeout)
+            .field("command_timeout", &self.backend.command_timeout)
             .field("prefix", &self.prefix)
-            .field("quorum", &self.quorum)
-            .field("password", &self.password.as_ref().map(|_| "***"))
-            .field("tls", &self.tls)
+            .field("quorum", &self.backend.quorum)
+            .field("password", &self.backend.password.as_ref().map(|_| "***"))
+            .field("tls", &self.backend.tls)
             .finish_non_exhaustive()
     }
 }
@@ -284,19 +283,12 @@ impl ClientBuilder {
     fn new(topology: Topology) -> ClientBuilder {
         ClientBuilder {
             topology,
+            backend: Settings::default(),
             default_lease: Duration::from_secs(30),
-            connect_timeout: Duration::from_secs(2),
-            command_timeout: Duration::from_secs(2),
             prefix: String::new(),
-            pool_size: 8,
             max_local_waiters: 1024,
             renewal_batch: watchdog::DEFAULT_BATCH,
             timer: None,
-            quorum: None,
-            retry_delay: None,
-            password: None,
-            tls: TlsFiles::default(),
-            acks: None,
         }
     }
 
@@ -304,7 +296,7 @@ impl ClientBuilder {
     /// managed service's, or your own CA's). Read when the client is built.
     #[must_use = "a setting applies to the builder it returns"]
     pub fn tls_ca_file(mut self, path: impl Into<std::path::PathBuf>) -> Self {
-        self.tls.ca_file = Some(path.into());
+        self.backend.tls.ca_file = Some(path.into());
         self
     }
 
@@ -316,7 +308,7 @@ impl ClientBuilder {
         cert: impl Into<std::path::PathBuf>,
         key: impl Into<std::path::PathBuf>,
     ) -> Self {
-        self.tls.client_cert = Some((cert.into(), key.into()));
+        self.backend.tls.client_cert = Some((cert.into(), key.into()));
         self
     }
 
@@ -324,35 +316,8 @@ impl ClientBuilder {
     /// is shown (a command line, a configuration file). It is never shown itself.
     #[must_use = "a setting applies to the builder it returns"]
     pub fn password(mut self, password: impl Into<String>) -> Self {
-        self.password = Some(password.into());
+        self.backend.password = Some(password.into());
         self
-    }
-
-    /// The endpoints of the builder's URLs, with the password and TLS settings applied.
-    fn endpoints(&self) -> Result<Vec<Endpoint>> {
-        let urls: Vec<&String> = match &self.topology {
-            Topology::Server(url) => vec![url],
-            Topology::Cluster(urls) | Topology::RedLock(urls) | Topology::Sentinel { urls, .. } => {
-                urls.iter().collect()
-            }
-        };
-        let mut endpoints = Vec::with_capacity(urls.len());
-        let mut tls = None;
-        for url in urls {
-            let mut endpoint = Endpoint::parse(url)?;
-            if let Some(password) = &self.password {
-                endpoint = endpoint.with_password(password);
-            }
-            if endpoint.is_tls() {
-                let config = match &tls {
-                    Some(config) => config,
-                    None => tls.insert(tls_config(&self.tls)?),
-                };
-                endpoint = endpoint.with_tls(config);
-            }
-            endpoints.push(endpoint);
-        }
-        Ok(endpoints)
     }
 
     /// The lease of a lock taken without one, renewed every third of it while held; from 10 ms
@@ -366,7 +331,7 @@ impl ClientBuilder {
     /// How long opening a connection may take; default 2 s, at most an hour.
     #[must_use = "a setting applies to the builder it returns"]
     pub fn connect_timeout(mut self, timeout: Duration) -> Self {
-        self.connect_timeout = timeout;
+        self.backend.connect_timeout = timeout;
         self
     }
 
@@ -375,7 +340,7 @@ impl ClientBuilder {
     /// to answer: keep it far below the lease.
     #[must_use = "a setting applies to the builder it returns"]
     pub fn command_timeout(mut self, timeout: Duration) -> Self {
-        self.command_timeout = timeout;
+        self.backend.command_timeout = timeout;
         self
     }
 
@@ -390,7 +355,7 @@ impl ClientBuilder {
     /// are in use.
     #[must_use = "a setting applies to the builder it returns"]
     pub fn pool_size(mut self, size: usize) -> Self {
-        self.pool_size = size;
+        self.backend.pool_size = size;
         self
     }
 
@@ -434,7 +399,7 @@ impl ClientBuilder {
     /// [`ClientBuilder::build`] fails with [`Error::InvalidArgument`]. Not for RedLock.
     #[must_use = "a setting applies to the builder it returns"]
     pub fn replica_acks(mut self, replicas: usize, timeout: Duration) -> Self {
-        self.acks = Some(Acks {
+        self.backend.acks = Some(Acks {
             replicas: u64::try_from(replicas).unwrap_or(u64::MAX),
             timeout,
         });
@@ -444,7 +409,7 @@ impl ClientBuilder {
     /// RedLock only: how many masters must grant a lock, from N/2+1 (the default) to N.
     #[must_use = "a setting applies to the builder it returns"]
     pub fn quorum(mut self, quorum: usize) -> Self {
-        self.quorum = Some(quorum);
+        self.backend.quorum = Some(quorum);
         self
     }
 
@@ -452,7 +417,7 @@ impl ClientBuilder {
     /// 20 ms.
     #[must_use = "a setting applies to the builder it returns"]
     pub fn retry_delay(mut self, delay: Duration) -> Self {
-        self.retry_delay = Some(delay);
+        self.backend.retry_delay = Some(delay);
         self
     }
 
@@ -467,87 +432,38 @@ impl ClientBuilder {
     /// one server; [`Error::Spawn`] if a thread cannot be started.
     pub fn build(self) -> Result<Client> {
         let default_lease = check_lease("the default lease", self.default_lease)?;
-        check_timeout("connect timeout", self.connect_timeout)?;
-        check_timeout("command timeout", self.command_timeout)?;
-        if self.retry_delay.is_some_and(|delay| delay.is_zero()) {
+        check_timeout("connect timeout", self.backend.connect_timeout)?;
+        check_timeout("command timeout", self.backend.command_timeout)?;
+        if self
+            .backend
+            .retry_delay
+            .is_some_and(|delay| delay.is_zero())
+        {
             return Err(Error::InvalidArgument(
                 "the retry delay must be above zero".into(),
             ));
         }
         watchdog::check_batch(self.renewal_batch)?;
         crate::keys::check_prefix(&self.prefix)?;
-        let id = owner::random_id()?;
-        let short_id = &id[..8];
-        let mut endpoints = self.endpoints()?;
-        if !matches!(self.topology, Topology::RedLock(_))
-            && (self.quorum.is_some() || self.retry_delay.is_some())
-        {
-            return Err(Error::InvalidArgument(
-                "quorum and retry_delay are RedLock settings (Client::redlock)".into(),
-            ));
-        }
-        let acks = self.acks()?;
-        let backend: Box<dyn Backend> = match &self.topology {
-            Topology::Cluster(_) => {
-                if endpoints.is_empty() {
-                    return Err(Error::InvalidArgument(
-                        "a cluster client needs the URL of at least one node".into(),
-                    ));
-                }
-                if endpoints.iter().any(|endpoint| endpoint.db != 0) {
-                    return Err(Error::InvalidArgument(
-                        "a cluster has only database 0".into(),
-                    ));
-                }
-                let place = endpoints
-                    .iter()
-                    .map(|endpoint| endpoint.shown().to_owned())
-                    .collect::<Vec<_>>()
-                    .join(",");
-                let routes = Routes::new(
-                    endpoints,
-                    PoolSettings {
-                        max_idle: self.pool_size,
-                        connect_timeout: self.connect_timeout,
-                        command_timeout: self.command_timeout,
-                        acks,
-                    },
-                );
-                Box::new(Cluster::new(routes, place))
-            }
-            Topology::Server(_) => {
-                let endpoint = endpoints.pop().ok_or_else(|| {
-                    Error::InvalidArgument("a client needs the URL of a server".into())
-                })?;
-                let pool = Pool::new(
-                    endpoint,
-                    self.pool_size,
-                    self.connect_timeout,
-                    self.command_timeout,
-                );
-                Box::new(Server::new(pool.with_acks(acks)))
-            }
-            Topology::Sentinel { master, .. } => {
-                let sentinels = Sentinels::new(endpoints, master)?;
-                let pool = Pool::sentinel(
-                    sentinels,
-                    self.pool_size,
-                    self.connect_timeout,
-                    self.command_timeout,
-                );
-                let thread = format!("lease-sentinel-{short_id}");
-                Box::new(Server::following(pool.with_acks(acks), thread)?)
-            }
-            Topology::RedLock(_) => Box::new(self.quorum_backend(endpoints, &id)?),
+        let settings = Settings {
+            client_id: owner::random_id()?,
+            ..self.backend
         };
-        let timer = watchdog::timer_or_new(self.timer, format!("lease-timer-{short_id}"))?;
+        let endpoints = settings.endpoints(self.topology.urls())?;
+        let backend = match &self.topology {
+            Topology::Server(_) => server::build(&settings, endpoints)?,
+            Topology::Cluster(_) => cluster::build(&settings, endpoints)?,
+            Topology::Sentinel { master, .. } => sentinel::build(&settings, master, endpoints)?,
+            Topology::RedLock(_) => quorum::build(&settings, endpoints)?,
+        };
+        let timer = watchdog::timer_or_new(self.timer, settings.thread_name("timer"))?;
         let watchdog = Watchdog::start(
             timer,
             backend.renewer(),
             self.renewal_batch,
-            format!("lease-renew-{short_id}"),
+            settings.thread_name("renew"),
         )?;
-        let waiters = backend.waiters(format!("lease-pubsub-{short_id}"))?;
+        let waiters = backend.waiters(settings.thread_name("pubsub"))?;
         Ok(Client {
             core: Arc::new(Core {
                 backend,
@@ -556,83 +472,10 @@ impl ClientBuilder {
                 watchdog,
                 unsettled: UnsettledReleases::default(),
                 holds: LiveHolds::default(),
-                ids: Ids::new(id),
+                ids: Ids::new(settings.client_id),
                 default_lease,
                 prefix: self.prefix,
             }),
-        })
-    }
-
-    /// The replica acknowledgements asked for, checked against the topology and the command
-    /// timeout.
-    fn acks(&self) -> Result<Option<Acks>> {
-        let Some(acks) = self.acks else {
-            return Ok(None);
-        };
-        if matches!(self.topology, Topology::RedLock(_)) {
-            return Err(Error::InvalidArgument(
-                "replica acknowledgements are not for RedLock, whose masters vote instead".into(),
-            ));
-        }
-        if acks.replicas == 0 {
-            return Err(Error::InvalidArgument(
-                "replica acknowledgements: at least one replica is needed (or leave them off)"
-                    .into(),
-            ));
-        }
-        if acks.replicas > Acks::MAX_REPLICAS {
-            // WAIT refuses a count it cannot read as a signed 64-bit number, and every write
-            // would then fail after it ran.
-            return Err(Error::InvalidArgument(format!(
-                "replica acknowledgements: {} replicas is more than WAIT takes (at most {})",
-                acks.replicas,
-                Acks::MAX_REPLICAS
-            )));
-        }
-        if acks.timeout.is_zero() || acks.timeout >= self.command_timeout {
-            return Err(Error::InvalidArgument(format!(
-                "replica acknowledgements: the wait ({:?}) must be above zero and below the \
-                 command timeout ({:?}), which it is part of",
-                acks.timeout, self.command_timeout
-            )));
-        }
-        Ok(Some(acks))
-    }
-
-    fn quorum_backend(&self, endpoints: Vec<Endpoint>, id: &str) -> Result<quorum::Quorum> {
-        let count = endpoints.len();
-        if count == 0 {
-            return Err(Error::InvalidArgument(
-                "a RedLock needs at least one master".into(),
-            ));
-        }
-        let quorum = self.quorum.unwrap_or(count / 2 + 1);
-        if quorum <= count / 2 || quorum > count {
-            return Err(Error::InvalidArgument(format!(
-                "a quorum of {quorum} over {count} masters cannot work: it must be from {} to {count}",
-                count / 2 + 1
-            )));
-        }
-        let mut distinct: Vec<Endpoint> = Vec::with_capacity(count);
-        for endpoint in endpoints {
-            if let Some(twin) = distinct
-                .iter()
-                .find(|seen| seen.addr == endpoint.addr && seen.db == endpoint.db)
-            {
-                return Err(Error::InvalidArgument(format!(
-                    "masters {:?} and {:?} are one server: RedLock needs independent masters",
-                    twin.shown(),
-                    endpoint.shown()
-                )));
-            }
-            distinct.push(endpoint);
-        }
-        quorum::Quorum::new(quorum::Settings {
-            endpoints: distinct,
-            quorum,
-            node_timeout: self.command_timeout,
-            retry_delay: self.retry_delay.unwrap_or(Duration::from_millis(20)),
-            seed: u64::from_str_radix(&id[..16], 16).unwrap_or(0x9e37_79b9_7f4a_7c15),
         })
     }
 }

@@ -65,6 +65,7 @@ mod backend;
 mod client;
 mod conn;
 mod error;
+mod fencing;
 mod guard;
 mod holds;
 mod keys;

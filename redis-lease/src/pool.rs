@@ -4,17 +4,20 @@
 //! ones with it: they are most likely to the same server that just went away (restarted, or no
 //! longer the primary), and each would fail a call of its own.
 //!
-//! The server is at a fixed address, or is the primary a majority of Sentinels name, which each
-//! new connection asks for (`Sentinels::connect`, with the epoch of the connection's tokens).
+//! Where new connections go is the pool's [`Target`]: a server at a fixed address ([`Fixed`]), or
+//! what a deployment looks up (the primary its Sentinels name). A deployment may also have every
+//! new connection checked before its first use ([`Admission`]), and each connection set up for
+//! one operation ([`Setup`]); the pool knows neither what the checks are nor what the setup does.
 //!
 //! The first connection also asks the server how it evicts keys: a lock is safe only on a server
 //! that never evicts (`maxmemory-policy noeviction`), and the pool says so once, at warn, if it
 //! finds another policy. A server that refuses to tell (`CONFIG` is often renamed or denied) is
 //! not complained about.
 
-use crate::conn::{Conn, Endpoint, Sentinels};
+use crate::conn::{Conn, Endpoint};
 use crate::error::{Error, Result};
-use crate::scripts::{Acks, Epoch};
+use crate::fencing::Epoch;
+use crate::scripts::Acks;
 use parking_lot::Mutex;
 use redis::Value;
 use std::ops::{Deref, DerefMut};
@@ -36,21 +39,76 @@ impl Identity {
         let same = |a: &Option<String>, b: &Option<String>| a.is_some() && a == b;
         same(&self.run_id, &other.run_id) || same(&self.peer, &other.peer)
     }
+
+    /// The identity of the server `conn` reaches.
+    pub(crate) fn of(conn: &mut Conn) -> Result<Identity> {
+        let reply = conn
+            .exchange(&[redis::cmd("INFO").arg("server").clone()])
+            .map_err(Error::unavailable_or_refused)?;
+        let run_id = match reply.first() {
+            Some(Value::BulkString(info)) => String::from_utf8_lossy(info)
+                .lines()
+                .find_map(|line| line.strip_prefix("run_id:"))
+                .map(|id| id.trim().to_owned()),
+            _ => None,
+        };
+        Ok(Identity {
+            run_id,
+            peer: conn.peer(),
+        })
+    }
 }
 
-/// Told the identity of every new connection's server; refusing it refuses the connection.
-pub(crate) type IdentityCheck = Arc<dyn Fn(&Identity) -> Result<()> + Send + Sync>;
+/// Told every new connection before its first use; refusing it refuses the connection.
+pub(crate) type Admission = Arc<dyn Fn(&mut Conn) -> Result<()> + Send + Sync>;
 
 /// Where a pool's connections go.
-enum Target {
-    /// One server, whose tokens are drawn in `epoch`.
-    Fixed { endpoint: Endpoint, epoch: Epoch },
-    /// The primary the Sentinels name, whose tokens are drawn in the epoch it was promoted in.
-    Sentinel(Sentinels),
+pub(crate) trait Target: Send + Sync + 'static {
+    /// The server or deployment, as shown to people: passwords hidden.
+    fn shown(&self) -> &str;
+
+    /// A new connection, open by `deadline`, with the epoch of its tokens set.
+    fn open(&self, deadline: Instant) -> Result<Opened>;
+}
+
+/// A connection a [`Target`] opened.
+pub(crate) struct Opened {
+    pub(crate) conn: Conn,
+    /// It reaches a newer server than the pool's other connections may (a newer primary): none
+    /// of those may serve another call.
+    pub(crate) supersedes: bool,
+}
+
+/// One server at a fixed address, whose tokens are drawn in `epoch`.
+pub(crate) struct Fixed {
+    endpoint: Endpoint,
+    epoch: Epoch,
+}
+
+impl Fixed {
+    pub(crate) fn new(endpoint: Endpoint, epoch: Epoch) -> Fixed {
+        Fixed { endpoint, epoch }
+    }
+}
+
+impl Target for Fixed {
+    fn shown(&self) -> &str {
+        self.endpoint.shown()
+    }
+
+    fn open(&self, deadline: Instant) -> Result<Opened> {
+        let mut conn =
+            Conn::open(&self.endpoint, deadline).map_err(Error::unavailable_or_refused)?;
+        conn.set_epoch(self.epoch);
+        Ok(Opened {
+            conn,
+            supersedes: false,
+        })
+    }
 }
 
 pub(crate) struct Pool {
-    target: Target,
+    target: Box<dyn Target>,
     /// The replica acknowledgements every write through the pool waits for.
     acks: Option<Acks>,
     idle: Mutex<Vec<Conn>>,
@@ -59,42 +117,27 @@ pub(crate) struct Pool {
     command_timeout: Duration,
     /// Whether the eviction policy was looked at (by the first connection).
     policy_checked: AtomicBool,
-    identity_check: Option<IdentityCheck>,
+    admission: Option<Admission>,
     /// Raised when every connection must go ([`Pool::forget_connections`]); a connection opened
     /// under a lower value is closed instead of used again.
     generation: AtomicU64,
-    /// One more than the highest Sentinel configuration epoch of a primary a connection was
-    /// opened to; 0 before the first.
-    primary_epoch: AtomicU64,
 }
 
 impl Pool {
+    /// A pool of connections to the server at `endpoint`, which has no token epochs.
     pub(crate) fn new(
         endpoint: Endpoint,
         max_idle: usize,
         connect_timeout: Duration,
         command_timeout: Duration,
     ) -> Self {
-        let target = Target::Fixed {
-            endpoint,
-            epoch: Epoch::None,
-        };
-        Pool::to(target, max_idle, connect_timeout, command_timeout)
+        let target = Fixed::new(endpoint, Epoch::None);
+        Pool::to(Box::new(target), max_idle, connect_timeout, command_timeout)
     }
 
-    /// A pool of connections to the primary `sentinels` name.
-    pub(crate) fn sentinel(
-        sentinels: Sentinels,
-        max_idle: usize,
-        connect_timeout: Duration,
-        command_timeout: Duration,
-    ) -> Self {
-        let target = Target::Sentinel(sentinels);
-        Pool::to(target, max_idle, connect_timeout, command_timeout)
-    }
-
-    fn to(
-        target: Target,
+    /// A pool of connections to `target`.
+    pub(crate) fn to(
+        target: Box<dyn Target>,
         max_idle: usize,
         connect_timeout: Duration,
         command_timeout: Duration,
@@ -107,23 +150,14 @@ impl Pool {
             connect_timeout,
             command_timeout,
             policy_checked: AtomicBool::new(false),
-            identity_check: None,
+            admission: None,
             generation: AtomicU64::new(0),
-            primary_epoch: AtomicU64::new(0),
         }
     }
 
-    /// Has every new connection report its server's identity to `check` first.
-    pub(crate) fn with_identity_check(mut self, check: IdentityCheck) -> Self {
-        self.identity_check = Some(check);
-        self
-    }
-
-    /// Draws the tokens of a fixed server in `epoch` (a cluster node's own).
-    pub(crate) fn with_epoch(mut self, epoch: Epoch) -> Self {
-        if let Target::Fixed { epoch: fixed, .. } = &mut self.target {
-            *fixed = epoch;
-        }
+    /// Has every new connection told to `admit` first.
+    pub(crate) fn with_admission(mut self, admit: Admission) -> Self {
+        self.admission = Some(admit);
         self
     }
 
@@ -140,10 +174,7 @@ impl Pool {
 
     /// The server or deployment, as shown to people: passwords hidden.
     pub(crate) fn shown(&self) -> &str {
-        match &self.target {
-            Target::Fixed { endpoint, .. } => endpoint.shown(),
-            Target::Sentinel(sentinels) => sentinels.shown(),
-        }
+        self.target.shown()
     }
 
     pub(crate) fn command_timeout(&self) -> Duration {
@@ -161,90 +192,29 @@ impl Pool {
         // Read first: a failover announced while connecting makes this connection stale.
         let mut generation = self.generation.load(Ordering::Acquire);
         let connect_by = deadline.min(crate::policy::after(self.connect_timeout));
-        let mut conn = match &self.target {
-            Target::Fixed { endpoint, epoch } => {
-                let mut conn =
-                    Conn::open(endpoint, connect_by).map_err(Error::unavailable_or_refused)?;
-                conn.set_epoch(*epoch);
-                conn
-            }
-            Target::Sentinel(sentinels) => {
-                let conn = sentinels.connect(connect_by)?;
-                if let Epoch::Known(epoch) = conn.epoch() {
-                    let term = epoch.saturating_add(1);
-                    let seen = self.primary_epoch.fetch_max(term, Ordering::AcqRel);
-                    if seen > term {
-                        // A primary of an older term than one already reached: the Sentinels
-                        // that named it have not caught up yet.
-                        return Err(Error::Unavailable(crate::conn::io_error(
-                            std::io::ErrorKind::Other,
-                            format!(
-                                "the Sentinels named a primary of epoch {epoch}, older than \
-                                 epoch {} already seen",
-                                seen - 1
-                            ),
-                        )));
-                    }
-                    if seen != 0 && seen < term {
-                        // The Sentinels name a newer primary than the pool's other connections
-                        // reach, announced or not: none of those may serve another call. This
-                        // one reaches the newer primary: it is of the new generation.
-                        self.forget_connections();
-                        generation = self.generation.load(Ordering::Acquire);
-                    }
-                }
-                conn
-            }
-        };
+        let Opened {
+            mut conn,
+            supersedes,
+        } = self.target.open(connect_by)?;
+        if supersedes {
+            // This one reaches the newer server: it is of the new generation.
+            self.forget_connections();
+            generation = self.generation.load(Ordering::Acquire);
+        }
         if !self.policy_checked.swap(true, Ordering::Relaxed) {
             self.check_eviction_policy(&mut conn)?;
         }
-        if let Some(check) = &self.identity_check {
-            let identity = self.identity(&mut conn)?;
-            check(&identity)?;
+        if let Some(admit) = &self.admission {
+            admit(&mut conn)?;
         }
         conn.set_deadline(deadline);
         conn.generation = generation;
         Ok(conn)
     }
 
-    /// The Sentinels the pool asks for the primary, if it does.
-    pub(crate) fn sentinels(&self) -> Option<&Sentinels> {
-        match &self.target {
-            Target::Sentinel(sentinels) => Some(sentinels),
-            Target::Fixed { .. } => None,
-        }
-    }
-
-    /// Takes in that `sentinel` announced a failover: every connection is dropped at once, and
-    /// from the moment the Sentinel says which primary it named, no connection is opened to an
-    /// older one.
-    pub(crate) fn failover_announced(&self, sentinel: &Endpoint) {
-        if let Some(sentinels) = self.sentinels() {
-            self.forget_connections();
-            sentinels.announced(sentinel, self.call_deadline());
-        }
-    }
-
-    /// Asks `sentinel`, listened to again after a while without it (a partition, a restart),
-    /// which primary it names: a failover it announced meanwhile was not heard. If that primary
-    /// is newer than the one the pool's connections reach, they are all dropped, and no
-    /// connection is opened to an older one from then on.
-    pub(crate) fn failover_missed(&self, sentinel: &Endpoint) {
-        if let Some(sentinels) = self.sentinels() {
-            if sentinels.announced(sentinel, self.call_deadline()) {
-                log::info!(
-                    "sentinel {} names a newer primary than this client's connections reach",
-                    sentinel.shown()
-                );
-                self.forget_connections();
-            }
-        }
-    }
-
     /// Closes the idle connections, and every connection in use as soon as it is given back or
-    /// looked at ([`Pool::is_current`]): the server they reach is no longer the one to use (the
-    /// Sentinels announced a new primary).
+    /// looked at ([`Pool::is_current`]): the server they reach is no longer the one to use (a
+    /// newer primary was announced or reached).
     pub(crate) fn forget_connections(&self) {
         self.generation.fetch_add(1, Ordering::AcqRel);
         self.idle.lock().clear();
@@ -283,24 +253,7 @@ impl Pool {
     /// The identity of the server a connection reaches now, asked by `deadline`.
     pub(crate) fn identify(&self, deadline: Instant) -> Result<Identity> {
         let mut conn = self.get(deadline)?;
-        self.identity(&mut conn)
-    }
-
-    fn identity(&self, conn: &mut Conn) -> Result<Identity> {
-        let reply = conn
-            .exchange(&[redis::cmd("INFO").arg("server").clone()])
-            .map_err(Error::unavailable_or_refused)?;
-        let run_id = match reply.first() {
-            Some(Value::BulkString(info)) => String::from_utf8_lossy(info)
-                .lines()
-                .find_map(|line| line.strip_prefix("run_id:"))
-                .map(|id| id.trim().to_owned()),
-            _ => None,
-        };
-        Ok(Identity {
-            run_id,
-            peer: conn.peer(),
-        })
+        Identity::of(&mut conn)
     }
 
     /// An idle connection, or a new one; its calls end by `deadline`.
@@ -316,6 +269,7 @@ impl Pool {
         Ok(Pooled {
             pool: self,
             conn: Some(conn),
+            undo: None,
         })
     }
 
@@ -330,27 +284,37 @@ impl Pool {
     }
 }
 
-/// How an operation reaches a server: through its pool, and after `ASKING` when a cluster
-/// redirected it there for one command (`ASK`).
+/// Something done to a connection lent for one operation, and undone when it is given back.
+#[derive(Clone, Copy)]
+pub(crate) struct Setup {
+    pub(crate) apply: fn(&mut Conn),
+    pub(crate) undo: fn(&mut Conn),
+}
+
+/// How an operation reaches a server: through its pool, each connection set up for it first if
+/// it needs that.
 #[derive(Clone, Copy)]
 pub(crate) struct Via<'a> {
     pub(crate) pool: &'a Pool,
-    pub(crate) asking: bool,
+    setup: Option<Setup>,
 }
 
 impl<'a> Via<'a> {
     pub(crate) fn direct(pool: &'a Pool) -> Via<'a> {
-        Via {
-            pool,
-            asking: false,
-        }
+        Via { pool, setup: None }
+    }
+
+    /// Through `pool`, each connection set up by `setup` if there is one.
+    pub(crate) fn set_up(pool: &'a Pool, setup: Option<Setup>) -> Via<'a> {
+        Via { pool, setup }
     }
 
     /// A connection whose calls end by `deadline`.
     pub(crate) fn get(self, deadline: Instant) -> Result<Pooled<'a>> {
         let mut conn = self.pool.get(deadline)?;
-        if self.asking {
-            conn.ask_each();
+        if let Some(setup) = self.setup {
+            (setup.apply)(&mut conn);
+            conn.undo = Some(setup.undo);
         }
         Ok(conn)
     }
@@ -366,10 +330,11 @@ impl<'a> Via<'a> {
     }
 }
 
-/// A connection on loan; back to the pool on drop if it is still usable.
+/// A connection on loan; back to the pool on drop if it is still usable, its setup undone.
 pub(crate) struct Pooled<'a> {
     pool: &'a Pool,
     conn: Option<Conn>,
+    undo: Option<fn(&mut Conn)>,
 }
 
 impl Deref for Pooled<'_> {
@@ -388,7 +353,9 @@ impl DerefMut for Pooled<'_> {
 impl Drop for Pooled<'_> {
     fn drop(&mut self) {
         if let Some(mut conn) = self.conn.take() {
-            conn.stop_asking();
+            if let Some(undo) = self.undo.take() {
+                undo(&mut conn);
+            }
             let mut idle = self.pool.idle.lock();
             if !conn.is_usable() {
                 idle.clear();

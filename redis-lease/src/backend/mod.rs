@@ -2,16 +2,26 @@
 //! loop, the local queue and its grants, the watchdog, the guard, the lost signal) exists once,
 //! in the modules above; a [`Backend`] knows only what differs: how to make one attempt, release
 //! one acquisition, renew leases, wake waiters, and read or clear a lock's state, on one server
-//! ([`server`]), on a Redis Cluster ([`cluster`]: the master of the lock's slot), or on a quorum
-//! of independent masters ([`quorum`], RedLock: "one server is a quorum of one").
+//! ([`server`]), on a Redis Cluster ([`cluster`]: the master of the lock's slot), on the primary
+//! that Redis Sentinel names ([`sentinel`]), or on a quorum of independent masters ([`quorum`],
+//! RedLock: "one server is a quorum of one").
+//!
+//! Each deployment builds and checks itself from the builder's [`Settings`] and its URLs (its
+//! `build`), and keeps what only it needs in its own module: where its connections go (a
+//! `pool::Target`), what a new connection must pass (a `pool::Admission`), how a connection is
+//! set up for one operation (a `pool::Setup`). Adding a deployment is one module here and one
+//! line in `ClientBuilder::build`.
 //!
 //! Every call takes the deadline it must end by; none blocks past it.
 
 pub(crate) mod cluster;
 pub(crate) mod fanout;
 pub(crate) mod quorum;
+pub(crate) mod sentinel;
 pub(crate) mod server;
-pub(crate) mod switches;
+mod settings;
+
+pub(crate) use settings::Settings;
 
 use crate::error::Result;
 use crate::keys::LockKeys;
@@ -73,7 +83,7 @@ impl Release<'_> {
         &self,
         keys: &LockKeys,
         announce: scripts::Announce,
-        epoch: scripts::Epoch,
+        epoch: crate::fencing::Epoch,
     ) -> scripts::Call {
         let grant = self.grant.as_ref().map(|grant| scripts::Grant {
             owner: grant.owner,

@@ -9,13 +9,14 @@
 //! across independent masters.
 
 use super::fanout::{self, Answer, Master};
-use super::{Attempt, Attempted, Backend, GrantFate, Release, ReleaseOutcome, Released};
-use crate::conn::Endpoint;
+use super::{Attempt, Attempted, Backend, GrantFate, Release, ReleaseOutcome, Released, Settings};
+use crate::conn::{Conn, Endpoint};
 use crate::error::{Error, Result};
+use crate::fencing::Epoch;
 use crate::keys::LockKeys;
 use crate::pool::{Identity, Pool};
 use crate::pubsub::Waiters;
-use crate::scripts::{self, Acquire, Announce, Call, Epoch};
+use crate::scripts::{self, Acquire, Announce, Call};
 use crate::state::LockState;
 use crate::watchdog::{Pending, Renewed, Renewer};
 use parking_lot::Mutex;
@@ -31,36 +32,65 @@ pub(crate) struct Quorum {
     place: String,
 }
 
-/// What a RedLock is built from.
-pub(crate) struct Settings {
-    pub(crate) endpoints: Vec<Endpoint>,
-    pub(crate) quorum: usize,
-    pub(crate) node_timeout: Duration,
-    pub(crate) retry_delay: Duration,
-    pub(crate) seed: u64,
+/// A RedLock over the masters at `endpoints` (at least one, each its own server), of which
+/// `settings.quorum` (by default N/2+1) must grant a lock.
+pub(crate) fn build(settings: &Settings, endpoints: Vec<Endpoint>) -> Result<Box<dyn Backend>> {
+    if settings.acks.is_some() {
+        return Err(Error::InvalidArgument(
+            "replica acknowledgements are not for RedLock, whose masters vote instead".into(),
+        ));
+    }
+    let count = endpoints.len();
+    if count == 0 {
+        return Err(Error::InvalidArgument(
+            "a RedLock needs at least one master".into(),
+        ));
+    }
+    let quorum = settings.quorum.unwrap_or(count / 2 + 1);
+    if quorum <= count / 2 || quorum > count {
+        return Err(Error::InvalidArgument(format!(
+            "a quorum of {quorum} over {count} masters cannot work: it must be from {} to {count}",
+            count / 2 + 1
+        )));
+    }
+    let mut distinct: Vec<Endpoint> = Vec::with_capacity(count);
+    for endpoint in endpoints {
+        if let Some(twin) = distinct
+            .iter()
+            .find(|seen| seen.addr == endpoint.addr && seen.db == endpoint.db)
+        {
+            return Err(Error::InvalidArgument(format!(
+                "masters {:?} and {:?} are one server: RedLock needs independent masters",
+                twin.shown(),
+                endpoint.shown()
+            )));
+        }
+        distinct.push(endpoint);
+    }
+    Ok(Box::new(Quorum::new(distinct, quorum, settings)?))
 }
 
 impl Quorum {
     /// Masters that are up are asked who they are, so that two URLs of one server are refused
     /// now; a master that is down is allowed, and refused when it comes up if it turns out to
     /// be another master's server.
-    pub(crate) fn new(settings: Settings) -> Result<Quorum> {
-        let count = settings.endpoints.len();
+    fn new(endpoints: Vec<Endpoint>, quorum: usize, settings: &Settings) -> Result<Quorum> {
+        let node_timeout = settings.command_timeout;
+        let count = endpoints.len();
         let known: Arc<Mutex<Vec<Option<Identity>>>> = Arc::new(Mutex::new(vec![None; count]));
         let shown: Arc<Vec<String>> = Arc::new(
-            settings
-                .endpoints
+            endpoints
                 .iter()
                 .map(|endpoint| endpoint.shown().to_owned())
                 .collect(),
         );
-        let masters: Vec<Master> = settings
-            .endpoints
+        let masters: Vec<Master> = endpoints
             .into_iter()
             .enumerate()
             .map(|(index, endpoint)| {
                 let (known, shown) = (Arc::clone(&known), Arc::clone(&shown));
-                let check = Arc::new(move |identity: &Identity| {
+                let check = Arc::new(move |conn: &mut Conn| {
+                    let identity = &Identity::of(conn)?;
                     let mut known = known.lock();
                     let twin = known.iter().enumerate().find(|(other, seen)| {
                         *other != index
@@ -75,11 +105,11 @@ impl Quorum {
                     known[index] = Some(identity.clone());
                     Ok(())
                 });
-                let timeout = settings.node_timeout;
-                Master::new(Pool::new(endpoint, 8, timeout, timeout).with_identity_check(check))
+                let timeout = node_timeout;
+                Master::new(Pool::new(endpoint, 8, timeout, timeout).with_admission(check))
             })
             .collect();
-        let probe_by = Instant::now() + settings.node_timeout;
+        let probe_by = Instant::now() + node_timeout;
         let refused = std::thread::scope(|scope| {
             let probes: Vec<_> = masters
                 .iter()
@@ -96,12 +126,15 @@ impl Quorum {
         if let Some(error) = refused {
             return Err(error);
         }
+        let id = &settings.client_id;
         Ok(Quorum {
             masters: Arc::new(masters),
-            quorum: settings.quorum,
-            node_timeout: settings.node_timeout,
-            retry_delay: settings.retry_delay,
-            random: Mutex::new(settings.seed | 1),
+            quorum,
+            node_timeout,
+            retry_delay: settings.retry_delay.unwrap_or(Duration::from_millis(20)),
+            random: Mutex::new(
+                u64::from_str_radix(&id[..16], 16).unwrap_or(0x9e37_79b9_7f4a_7c15) | 1,
+            ),
             place: shown.join(","),
         })
     }

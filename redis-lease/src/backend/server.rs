@@ -1,13 +1,14 @@
 //! One Redis server: each attempt, release and renewal is one script call on a pooled
 //! connection, and releases are announced by pub/sub.
 
-use super::{Attempt, Attempted, Backend, GrantFate, Release, ReleaseOutcome, Released};
-use crate::conn::Conn;
+use super::{Attempt, Attempted, Backend, GrantFate, Release, ReleaseOutcome, Released, Settings};
+use crate::conn::{Conn, Endpoint};
 use crate::error::{Error, Result};
+use crate::fencing::Epoch;
 use crate::keys::LockKeys;
-use crate::pool::{Identity, Pool, Via};
+use crate::pool::{Fixed, Identity, Pool, Via};
 use crate::pubsub::Waiters;
-use crate::scripts::{self, Acquire, Announce, Call, Epoch};
+use crate::scripts::{self, Acquire, Announce, Call};
 use crate::state::LockState;
 use crate::watchdog::{Pending, Renewed, Renewer};
 use std::sync::Arc;
@@ -22,19 +23,20 @@ pub(crate) struct Server {
 }
 
 impl Server {
-    pub(crate) fn new(pool: Pool) -> Server {
-        Server {
-            pool: Arc::new(pool),
-        }
+    pub(crate) fn new(pool: Arc<Pool>) -> Server {
+        Server { pool }
     }
+}
 
-    /// A server the Sentinels name, whose connections are dropped as soon as they announce a
-    /// failover (by a thread named `thread_name`).
-    pub(crate) fn following(pool: Pool, thread_name: String) -> Result<Server> {
-        let server = Server::new(pool);
-        super::switches::watch(&server.pool, &thread_name).map_err(Error::Spawn)?;
-        Ok(server)
-    }
+/// A client of the one server at `endpoints` (the builder's one URL). It connects to nothing
+/// yet: an unreachable server shows on the first lock operation.
+pub(crate) fn build(settings: &Settings, mut endpoints: Vec<Endpoint>) -> Result<Box<dyn Backend>> {
+    let acks = settings.primary_acks()?;
+    let endpoint = endpoints
+        .pop()
+        .ok_or_else(|| Error::InvalidArgument("a client needs the URL of a server".into()))?;
+    let pool = settings.pool(Box::new(Fixed::new(endpoint, Epoch::None)));
+    Ok(Box::new(Server::new(Arc::new(pool.with_acks(acks)))))
 }
 
 /// How long past an attempt's deadline the undoing of an acquisition that reports failure may

@@ -13,6 +13,7 @@ pub(crate) use direct::{force_release, granted, inspect};
 
 use crate::conn::Conn;
 use crate::error::{Error, Result};
+use crate::fencing::Epoch;
 use crate::keys::LockKeys;
 use redis::{ConnectionLike, RedisResult, Script, Value};
 use std::sync::LazyLock;
@@ -301,35 +302,6 @@ pub(crate) struct Grant<'a> {
     pub(crate) owner: &'a str,
     pub(crate) hold: &'a str,
     pub(crate) lease: Duration,
-}
-
-/// The epoch the fencing tokens of a server are drawn in. A token is its epoch times 2^44 plus
-/// a count, and the scripts never hand out a token below the counter nor below its epoch's
-/// first: a server promoted by a failover has a higher epoch than the one it replaces, so its
-/// tokens are above every token the old one handed out, even those it never replicated.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(crate) enum Epoch {
-    /// No epochs: one server, whose counter only rises (tokens from 1).
-    None,
-    /// An epoch the client established: a Sentinel configuration epoch.
-    Known(u64),
-    /// The configuration epoch of the Redis Cluster node that runs the script, which it reads
-    /// itself (`CLUSTER INFO`, noted in the lock's epoch note for as long as the node's
-    /// replication id stays the same).
-    Cluster,
-}
-
-impl Epoch {
-    /// The largest epoch a token can carry (2^19 - 1): every token stays below 2^63.
-    pub(crate) const MAX: u64 = (1 << 19) - 1;
-
-    fn arg(self) -> String {
-        match self {
-            Epoch::None => String::new(),
-            Epoch::Known(epoch) => epoch.to_string(),
-            Epoch::Cluster => "cluster".to_owned(),
-        }
-    }
 }
 
 /// How a lock's channel is announced on: a global channel (`PUBLISH`), or a sharded one on the

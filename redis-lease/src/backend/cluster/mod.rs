@@ -15,13 +15,14 @@ mod renew;
 mod routes;
 pub(crate) mod slots;
 
-pub(crate) use routes::{PoolSettings, Routes};
+use routes::{PoolSettings, Routes};
 
 use super::server::{attempt_on, pause, release_on, settle_grant_on};
-use super::{Attempt, Attempted, Backend, GrantFate, Release, ReleaseOutcome};
+use super::{Attempt, Attempted, Backend, GrantFate, Release, ReleaseOutcome, Settings};
+use crate::conn::{Conn, Endpoint};
 use crate::error::{Error, Result};
 use crate::keys::LockKeys;
-use crate::pool::{Identity, Pool, Via};
+use crate::pool::{Identity, Pool, Setup, Via};
 use crate::pubsub::{Announcer, Waiters};
 use crate::scripts::{self, Announce};
 use crate::state::LockState;
@@ -33,20 +34,51 @@ use std::time::{Duration, Instant};
 const MAX_REDIRECTS: usize = 5;
 /// The pause before a call is sent again to a cluster that is down or busy with a migration.
 const BUSY_PAUSE: Duration = Duration::from_millis(20);
+/// A call redirected by `ASK`: `ASKING` before each of its commands, none after.
+const ASKING: Setup = Setup {
+    apply: Conn::ask_each,
+    undo: Conn::stop_asking,
+};
 
 pub(crate) struct Cluster {
     routes: Arc<Routes>,
     place: String,
 }
 
-impl Cluster {
-    pub(crate) fn new(routes: Routes, place: String) -> Cluster {
-        Cluster {
-            routes: Arc::new(routes),
-            place,
-        }
+/// A client of the cluster whose nodes at `seeds` (one or more) tell the rest.
+pub(crate) fn build(settings: &Settings, seeds: Vec<Endpoint>) -> Result<Box<dyn Backend>> {
+    let acks = settings.primary_acks()?;
+    if seeds.is_empty() {
+        return Err(Error::InvalidArgument(
+            "a cluster client needs the URL of at least one node".into(),
+        ));
     }
+    if seeds.iter().any(|endpoint| endpoint.db != 0) {
+        return Err(Error::InvalidArgument(
+            "a cluster has only database 0".into(),
+        ));
+    }
+    let place = seeds
+        .iter()
+        .map(|endpoint| endpoint.shown().to_owned())
+        .collect::<Vec<_>>()
+        .join(",");
+    let routes = Routes::new(
+        seeds,
+        PoolSettings {
+            max_idle: settings.pool_size,
+            connect_timeout: settings.connect_timeout,
+            command_timeout: settings.command_timeout,
+            acks,
+        },
+    );
+    Ok(Box::new(Cluster {
+        routes: Arc::new(routes),
+        place,
+    }))
+}
 
+impl Cluster {
     /// Runs `op` on the master of `keys`' slot by `deadline`, following redirections, and sends
     /// it again where it certainly did not run. Returns the node that answered.
     fn route<T>(
@@ -64,10 +96,7 @@ impl Cluster {
                 Some(node) => node,
                 None => self.routes.node(slot, deadline)?,
             };
-            let outcome = op(Via {
-                pool: &pool,
-                asking,
-            });
+            let outcome = op(Via::set_up(&pool, asking.then_some(ASKING)));
             let error = match outcome {
                 Ok(value) => return Ok((value, node)),
                 Err(error) => error,

@@ -9,8 +9,9 @@
 use super::slots::{self, Range, SLOTS};
 use crate::conn::Endpoint;
 use crate::error::{Error, Result};
-use crate::pool::Pool;
-use crate::scripts::{Acks, Epoch};
+use crate::fencing::Epoch;
+use crate::pool::{Fixed, Pool};
+use crate::scripts::Acks;
 use parking_lot::{Mutex, RwLock};
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -79,13 +80,12 @@ impl Routes {
         let (host, port) = split(addr)?;
         let template = self.seeds.first()?;
         // A node's tokens are drawn in its own configuration epoch, which the scripts read.
-        let pool = Pool::new(
-            template.at(host, port),
+        let pool = Pool::to(
+            Box::new(Fixed::new(template.at(host, port), Epoch::Cluster)),
             self.settings.max_idle,
             self.settings.connect_timeout,
             self.settings.command_timeout,
         )
-        .with_epoch(Epoch::Cluster)
         .with_acks(self.settings.acks);
         let pool = Arc::new(pool);
         let name: Arc<str> = Arc::from(addr);

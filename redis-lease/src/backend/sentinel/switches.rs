@@ -6,13 +6,14 @@
 //! Every Sentinel is listened to, each by a thread of its own: the Sentinel that led a failover
 //! announces it at once, the others only once they hear of it (Sentinels gossip every 2 s), and
 //! a client listening to one of those would go on using the old primary meanwhile. An
-//! announcement is checked with the Sentinel that made it ([`Pool::failover_announced`]), so
-//! that a Sentinel catching up late on an older failover moves nothing. A thread leaves a
-//! Sentinel that stops answering its `PING` and subscribes to it again once it answers; each
-//! time it subscribes, it asks the Sentinel which primary it names, since a failover announced
-//! while nobody listened (a client cut off from the Sentinels) would otherwise go unheard
-//! until the old primary is converted. All end once the client is dropped.
+//! announcement is checked with the Sentinel that made it ([`failover_announced`]), so that a
+//! Sentinel catching up late on an older failover moves nothing. A thread leaves a Sentinel
+//! that stops answering its `PING` and subscribes to it again once it answers; each time it
+//! subscribes, it asks the Sentinel which primary it names ([`failover_missed`]), since a
+//! failover announced while nobody listened (a client cut off from the Sentinels) would
+//! otherwise go unheard until the old primary is converted. All end once the client is dropped.
 
+use super::discovery::Sentinels;
 use crate::conn::{Conn, Endpoint};
 use crate::pool::Pool;
 use redis::Value;
@@ -29,25 +30,47 @@ const AGAIN: Duration = Duration::from_secs(1);
 /// a Sentinel that stopped answering (frozen, cut off) would otherwise be listened to for ever.
 const HEARTBEAT: Duration = Duration::from_secs(1);
 
-/// Starts a listener on each of `pool`'s Sentinels, if it has any, named `thread_name` and
-/// the Sentinel's place in the list.
-pub(crate) fn watch(pool: &Arc<Pool>, thread_name: &str) -> std::io::Result<()> {
-    let Some(sentinels) = pool.sentinels() else {
-        return Ok(());
-    };
-    let master = sentinels.master().to_owned();
+/// Starts a listener on each of `sentinels`, for the connections of `pool`, named `thread_name`
+/// and the Sentinel's place in the list.
+pub(crate) fn watch(
+    pool: &Arc<Pool>,
+    sentinels: &Arc<Sentinels>,
+    thread_name: &str,
+) -> std::io::Result<()> {
     for (index, sentinel) in sentinels.endpoints().iter().enumerate() {
         let sentinel = sentinel.clone();
-        let master = master.clone();
+        let sentinels = Arc::clone(sentinels);
         let pool = Arc::downgrade(pool);
         std::thread::Builder::new()
             .name(format!("{thread_name}-{index}"))
-            .spawn(move || listen(&pool, &sentinel, &master))?;
+            .spawn(move || listen(&pool, &sentinels, &sentinel))?;
     }
     Ok(())
 }
 
-fn listen(pool: &Weak<Pool>, sentinel: &Endpoint, master: &str) {
+/// Takes in that `sentinel` announced a failover: every connection of `pool` is dropped at once,
+/// and from the moment the Sentinel says which primary it named, no connection is opened to an
+/// older one.
+fn failover_announced(pool: &Pool, sentinels: &Sentinels, sentinel: &Endpoint) {
+    pool.forget_connections();
+    sentinels.announced(sentinel, pool.call_deadline());
+}
+
+/// Asks `sentinel`, listened to again after a while without it (a partition, a restart),
+/// which primary it names: a failover it announced meanwhile was not heard. If that primary is
+/// newer than the one `pool`'s connections reach, they are all dropped, and no connection is
+/// opened to an older one from then on.
+fn failover_missed(pool: &Pool, sentinels: &Sentinels, sentinel: &Endpoint) {
+    if sentinels.announced(sentinel, pool.call_deadline()) {
+        log::info!(
+            "sentinel {} names a newer primary than this client's connections reach",
+            sentinel.shown()
+        );
+        pool.forget_connections();
+    }
+}
+
+fn listen(pool: &Weak<Pool>, sentinels: &Sentinels, sentinel: &Endpoint) {
     loop {
         let Some(timeout) = pool.upgrade().map(|pool| pool.command_timeout()) else {
             return;
@@ -57,10 +80,10 @@ fn listen(pool: &Weak<Pool>, sentinel: &Endpoint, master: &str) {
                 // Subscribed: nothing announced from now on is missed, but something announced
                 // before may have been.
                 match pool.upgrade() {
-                    Some(pool) => pool.failover_missed(sentinel),
+                    Some(pool) => failover_missed(&pool, sentinels, sentinel),
                     None => return,
                 }
-                if let Err(error) = follow(&mut conn, pool, sentinel, master, timeout) {
+                if let Err(error) = follow(&mut conn, pool, sentinels, sentinel, timeout) {
                     log::debug!("sentinel {}: {error}", sentinel.shown());
                 }
             }
@@ -82,14 +105,15 @@ fn subscribe(sentinel: &Endpoint, timeout: Duration) -> redis::RedisResult<Conn>
 }
 
 /// Reads announcements until the connection fails, the Sentinel leaves a `PING` unanswered for
-/// `timeout`, or the pool is gone; an announcement for `master` is told to the pool.
+/// `timeout`, or the pool is gone; an announcement for the Sentinels' master is taken in.
 fn follow(
     conn: &mut Conn,
     pool: &Weak<Pool>,
+    sentinels: &Sentinels,
     sentinel: &Endpoint,
-    master: &str,
     timeout: Duration,
 ) -> redis::RedisResult<()> {
+    let master = sentinels.master();
     let mut heard_at = Instant::now();
     let mut pinged_at: Option<Instant> = None;
     loop {
@@ -109,7 +133,7 @@ fn follow(
                         "sentinel {} announced a new primary: {text}",
                         sentinel.shown()
                     );
-                    pool.failover_announced(sentinel);
+                    failover_announced(&pool, sentinels, sentinel);
                 }
             }
         }
