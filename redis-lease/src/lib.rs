@@ -60,13 +60,10 @@
 #![forbid(unsafe_code)]
 #![warn(clippy::missing_errors_doc)]
 
-mod acquire;
 mod backend;
 mod client;
 mod conn;
 mod error;
-mod guard;
-mod holds;
 mod keys;
 mod local_queue;
 mod lock;
@@ -76,10 +73,8 @@ mod owner;
 mod policy;
 mod pool;
 mod pubsub;
-mod release;
 mod scripts;
 mod state;
-mod unsettled;
 mod watchdog;
 
 #[doc = include_str!("guarantees.md")]
@@ -91,10 +86,9 @@ pub use client::{Client, ClientBuilder};
 /// `***`. For programs that print the URLs they were given.
 pub use conn::redact as redact_url;
 pub use error::{Error, Result};
-pub use guard::LeaseGuard;
 /// The timer crate the watchdog runs on, for [`ClientBuilder::timer`].
 pub use hashwheel;
-pub use lock::Lock;
+pub use lock::{LeaseGuard, Lock};
 pub use lost::{Lost, LostReason};
 pub use multilock::{MultiGuard, MultiLock};
 pub use policy::{MAX_LEASE, MIN_LEASE};

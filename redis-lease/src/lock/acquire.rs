@@ -5,14 +5,15 @@
 //! with a deadline rides out a deployment that cannot serve for a while (a failover): an attempt
 //! that fails for a passing reason is made again, shortly, until the deadline.
 
+use super::core::Core;
+use super::guard::{Held, LeaseGuard};
+use super::release::{self, Handoff, Holding};
 use crate::backend::{Attempt, Attempted, GrantFate};
 use crate::error::{Error, Result};
-use crate::guard::{Held, LeaseGuard};
+use crate::keys::LockKeys;
 use crate::local_queue::{Offer, OfferState, Refused};
-use crate::lock::Lock;
 use crate::policy::{LeaseKind, Wait};
 use crate::pubsub::Watch;
-use crate::release::{self, Handoff};
 use crate::watchdog::{self, Hold};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -27,12 +28,24 @@ struct Acquired {
     sent_at: Instant,
 }
 
-pub(crate) fn acquire(lock: &Lock, kind: LeaseKind, wait: Wait) -> Result<Option<LeaseGuard>> {
-    let core = &lock.core;
-    let keys = &lock.keys;
-    let lease = kind.lease(core.default_lease)?;
+/// The lock an acquisition is for, and on whose behalf.
+pub(crate) struct Request<'a> {
+    pub(crate) core: &'a Arc<Core>,
+    pub(crate) keys: &'a Arc<LockKeys>,
+    pub(crate) owner: String,
+    pub(crate) max_hold: Option<Duration>,
+}
+
+pub(crate) fn acquire(
+    lock: &Request<'_>,
+    kind: LeaseKind,
+    wait: Wait,
+) -> Result<Option<LeaseGuard>> {
+    let core = lock.core;
+    let keys = lock.keys;
+    let lease = kind.lease(core.default_lease())?;
     let started = Instant::now();
-    let owner = lock.owner();
+    let owner = lock.owner.clone();
     // The releases sent again on entering the queue and the attempt after them share one
     // command timeout, however many releases there are: a call that does not wait returns
     // within it.
@@ -42,9 +55,9 @@ pub(crate) fn acquire(lock: &Lock, kind: LeaseKind, wait: Wait) -> Result<Option
     let mut turn = None;
     let mut waiting: Option<(Watch, Arc<Offer>)> = None;
     loop {
-        let reenter = core.holds.reentrant(&keys.lock, &owner);
+        let reenter = core.reentrant(keys, &owner);
         if turn.is_none() && reenter.is_none() {
-            turn = match core.queues.enter(&keys.name, wait.deadline(started)) {
+            turn = match core.queues().enter(&keys.name, wait.deadline(started)) {
                 Ok(turn) => Some(turn),
                 Err(Refused::Full { waiting }) => {
                     return Err(Error::QueueFull {
@@ -67,13 +80,13 @@ pub(crate) fn acquire(lock: &Lock, kind: LeaseKind, wait: Wait) -> Result<Option
         }
         if let Some(until) = turn
             .as_ref()
-            .and_then(|_| core.queues.yield_until(&keys.name))
+            .and_then(|_| core.queues().yield_until(&keys.name))
         {
             std::thread::sleep(until.saturating_duration_since(Instant::now()));
         }
-        let id = core.ids.next();
-        let sent_at = core.watchdog.now();
-        let now = || core.watchdog.now();
+        let id = core.ids().next();
+        let sent_at = core.watchdog().now();
+        let now = || core.watchdog().now();
         let attempt = Attempt {
             owner: &owner,
             lease,
@@ -83,7 +96,7 @@ pub(crate) fn acquire(lock: &Lock, kind: LeaseKind, wait: Wait) -> Result<Option
             now: &now,
         };
         let call_by = first_call_by.take().unwrap_or_else(|| core.call_deadline());
-        let attempted = match core.backend.attempt(keys, &attempt, call_by) {
+        let attempted = match core.backend().attempt(keys, &attempt, call_by) {
             Ok(attempted) => attempted,
             Err(error) => match wait.retry_at(&error) {
                 Some(at) => {
@@ -129,7 +142,7 @@ pub(crate) fn acquire(lock: &Lock, kind: LeaseKind, wait: Wait) -> Result<Option
                     // A re-entry refused: its hold may be gone, or (RedLock) too few masters
                     // answered. Queueing could wait behind a thread that waits for this hold:
                     // it looks again after a pause instead.
-                    let pause = now + core.backend.pause(ttl);
+                    let pause = now + core.backend().pause(ttl);
                     let until = deadline.map_or(pause, |d| d.min(pause));
                     std::thread::sleep(until.saturating_duration_since(now));
                     continue;
@@ -139,14 +152,14 @@ pub(crate) fn acquire(lock: &Lock, kind: LeaseKind, wait: Wait) -> Result<Option
                     // otherwise go unseen until the next re-check.
                     let confirm_by = core.call_deadline();
                     let confirm_by = deadline.map_or(confirm_by, |d| d.min(confirm_by));
-                    let watch = core.waiters.watch(&keys.channel, confirm_by);
-                    let hold: Arc<str> = Arc::from(core.ids.next().as_str());
+                    let watch = core.waiters().watch(&keys.channel, confirm_by);
+                    let hold: Arc<str> = Arc::from(core.ids().next().as_str());
                     waiting = Some((watch, turn.offer(owner.clone(), hold, lease)));
                     continue;
                 };
-                let pause = now + core.backend.pause(ttl);
+                let pause = now + core.backend().pause(ttl);
                 let until = deadline.map_or(pause, |d| d.min(pause));
-                offer.open(core.watchdog.now());
+                offer.open(core.watchdog().now());
                 watch.wait(until);
             }
         }
@@ -157,13 +170,13 @@ pub(crate) fn acquire(lock: &Lock, kind: LeaseKind, wait: Wait) -> Result<Option
 /// owner believes released does not keep it waiting, all by `deadline`. Those still unanswered
 /// are kept for next time; the acquisition goes on unless Redis refused (a hold left over only
 /// makes it wait).
-fn settle_releases(lock: &Lock, owner: &str, deadline: Instant) -> Result<()> {
-    let core = &lock.core;
-    for unsettled in core.unsettled.take(&lock.keys.lock, owner) {
+fn settle_releases(lock: &Request<'_>, owner: &str, deadline: Instant) -> Result<()> {
+    let core = lock.core;
+    for unsettled in core.take_unsettled(lock.keys, owner) {
         // Not settled again: `send` remembers it again.
         let outcome = release::send(
             core,
-            &lock.keys,
+            lock.keys,
             owner,
             &unsettled.hold,
             &unsettled.id,
@@ -182,9 +195,9 @@ fn settle_releases(lock: &Lock, owner: &str, deadline: Instant) -> Result<()> {
 
 /// Closes the contender's offer before it acts by itself, and returns the hold if a releaser of
 /// this client granted it the lock meanwhile.
-fn settle_offer(lock: &Lock, offer: &Offer) -> Result<Option<Acquired>> {
-    let core = &lock.core;
-    let limit = core.backend.call_timeout() * 4;
+fn settle_offer(lock: &Request<'_>, offer: &Offer) -> Result<Option<Acquired>> {
+    let core = lock.core;
+    let limit = core.backend().call_timeout() * 4;
     let granted = |token, sent_at| {
         Some(Acquired {
             hold: Arc::clone(&offer.hold),
@@ -197,9 +210,9 @@ fn settle_offer(lock: &Lock, offer: &Offer) -> Result<Option<Acquired>> {
     match offer.close(limit) {
         OfferState::Granted { token, sent_at } => Ok(granted(token, sent_at)),
         OfferState::Unknown => {
-            let sent_at = offer.opened_at().unwrap_or_else(|| core.watchdog.now());
-            let fate = core.backend.settle_grant(
-                &lock.keys,
+            let sent_at = offer.opened_at().unwrap_or_else(|| core.watchdog().now());
+            let fate = core.backend().settle_grant(
+                lock.keys,
                 &offer.owner,
                 &offer.hold,
                 core.call_deadline(),
@@ -216,15 +229,15 @@ fn settle_offer(lock: &Lock, offer: &Offer) -> Result<Option<Acquired>> {
 /// The guard of a hold just acquired, watched by the watchdog from when it was sent. If the
 /// watchdog cannot take it on, the hold is given back.
 fn guard(
-    lock: &Lock,
+    lock: &Request<'_>,
     owner: &str,
     acquired: Acquired,
     lease: Duration,
     kind: LeaseKind,
 ) -> Result<LeaseGuard> {
-    let core = &lock.core;
-    let keys = &lock.keys;
-    let watched = core.watchdog.watch(Hold {
+    let core = lock.core;
+    let keys = lock.keys;
+    let watched = core.watchdog().watch(Hold {
         keys: Arc::clone(keys),
         owner: Arc::from(owner),
         hold: Arc::clone(&acquired.hold),
@@ -254,8 +267,7 @@ fn guard(
             return Err(error);
         }
     };
-    core.queues.set_held_here(&keys.name, true);
-    core.holds.add(&keys.lock, owner, &acquired.hold);
+    core.acquired(keys, owner, &acquired.hold);
     log::debug!(
         "lock {:?} acquired (token {:?}, holds {})",
         keys.name,
@@ -263,11 +275,13 @@ fn guard(
         acquired.holds
     );
     Ok(LeaseGuard::new(Held {
-        core: Arc::clone(core),
-        keys: Arc::clone(keys),
-        owner: owner.to_owned(),
-        hold: acquired.hold,
-        id: acquired.id,
+        holding: Holding::new(
+            Arc::clone(core),
+            Arc::clone(keys),
+            owner.to_owned(),
+            acquired.hold,
+            acquired.id,
+        ),
         token: acquired.token,
         holds: acquired.holds,
         lease,
