@@ -98,15 +98,25 @@ pub(crate) enum Released {
     /// Applied; `holds_left` acquisitions of the hold are left (0: the lock was freed).
     Applied { holds_left: u64 },
     /// Applied to the last acquisition, and the lock granted to the grant's owner, with this
-    /// token where the backend has tokens. `others_waiting`: other clients watch the lock.
-    Granted {
-        token: Option<u64>,
-        others_waiting: bool,
-    },
+    /// token where the backend has tokens; `rivals`: what the backend saw of other clients'
+    /// waiters.
+    Granted { token: Option<u64>, rivals: Rivals },
     /// Applied before (a retry).
     AlreadyApplied,
     /// The hold does not hold the lock.
     NotOwner,
+}
+
+/// What a backend can tell, at a grant, of the waiters of other clients. A fact, not a decision:
+/// the hand-off (`lock/handoff.rs`) decides from it whether the run of grants goes on.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Rivals {
+    /// Connections of other clients are subscribed to the lock's channel.
+    Subscribed,
+    /// No connection of another client is subscribed to it.
+    None,
+    /// The backend cannot tell: other clients' waiters poll rather than subscribe.
+    Unknown,
 }
 
 /// What became of a grant whose outcome was unknown.

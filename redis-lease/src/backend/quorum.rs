@@ -9,7 +9,7 @@
 //! across independent masters.
 
 use super::fanout::{self, Answer, Master};
-use super::{Attempt, Attempted, Backend, GrantFate, Release, ReleaseOutcome, Released};
+use super::{Attempt, Attempted, Backend, GrantFate, Release, ReleaseOutcome, Released, Rivals};
 use crate::conn::Endpoint;
 use crate::error::{Error, Result};
 use crate::keys::LockKeys;
@@ -316,9 +316,8 @@ impl Backend for Quorum {
         let released = if handed_over {
             Ok(Released::Granted {
                 token: None,
-                // Other clients can only poll: they count as waiting, so that a run of grants
-                // ends and the lock is freed for them now and then.
-                others_waiting: true,
+                // No release is announced: other clients' waiters poll, unseen.
+                rivals: Rivals::Unknown,
             })
         } else if applied > 0 {
             Ok(Released::Applied { holds_left })

@@ -1,7 +1,7 @@
 //! One Redis server: each attempt, release and renewal is one script call on a pooled
 //! connection, and releases are announced by pub/sub.
 
-use super::{Attempt, Attempted, Backend, GrantFate, Release, ReleaseOutcome, Released};
+use super::{Attempt, Attempted, Backend, GrantFate, Release, ReleaseOutcome, Released, Rivals};
 use crate::conn::Conn;
 use crate::error::{Error, Result};
 use crate::keys::LockKeys;
@@ -193,7 +193,11 @@ pub(crate) fn release_on(
             scripts::Release::Granted { token, subscribers } => Released::Granted {
                 token: Some(token),
                 // The granting client's own subscriber is one of them.
-                others_waiting: subscribers > 1,
+                rivals: if subscribers > 1 {
+                    Rivals::Subscribed
+                } else {
+                    Rivals::None
+                },
             },
             scripts::Release::AlreadyApplied => Released::AlreadyApplied,
             scripts::Release::NotOwner => Released::NotOwner,

@@ -7,11 +7,12 @@
 
 use super::core::Core;
 use super::guard::{Held, LeaseGuard};
+use super::handoff::Offer;
 use super::release::{self, Handoff, Holding};
-use crate::backend::{Attempt, Attempted, GrantFate};
+use crate::backend::{Attempt, Attempted};
 use crate::error::{Error, Result};
 use crate::keys::LockKeys;
-use crate::local_queue::{Offer, OfferState, Refused};
+use crate::local_queue::Refused;
 use crate::policy::{LeaseKind, Wait};
 use crate::pubsub::Watch;
 use crate::watchdog::{self, Hold};
@@ -57,7 +58,7 @@ pub(crate) fn acquire(
     loop {
         let reenter = core.reentrant(keys, &owner);
         if turn.is_none() && reenter.is_none() {
-            turn = match core.queues().enter(&keys.name, wait.deadline(started)) {
+            turn = match core.contend(keys, wait.deadline(started)) {
                 Ok(turn) => Some(turn),
                 Err(Refused::Full { waiting }) => {
                     return Err(Error::QueueFull {
@@ -78,10 +79,7 @@ pub(crate) fn acquire(
                 return guard(lock, &owner, acquired, lease, kind).map(Some);
             }
         }
-        if let Some(until) = turn
-            .as_ref()
-            .and_then(|_| core.queues().yield_until(&keys.name))
-        {
+        if let Some(until) = turn.as_ref().and_then(|turn| turn.yield_until()) {
             std::thread::sleep(until.saturating_duration_since(Instant::now()));
         }
         let id = core.ids().next();
@@ -138,7 +136,7 @@ pub(crate) fn acquire(
                 if deadline.is_some_and(|deadline| now >= deadline) {
                     return wait.gave_up(&keys.name, started);
                 }
-                let Some(turn) = &turn else {
+                let Some(turn) = &mut turn else {
                     // A re-entry refused: its hold may be gone, or (RedLock) too few masters
                     // answered. Queueing could wait behind a thread that waits for this hold:
                     // it looks again after a pause instead.
@@ -154,7 +152,9 @@ pub(crate) fn acquire(
                     let confirm_by = deadline.map_or(confirm_by, |d| d.min(confirm_by));
                     let watch = core.waiters().watch(&keys.channel, confirm_by);
                     let hold: Arc<str> = Arc::from(core.ids().next().as_str());
-                    waiting = Some((watch, turn.offer(owner.clone(), hold, lease)));
+                    let offer = Offer::new(owner.clone(), hold, lease);
+                    turn.offer(&offer);
+                    waiting = Some((watch, offer));
                     continue;
                 };
                 let pause = now + core.backend().pause(ttl);
@@ -197,33 +197,15 @@ fn settle_releases(lock: &Request<'_>, owner: &str, deadline: Instant) -> Result
 /// this client granted it the lock meanwhile.
 fn settle_offer(lock: &Request<'_>, offer: &Offer) -> Result<Option<Acquired>> {
     let core = lock.core;
-    let limit = core.backend().call_timeout() * 4;
-    let granted = |token, sent_at| {
-        Some(Acquired {
-            hold: Arc::clone(&offer.hold),
-            id: offer.hold.to_string(),
-            token,
-            holds: 1,
-            sent_at,
-        })
-    };
-    match offer.close(limit) {
-        OfferState::Granted { token, sent_at } => Ok(granted(token, sent_at)),
-        OfferState::Unknown => {
-            let sent_at = offer.opened_at().unwrap_or_else(|| core.watchdog().now());
-            let fate = core.backend().settle_grant(
-                lock.keys,
-                &offer.owner,
-                &offer.hold,
-                core.call_deadline(),
-            )?;
-            Ok(match fate {
-                GrantFate::Granted { token } => granted(token, sent_at),
-                GrantFate::Withdrawn => None,
-            })
-        }
-        OfferState::Closed | OfferState::Open | OfferState::Claimed => Ok(None),
-    }
+    let now = core.watchdog().now();
+    let taken = offer.settle(core.backend(), lock.keys, now, core.call_deadline())?;
+    Ok(taken.map(|taken| Acquired {
+        hold: Arc::clone(offer.hold()),
+        id: offer.hold().to_string(),
+        token: taken.token,
+        holds: 1,
+        sent_at: taken.sent_at,
+    }))
 }
 
 /// The guard of a hold just acquired, watched by the watchdog from when it was sent. If the

@@ -1,13 +1,16 @@
 //! [`Core`]: what every lock of one client shares (its backend, waiters, local queues, watchdog
 //! and ids) and what it knows of each lock, behind private fields. The per-lock bookkeeping (held
-//! here, live holds, releases of unknown outcome) lives in one [`Registry`] and changes only
-//! through the named transitions here: [`Core::acquired`], [`Core::guard_gone`],
-//! [`Core::released`], [`Core::abandoned`], [`Core::force_freed`], [`Core::take_unsettled`].
+//! here, live holds, releases of unknown outcome, contenders and the hand-off's lane) lives in
+//! one [`Registry`] and changes only through the named transitions here: [`Core::contend`],
+//! [`Core::acquired`], [`Core::guard_gone`], [`Core::released`], [`Core::abandoned`],
+//! [`Core::force_freed`], [`Core::take_unsettled`], and the hand-off's [`Core::claim`] and
+//! [`Core::granted`].
 
+use super::handoff::{Claiming, Offer};
 use super::registry::{Registry, Unsettled};
-use crate::backend::Backend;
+use crate::backend::{Backend, Rivals};
 use crate::keys::LockKeys;
-use crate::local_queue::LocalQueues;
+use crate::local_queue::{LocalQueues, Refused, Turn};
 use crate::owner::{self, Ids};
 use crate::pubsub::Waiters;
 use crate::watchdog::Watchdog;
@@ -59,10 +62,6 @@ impl Core {
         &self.waiters
     }
 
-    pub(crate) fn queues(&self) -> &LocalQueues {
-        &self.queues
-    }
-
     pub(crate) fn watchdog(&self) -> &Watchdog {
         &self.watchdog
     }
@@ -98,7 +97,6 @@ impl Core {
 
     /// A guard of `hold` now exists.
     pub(crate) fn acquired(&self, keys: &LockKeys, owner: &str, hold: &Arc<str>) {
-        self.queues.set_held_here(&keys.name, true);
         self.registry.acquired(&keys.name, owner, hold);
     }
 
@@ -118,25 +116,88 @@ impl Core {
     ) {
         self.registry
             .released(&keys.name, owner, held_here, unknown);
-        self.queues.set_held_here(&keys.name, held_here);
     }
 
     /// A guard was abandoned: its hold lapses unless its release, sent before the owner's next
     /// acquisition, frees it first.
     pub(crate) fn abandoned(&self, keys: &LockKeys, owner: &str, release: Unsettled) {
         self.registry.abandoned(&keys.name, owner, release);
-        self.queues.set_held_here(&keys.name, false);
     }
 
     /// The lock was deleted whoever held it: this client's waiters look again at once.
     pub(crate) fn force_freed(&self, keys: &LockKeys) {
         self.registry.force_freed(&keys.name);
-        self.queues.set_held_here(&keys.name, false);
         self.waiters.notify(&keys.channel);
     }
 
     /// Takes `owner`'s releases of the lock of unknown outcome, to send them again.
     pub(crate) fn take_unsettled(&self, keys: &LockKeys, owner: &str) -> Vec<Unsettled> {
         self.registry.take_unsettled(&keys.name, owner)
+    }
+}
+
+impl Core {
+    /// Waits for the calling thread's turn to contend for the lock in Redis, until `deadline`
+    /// (`None`: no limit).
+    pub(crate) fn contend(
+        &self,
+        keys: &LockKeys,
+        deadline: Option<Instant>,
+    ) -> Result<Contention<'_>, Refused> {
+        self.registry.contending(&keys.name);
+        match self.queues.enter(&keys.name, deadline) {
+            Ok(turn) => Ok(Contention {
+                core: self,
+                name: keys.name.clone(),
+                offer: None,
+                _turn: turn,
+            }),
+            Err(refused) => {
+                self.registry.contention_over(&keys.name, None);
+                Err(refused)
+            }
+        }
+    }
+
+    /// What a release of the lock at its hold's last does about this client's contender.
+    pub(crate) fn claim(&self, keys: &LockKeys) -> Claiming {
+        self.registry.claim(&keys.name)
+    }
+
+    /// A release granted the lock to this client's contender, the backend reporting `rivals`.
+    pub(crate) fn granted(&self, keys: &LockKeys, rivals: Rivals) {
+        self.registry.granted(&keys.name, rivals);
+    }
+}
+
+/// A thread's turn to contend for one lock in Redis, and the offer it leaves while it sleeps.
+/// Dropped, it withdraws the offer and passes the turn to the next thread.
+pub(crate) struct Contention<'a> {
+    core: &'a Core,
+    name: String,
+    offer: Option<Arc<Offer>>,
+    /// Held for its drop, which passes the turn on.
+    _turn: Turn<'a>,
+}
+
+impl Contention<'_> {
+    /// Leaves `offer` (closed) for releasers of this client.
+    pub(crate) fn offer(&mut self, offer: &Arc<Offer>) {
+        self.core.registry.offered(&self.name, offer);
+        self.offer = Some(Arc::clone(offer));
+    }
+
+    /// Until when the contender lets other clients try first, after a run of grants.
+    pub(crate) fn yield_until(&self) -> Option<Instant> {
+        self.core.registry.yield_until(&self.name)
+    }
+}
+
+impl Drop for Contention<'_> {
+    fn drop(&mut self) {
+        // The offer goes before the turn passes on: the next contender leaves its own.
+        self.core
+            .registry
+            .contention_over(&self.name, self.offer.as_ref());
     }
 }

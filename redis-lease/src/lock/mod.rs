@@ -4,6 +4,7 @@
 mod acquire;
 pub(crate) mod core;
 mod guard;
+mod handoff;
 mod registry;
 mod release;
 

@@ -1,7 +1,8 @@
 //! What a client knows of each lock it uses, in one registry keyed by lock name: whether a
-//! thread of the client holds it, the holds its live guards hold (by owner), and the releases
-//! whose outcome is unknown. It changes only through the transitions below, each named for the
-//! event it records; nothing else keeps a second copy.
+//! thread of the client holds it, the holds its live guards hold (by owner), the releases whose
+//! outcome is unknown, how many of its threads contend for it, and the hand-off's lane. It
+//! changes only through the transitions below, each named for the event it records; nothing
+//! else keeps a second copy.
 //!
 //! * A hold with live guards is re-entered by naming it; an owner never re-enters a hold it does
 //!   not know of (an earlier hold that was lost, abandoned or never answered for lapses instead).
@@ -13,11 +14,15 @@
 //!   otherwise keep theirs for ever. Past the bound the oldest is let go; its hold, if it still
 //!   stands, lapses with its lease.
 //!
-//! An entry lives while any of this is so, and goes with the last of it.
+//! An entry lives while any of this is so, and goes with the last of it. The hand-off's lane (its
+//! run of grants) starts afresh once the lock is neither held nor contended for here.
 
+use super::handoff::{Claiming, Lane, Offer};
+use crate::backend::Rivals;
 use parking_lot::Mutex;
 use std::collections::HashMap;
 use std::sync::Arc;
+use std::time::Instant;
 
 /// The most releases a client keeps to send again.
 pub(crate) const MAX_UNSETTLED: usize = 10_000;
@@ -39,11 +44,19 @@ struct Entry {
     live: HashMap<String, (Arc<str>, usize)>,
     /// Releases of unknown outcome, each with its owner and the number of its arrival.
     unsettled: Vec<(u64, String, Unsettled)>,
+    /// Threads of this client in the local queue for the lock, the contender included.
+    contenders: usize,
+    lane: Lane,
 }
 
 impl Entry {
-    fn is_empty(&self) -> bool {
-        !self.held_here && self.live.is_empty() && self.unsettled.is_empty()
+    /// Whether nothing is left to keep, once the lane is reset if it is idle.
+    fn tidy(&mut self) -> bool {
+        if self.held_here || self.contenders > 0 {
+            return false;
+        }
+        self.lane = Lane::default();
+        self.live.is_empty() && self.unsettled.is_empty()
     }
 }
 
@@ -154,6 +167,46 @@ impl Registry {
         taken.into_iter().map(|(_, _, release)| release).collect()
     }
 
+    /// A thread of this client enters the local queue for `name`.
+    pub(crate) fn contending(&self, name: &str) {
+        let mut state = self.state.lock();
+        state.locks.entry(name.to_owned()).or_default().contenders += 1;
+    }
+
+    /// A contender left `offer` for releasers of this client.
+    pub(crate) fn offered(&self, name: &str, offer: &Arc<Offer>) {
+        self.update(name, |entry| entry.lane.offered(Arc::clone(offer)));
+    }
+
+    /// A thread of this client left the local queue for `name`, withdrawing its offer if any.
+    pub(crate) fn contention_over(&self, name: &str, offer: Option<&Arc<Offer>>) {
+        self.update(name, |entry| {
+            entry.contenders -= 1;
+            if let Some(offer) = offer {
+                entry.lane.withdrawn(offer);
+            }
+        });
+    }
+
+    /// What a release of `name` at its hold's last does about this client's contender.
+    pub(crate) fn claim(&self, name: &str) -> Claiming {
+        let mut state = self.state.lock();
+        match state.locks.get_mut(name) {
+            Some(entry) => entry.lane.claim(),
+            None => Claiming::Free,
+        }
+    }
+
+    /// A release of `name` granted the lock to this client's contender.
+    pub(crate) fn granted(&self, name: &str, rivals: Rivals) {
+        self.update(name, |entry| entry.lane.granted(rivals));
+    }
+
+    /// Until when this client's contender for `name` lets other clients try first.
+    pub(crate) fn yield_until(&self, name: &str) -> Option<Instant> {
+        self.state.lock().locks.get(name)?.lane.yield_until()
+    }
+
     /// Whether the lock is held here, as this client knows.
     #[cfg(test)]
     fn held_here(&self, name: &str) -> bool {
@@ -174,7 +227,7 @@ impl State {
     fn update(&mut self, name: &str, change: impl FnOnce(&mut Entry)) {
         if let Some(entry) = self.locks.get_mut(name) {
             change(entry);
-            if entry.is_empty() {
+            if entry.tidy() {
                 self.locks.remove(name);
             }
         }

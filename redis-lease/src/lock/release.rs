@@ -1,16 +1,16 @@
 //! The one release, for every deployment, and [`Holding`], the narrow handle a guard releases
 //! through. At a hold's last acquisition the lock goes straight to a thread of this client that
-//! sleeps waiting for it, if there is one (a grant, claimed through the local queue's offer);
+//! sleeps waiting for it, if there is one (a grant, claimed through the hand-off's offer);
 //! otherwise it is freed, and this client's own waiters are woken at once. A release that gets
 //! no answer is remembered and sent again before the same owner acquires the same lock again.
 
 use super::core::Core;
+use super::handoff::Claiming;
 use super::registry::Unsettled;
-use crate::backend::{Grant, Release, ReleaseOutcome, Released};
+use crate::backend::{Release, ReleaseOutcome, Released};
 use crate::error::{Error, Result};
 use crate::keys::LockKeys;
-use crate::local_queue::Claiming;
-use crate::watchdog::{self, Watched};
+use crate::watchdog::Watched;
 use std::sync::Arc;
 use std::time::Instant;
 
@@ -109,7 +109,7 @@ pub(crate) fn send(
     handoff: Handoff,
 ) -> ReleaseOutcome {
     let claiming = match handoff {
-        Handoff::Allowed if core.backend().grants() => core.queues().claim(&keys.name),
+        Handoff::Allowed if core.backend().grants() => core.claim(keys),
         Handoff::Allowed | Handoff::No => Claiming::Free,
     };
     let (claim, wake_locally) = match claiming {
@@ -119,13 +119,7 @@ pub(crate) fn send(
     };
     let sent_at = core.watchdog().now();
     let now = || core.watchdog().now();
-    let grant = claim.as_ref().map(|claim| Grant {
-        owner: &claim.offer().owner,
-        hold: &claim.offer().hold,
-        lease: claim.offer().lease,
-        valid_until: watchdog::valid_until(sent_at, claim.offer().lease),
-        now: &now,
-    });
+    let grant = claim.as_ref().map(|claim| claim.grant(sent_at, &now));
     let outcome = core.backend().release(
         keys,
         &Release {
@@ -150,17 +144,8 @@ pub(crate) fn send(
     );
     core.released(keys, owner, still_held_here, unknown);
     if let Some(claim) = claim {
-        match (&outcome.released, outcome.settled) {
-            (
-                Ok(Released::Granted {
-                    token,
-                    others_waiting,
-                }),
-                _,
-            ) => claim.granted(*token, sent_at, *others_waiting),
-            (Ok(Released::Applied { .. } | Released::NotOwner), true) => claim.declined(),
-            // No answer from everyone: whether the grant went through is for Redis to say.
-            _ => claim.unknown(),
+        if let Some(rivals) = claim.resolve(&outcome.released, outcome.settled, sent_at) {
+            core.granted(keys, rivals);
         }
     }
     if wake_locally && (freed || !outcome.settled) {
