@@ -43,8 +43,8 @@ pub(crate) enum Attempted {
     /// Held: a new hold (`holds` 1) or a re-entry, with the hold's fencing token where the
     /// backend has tokens.
     Acquired { holds: u64, token: Option<u64> },
-    /// Held by another hold, for about `ttl` (`None`: unknown).
-    Held { ttl: Option<Duration> },
+    /// Busy: another hold holds it, for about `ttl` (`None`: unknown).
+    Busy { ttl: Option<Duration> },
 }
 
 /// A waiting owner of this client that a release may grant the lock to.

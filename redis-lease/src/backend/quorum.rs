@@ -260,7 +260,7 @@ impl Backend for Quorum {
         }
         match (answered, fanout::worst(failures)) {
             (0, Some(error)) => Err(error),
-            _ => Ok(Attempted::Held { ttl: None }),
+            _ => Ok(Attempted::Busy { ttl: None }),
         }
     }
 
@@ -290,16 +290,16 @@ impl Backend for Quorum {
         for (master, answer) in self.masters.iter().zip(answers) {
             match answer {
                 Answer::Reply(reply) => match scripts::parse_release(&reply) {
-                    Ok(scripts::Release::NotOwner) => not_owner += 1,
-                    Ok(scripts::Release::Granted { .. }) => {
+                    Ok(scripts::ReleaseReply::NotOwner) => not_owner += 1,
+                    Ok(scripts::ReleaseReply::Granted { .. }) => {
                         applied += 1;
                         granted.push(master);
                     }
-                    Ok(scripts::Release::Applied { holds_left: left }) => {
+                    Ok(scripts::ReleaseReply::Applied { holds_left: left }) => {
                         applied += 1;
                         holds_left = holds_left.max(left);
                     }
-                    Ok(scripts::Release::AlreadyApplied) => applied += 1,
+                    Ok(scripts::ReleaseReply::AlreadyApplied) => applied += 1,
                     Err(error) => failures.push(Answer::Failed(error)),
                 },
                 failed => failures.push(failed),

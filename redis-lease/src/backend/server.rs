@@ -104,7 +104,7 @@ fn attempted(reply: Acquire) -> Attempted {
             holds,
             token: Some(token),
         },
-        Acquire::Held { ttl } => Attempted::Held { ttl },
+        Acquire::Held { ttl } => Attempted::Busy { ttl },
     }
 }
 
@@ -189,8 +189,8 @@ pub(crate) fn release_on(
             Err(Error::Unavailable(_) | Error::NotReplicated { .. })
         ),
         released: outcome.map(|released| match released {
-            scripts::Release::Applied { holds_left } => Released::Applied { holds_left },
-            scripts::Release::Granted { token, subscribers } => Released::Granted {
+            scripts::ReleaseReply::Applied { holds_left } => Released::Applied { holds_left },
+            scripts::ReleaseReply::Granted { token, subscribers } => Released::Granted {
                 token: Some(token),
                 // The granting client's own subscriber is one of them.
                 rivals: if subscribers > 1 {
@@ -199,8 +199,8 @@ pub(crate) fn release_on(
                     Rivals::None
                 },
             },
-            scripts::Release::AlreadyApplied => Released::AlreadyApplied,
-            scripts::Release::NotOwner => Released::NotOwner,
+            scripts::ReleaseReply::AlreadyApplied => Released::AlreadyApplied,
+            scripts::ReleaseReply::NotOwner => Released::NotOwner,
         }),
     }
 }

@@ -6,9 +6,9 @@
 //! that fails for a passing reason is made again, shortly, until the deadline.
 
 use super::core::Core;
-use super::guard::{Held, LeaseGuard};
+use super::guard::{Acquisition, LeaseGuard};
 use super::handoff::Offer;
-use super::release::{self, Handoff, Holding};
+use super::release::{self, Grants, Holding};
 use crate::backend::{Attempt, Attempted};
 use crate::error::{Error, Result};
 use crate::keys::LockKeys;
@@ -127,7 +127,7 @@ pub(crate) fn acquire(
                 };
                 return guard(lock, &owner, acquired, lease, kind).map(Some);
             }
-            Attempted::Held { ttl } => {
+            Attempted::Busy { ttl } => {
                 let deadline = match wait {
                     Wait::No => return Ok(None),
                     Wait::Until(deadline) => deadline,
@@ -181,7 +181,7 @@ fn settle_releases(lock: &Request<'_>, owner: &str, deadline: Instant) -> Result
             &unsettled.hold,
             &unsettled.id,
             deadline,
-            Handoff::No,
+            Grants::No,
         );
         if outcome.settled {
             log::debug!("an unsettled release of {:?} is settled", lock.keys.name);
@@ -238,7 +238,7 @@ fn guard(
                 &acquired.hold,
                 &acquired.id,
                 core.call_deadline(),
-                Handoff::Allowed,
+                Grants::Allowed,
             );
             if let Err(release) = outcome.released {
                 log::warn!(
@@ -256,7 +256,7 @@ fn guard(
         acquired.token,
         acquired.holds
     );
-    Ok(LeaseGuard::new(Held {
+    Ok(LeaseGuard::new(Acquisition {
         holding: Holding::new(
             Arc::clone(core),
             Arc::clone(keys),

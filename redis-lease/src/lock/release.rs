@@ -14,9 +14,9 @@ use crate::watchdog::Watched;
 use std::sync::Arc;
 use std::time::Instant;
 
-/// Whether a release may hand the lock to this client's sleeping contender.
+/// Whether a release may grant the lock to this client's sleeping contender.
 #[derive(Clone, Copy, PartialEq, Eq)]
-pub(crate) enum Handoff {
+pub(crate) enum Grants {
     Allowed,
     No,
 }
@@ -77,7 +77,7 @@ impl Holding {
             &self.hold,
             &self.id,
             deadline,
-            Handoff::Allowed,
+            Grants::Allowed,
         );
         result(&self.keys, &self.owner, outcome)
     }
@@ -106,11 +106,11 @@ pub(crate) fn send(
     hold: &Arc<str>,
     id: &str,
     deadline: Instant,
-    handoff: Handoff,
+    grants: Grants,
 ) -> ReleaseOutcome {
-    let claiming = match handoff {
-        Handoff::Allowed if core.backend().grants() => core.claim(keys),
-        Handoff::Allowed | Handoff::No => Claiming::Free,
+    let claiming = match grants {
+        Grants::Allowed if core.backend().grants() => core.claim(keys),
+        Grants::Allowed | Grants::No => Claiming::Free,
     };
     let (claim, wake_locally) = match claiming {
         Claiming::Grant(claim) => (Some(claim), true),
