@@ -39,7 +39,7 @@ mod wait;
 
 pub use cli::redis_cli;
 pub use cluster::{slot, ClusterNode, Failover, RedisCluster, Role, SLOTS};
-pub use hostile::{Drip, Silent};
+pub use hostile::{Drip, Lossy, Silent};
 pub use lcg::Lcg;
 pub use monitor::{Monitor, Monitored};
 pub use redis_server::RedisServer;

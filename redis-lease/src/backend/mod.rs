@@ -120,10 +120,11 @@ pub(crate) enum Rivals {
 }
 
 /// What became of a grant whose outcome was unknown.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) enum GrantFate {
-    /// It stands: the waiting owner holds the lock, with this token where there are tokens.
-    Granted { token: Option<u64> },
+    /// It stands, claimed: the waiting owner holds the lock under the acquisition `id`, with
+    /// this token where there are tokens.
+    Granted { token: Option<u64>, id: String },
     /// It did not go through, or was withdrawn.
     Withdrawn,
 }
@@ -168,9 +169,11 @@ pub(crate) trait Backend: Send + Sync + 'static {
     /// Releases one acquisition (and grants the lock at the hold's last, if asked to).
     fn release(&self, keys: &LockKeys, release: &Release<'_>, deadline: Instant) -> ReleaseOutcome;
 
-    /// After a grant whose outcome is unknown: whether it went through and stands (with its
-    /// token where the backend has tokens), or not, having withdrawn whatever part of it may
-    /// have gone through.
+    /// After a grant whose outcome is unknown: whether it went through and stands, claimed by
+    /// the waiting owner (with its token where the backend has tokens), or not, having withdrawn
+    /// whatever part of it may have gone through. A release that grants and gets no answer
+    /// withdraws its grant behind itself where it can; the claim and that withdrawal exclude
+    /// each other, so that every grant ends claimed or withdrawn.
     fn settle_grant(
         &self,
         keys: &LockKeys,

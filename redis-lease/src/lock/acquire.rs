@@ -194,14 +194,18 @@ fn settle_releases(lock: &Request<'_>, owner: &str, deadline: Instant) -> Result
 }
 
 /// Closes the contender's offer before it acts by itself, and returns the hold if a releaser of
-/// this client granted it the lock meanwhile.
+/// this client granted it the lock meanwhile. If what became of a grant cannot be learnt, the
+/// grant, claimed or not, is released before the owner's next acquisition of the lock (should
+/// neither its releaser's withdrawal nor the claim's undoing have reached Redis).
 fn settle_offer(lock: &Request<'_>, offer: &Offer) -> Result<Option<Acquired>> {
     let core = lock.core;
     let now = core.watchdog().now();
-    let taken = offer.settle(core.backend(), lock.keys, now, core.call_deadline())?;
+    let taken = offer
+        .settle(core.backend(), lock.keys, now, core.call_deadline())
+        .inspect_err(|_| core.grant_unknown(lock.keys, &lock.owner, offer.hold()))?;
     Ok(taken.map(|taken| Acquired {
         hold: Arc::clone(offer.hold()),
-        id: offer.hold().to_string(),
+        id: taken.id,
         token: taken.token,
         holds: 1,
         sent_at: taken.sent_at,

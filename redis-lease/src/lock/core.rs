@@ -130,6 +130,19 @@ impl Core {
         self.waiters.notify(&keys.channel);
     }
 
+    /// What became of a grant of the lock to `owner` as the hold `hold` could not be learnt:
+    /// its withdrawal and the undoing of its claim are sent before the owner's next acquisition
+    /// of the lock (each applies only to what exists: the grant unclaimed, or claimed).
+    pub(crate) fn grant_unknown(&self, keys: &LockKeys, owner: &str, hold: &Arc<str>) {
+        for id in [hold.to_string(), crate::scripts::claim_id(hold)] {
+            let release = Unsettled {
+                hold: Arc::clone(hold),
+                id,
+            };
+            self.registry.unanswered(&keys.name, owner, release);
+        }
+    }
+
     /// Takes `owner`'s releases of the lock of unknown outcome, to send them again.
     pub(crate) fn take_unsettled(&self, keys: &LockKeys, owner: &str) -> Vec<Unsettled> {
         self.registry.take_unsettled(&keys.name, owner)

@@ -70,9 +70,11 @@ pub(crate) struct Offer {
     resolved: Condvar,
 }
 
-/// A grant the contender takes: its hold's fencing token where there are tokens, and when the
-/// release that made it was sent (its lease runs from no earlier).
+/// A grant the contender takes: the acquisition it holds it under, its hold's fencing token
+/// where there are tokens, and when the release that made it was sent (its lease runs from no
+/// earlier).
 pub(crate) struct Taken {
+    pub(crate) id: String,
     pub(crate) token: Option<u64>,
     pub(crate) sent_at: Instant,
 }
@@ -132,7 +134,7 @@ impl Offer {
 
     /// Closes the offer before the contender acts by itself, and returns the grant if a releaser
     /// of this client granted it the lock meanwhile; a grant of unknown outcome is settled with
-    /// `backend` first. `now` reads the watchdog's clock.
+    /// `backend` first: claimed if it stands, else withdrawn. `now` reads the watchdog's clock.
     pub(crate) fn settle(
         &self,
         backend: &dyn Backend,
@@ -142,12 +144,16 @@ impl Offer {
     ) -> Result<Option<Taken>> {
         let (state, opened_at) = self.close(backend.call_timeout() * 4);
         match state {
-            OfferState::Granted { token, sent_at } => Ok(Some(Taken { token, sent_at })),
+            OfferState::Granted { token, sent_at } => Ok(Some(Taken {
+                id: self.hold.to_string(),
+                token,
+                sent_at,
+            })),
             OfferState::Unknown => {
                 let sent_at = opened_at.unwrap_or(now);
                 let fate = backend.settle_grant(keys, &self.owner, &self.hold, deadline)?;
                 Ok(match fate {
-                    GrantFate::Granted { token } => Some(Taken { token, sent_at }),
+                    GrantFate::Granted { token, id } => Some(Taken { id, token, sent_at }),
                     GrantFate::Withdrawn => None,
                 })
             }

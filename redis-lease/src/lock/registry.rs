@@ -134,6 +134,12 @@ impl Registry {
         }
     }
 
+    /// A release of `owner` (or the settling of a grant to it) got no answer: it is sent again
+    /// before the owner's next acquisition of `name`.
+    pub(crate) fn unanswered(&self, name: &str, owner: &str, release: Unsettled) {
+        self.state.lock().remember(name, owner, release);
+    }
+
     /// A guard of `owner`'s hold was abandoned: it is neither live nor held here any more, and
     /// its release is sent before the owner's next acquisition.
     pub(crate) fn abandoned(&self, name: &str, owner: &str, release: Unsettled) {

@@ -7,9 +7,11 @@
 //! `checks.lua`): a key of another type, a fencing counter that is not a whole number from 0 or
 //! cannot rise any more, and a malformed lease fail the call with nothing changed.
 
+mod claim;
 mod direct;
 
-pub(crate) use direct::{force_release, granted, inspect};
+pub(crate) use claim::{claim, claim_id, parse_claim};
+pub(crate) use direct::{force_release, inspect};
 
 use crate::conn::Conn;
 use crate::error::{Error, Result};
