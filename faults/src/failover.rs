@@ -36,6 +36,20 @@ pub(crate) fn on_request(set: &SentinelSet) {
     set.failover();
 }
 
+/// One Sentinel frozen (the `count`th, in turn), `SENTINEL FAILOVER` asked of the next one,
+/// the old primary made the new one's replica; the frozen Sentinel let run again a `lease`
+/// later.
+pub(crate) fn past_a_frozen_sentinel(set: &SentinelSet, count: usize, lease: Duration) {
+    set.wait_replicated();
+    let frozen = count % set.sentinels().len();
+    set.sentinels()[frozen].pause();
+    let old = set.request_failover((frozen + 1) % set.sentinels().len());
+    set.wait_primary_changed(old);
+    set.demote(old);
+    thread::sleep(lease);
+    set.sentinels()[frozen].resume();
+}
+
 /// The primary cut off from the Sentinels and its replica while the clients still reach it,
 /// until the Sentinels have promoted the replica and `after` more; then healed, and the old
 /// primary made the new one's replica at once (the Sentinels would wait 8 s) and synced.

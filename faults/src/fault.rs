@@ -65,6 +65,10 @@ pub enum Fault {
     KillUnreplicated,
     /// With Sentinels: `SENTINEL FAILOVER`, the old primary made the new one's replica.
     SentinelFailover,
+    /// With Sentinels: one Sentinel frozen (SIGSTOP, taking turns), `SENTINEL FAILOVER` asked of
+    /// another, the old primary made the new one's replica, and the frozen Sentinel let run
+    /// again once the clients have gone on for a lease.
+    FailoverPastAFrozenSentinel,
     /// With Sentinels: the primary cut off from the Sentinels and its replica while the clients
     /// still reach it (a partition), for this many leases after the Sentinels promoted the
     /// replica; then healed, and the old primary made the new one's replica.
@@ -198,6 +202,9 @@ impl Fault {
             ForceFailover => Traits::on(CLUSTER).ends_logs().room(10),
             KillUnreplicated => Traits::on(SENTINELS).ends_logs().room(10),
             SentinelFailover => Traits::on(SENTINELS).ends_logs().shown_by(InPlace).room(10),
+            FailoverPastAFrozenSentinel => {
+                Traits::on(SENTINELS).ends_logs().shown_by(InPlace).room(10)
+            }
             PartitionPrimary(_) => Traits::on(SENTINELS)
                 .ends_logs()
                 .shown_by(InPlace)
@@ -375,6 +382,9 @@ impl Fault {
             Fault::ForceFailover => failover::force_behind(cluster?, lease)?,
             Fault::KillUnreplicated => failover::kill_unreplicated(sentinels?, lease),
             Fault::SentinelFailover => failover::on_request(sentinels?),
+            Fault::FailoverPastAFrozenSentinel => {
+                failover::past_a_frozen_sentinel(sentinels?, count, lease);
+            }
             Fault::PartitionPrimary(leases) => {
                 failover::partition_primary(sentinels?, lease * leases)
             }

@@ -145,6 +145,15 @@ pub fn all() -> Vec<Scenario> {
             SentinelFailover,
             false,
         ),
+        // A frozen Sentinel anywhere in the clients' lists costs them little, and they hear the
+        // failover from the Sentinel that performed it.
+        failover(
+            "sentinel: failover on request with one Sentinel frozen (replica acks)",
+            true,
+            Sentinel { acks: true },
+            FailoverPastAFrozenSentinel,
+            false,
+        ),
         // The clients reach both sides, and hear the promotion from the Sentinels: without acks,
         // what they wrote on the cut-off primary before that is lost (outside); with acks, it
         // was never acknowledged.
@@ -237,7 +246,7 @@ mod tests {
         }
         assert_eq!(
             all().len() - short().len(),
-            6,
+            7,
             "the other failovers run by default"
         );
     }

@@ -1,22 +1,19 @@
 //! [`Client`]: what every lock of one client shares (its backend, waiters, local queues and
 //! watchdog), and [`ClientBuilder`], the one set of settings for every deployment.
 
-use crate::backend::{cluster, quorum, sentinel, server, Backend, Settings};
+use crate::backend::{cluster, quorum, sentinel, server, Settings};
 use crate::conn::redact;
 use crate::error::{Error, Result};
-use crate::holds::LiveHolds;
 use crate::keys::LockKeys;
-use crate::local_queue::LocalQueues;
+use crate::lock::core::{Core, Parts};
 use crate::lock::Lock;
-use crate::owner::{self, Ids};
+use crate::owner;
 use crate::policy::{check_lease, check_timeout};
-use crate::pubsub::Waiters;
 use crate::scripts::Acks;
-use crate::unsettled::UnsettledReleases;
 use crate::watchdog::{self, Watchdog, WatchdogMetrics};
 use hashwheel::Timer;
 use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 /// A handle for taking locks on one Redis deployment: one server ([`Client::builder`]), a Redis
 /// Cluster ([`Client::cluster`]), or several independent masters (RedLock, [`Client::redlock`]).
@@ -44,31 +41,6 @@ use std::time::{Duration, Instant};
 #[derive(Clone)]
 pub struct Client {
     core: Arc<Core>,
-}
-
-/// The parts every lock of a client shares.
-pub(crate) struct Core {
-    pub(crate) backend: Box<dyn Backend>,
-    pub(crate) waiters: Waiters,
-    pub(crate) queues: LocalQueues,
-    pub(crate) watchdog: Watchdog,
-    pub(crate) unsettled: UnsettledReleases,
-    pub(crate) holds: LiveHolds,
-    pub(crate) ids: Ids,
-    pub(crate) default_lease: Duration,
-    prefix: String,
-}
-
-impl Core {
-    /// The owner id of the calling thread.
-    pub(crate) fn thread_owner(&self) -> String {
-        format!("{}:{}", self.ids.client(), owner::thread_id())
-    }
-
-    /// The deadline of one call to the backend that starts now.
-    pub(crate) fn call_deadline(&self) -> Instant {
-        crate::policy::after(self.backend.call_timeout())
-    }
 }
 
 impl Client {
@@ -179,23 +151,23 @@ impl Client {
     ///
     /// [`Error::InvalidArgument`] for a name that is empty, longer than 1024 bytes, or has `{` or `}`.
     pub fn lock(&self, name: &str) -> Result<Lock> {
-        let keys = LockKeys::new(&self.core.prefix, name)?;
+        let keys = LockKeys::new(self.core.prefix(), name)?;
         Ok(Lock::new(Arc::clone(&self.core), keys))
     }
 
     /// This client's random id, the first part of the owner ids it makes.
     pub fn id(&self) -> &str {
-        self.core.ids.client()
+        self.core.ids().client()
     }
 
     /// The lease of a lock taken without one.
     pub fn default_lease(&self) -> Duration {
-        self.core.default_lease
+        self.core.default_lease()
     }
 
     /// Whether this client's holds carry fencing tokens (not on RedLock).
     pub fn has_fencing_tokens(&self) -> bool {
-        self.core.backend.fenced()
+        self.core.backend().fenced()
     }
 
     /// Publishes the watchdog's counters ([`WatchdogMetrics::record`]) and its timer's
@@ -203,26 +175,26 @@ impl Client {
     /// id (`client`, and `timer` = `lease-<client id>`). With the `metrics` feature.
     #[cfg(feature = "metrics")]
     pub fn record_metrics(&self) {
-        let id = self.core.ids.client();
-        self.core.watchdog.metrics().record(id);
+        let id = self.core.ids().client();
+        self.core.watchdog().metrics().record(id);
         self.core
-            .watchdog
+            .watchdog()
             .timer_metrics()
             .record(&format!("lease-{id}"));
     }
 
     /// A snapshot of the watchdog's counters: holds watched, renewal calls, losses.
     pub fn watchdog_metrics(&self) -> WatchdogMetrics {
-        self.core.watchdog.metrics()
+        self.core.watchdog().metrics()
     }
 }
 
 impl std::fmt::Debug for Client {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Client")
-            .field("id", &self.core.ids.client())
-            .field("place", &self.core.backend.place())
-            .field("prefix", &self.core.prefix)
+            .field("id", &self.core.ids().client())
+            .field("place", &self.core.backend().place())
+            .field("prefix", &self.core.prefix())
             .finish_non_exhaustive()
     }
 }
@@ -465,17 +437,15 @@ impl ClientBuilder {
         )?;
         let waiters = backend.waiters(settings.thread_name("pubsub"))?;
         Ok(Client {
-            core: Arc::new(Core {
+            core: Arc::new(Core::new(Parts {
                 backend,
                 waiters,
-                queues: LocalQueues::new(self.max_local_waiters),
                 watchdog,
-                unsettled: UnsettledReleases::default(),
-                holds: LiveHolds::default(),
-                ids: Ids::new(settings.client_id),
+                max_local_waiters: self.max_local_waiters,
+                id: settings.client_id,
                 default_lease,
                 prefix: self.prefix,
-            }),
+            })),
         })
     }
 }

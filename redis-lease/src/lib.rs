@@ -49,6 +49,26 @@
 //! given with [`ClientBuilder::timer`]), its renewal thread, and a pub/sub subscriber (on one
 //! server).
 //!
+//! # Where things are
+//!
+//! Which file to open for which change:
+//!
+//! * a [`Lock`] method: `lock/mod.rs`; the acquire loop: `lock/acquire.rs`; a release or what a
+//!   guard does: `lock/release.rs`, `lock/guard.rs`; what the client knows of each lock:
+//!   `lock/core.rs` and its registry, `lock/registry.rs`;
+//! * a wait policy (how long a call waits, which failures it rides out): `policy.rs`, used by
+//!   `lock/acquire.rs`; the FIFO turns of one client's threads: `local_queue.rs`; pub/sub
+//!   waiting: `pubsub.rs`;
+//! * the hand-off (a release granting the lock to a waiting thread of the same client, and its
+//!   fairness): `lock/handoff.rs`;
+//! * a script: its `.lua` file in `scripts/` and the arguments it takes in `scripts/mod.rs`;
+//! * a deployment (one server, a cluster, a Sentinel-managed primary, RedLock): `backend/`;
+//!   connections and the transport: `conn/` and `pool.rs`;
+//! * renewal cadence and the lost signal: `watchdog/`;
+//! * the dead-man's switch of `lease run`: `src/bin/lease/keeper.rs` (and `run.rs`, which arms
+//!   it);
+//! * a fault the fault suite injects: the `faults` crate at the top of the workspace.
+//!
 //! # Logging
 //!
 //! Through the `log` crate: `warn` when a hold is lost (with the lock's name and the reason), when
@@ -60,14 +80,11 @@
 #![forbid(unsafe_code)]
 #![warn(clippy::missing_errors_doc)]
 
-mod acquire;
 mod backend;
 mod client;
 mod conn;
 mod error;
 mod fencing;
-mod guard;
-mod holds;
 mod keys;
 mod local_queue;
 mod lock;
@@ -77,10 +94,8 @@ mod owner;
 mod policy;
 mod pool;
 mod pubsub;
-mod release;
 mod scripts;
 mod state;
-mod unsettled;
 mod watchdog;
 
 #[doc = include_str!("guarantees.md")]
@@ -92,10 +107,9 @@ pub use client::{Client, ClientBuilder};
 /// `***`. For programs that print the URLs they were given.
 pub use conn::redact as redact_url;
 pub use error::{Error, Result};
-pub use guard::LeaseGuard;
 /// The timer crate the watchdog runs on, for [`ClientBuilder::timer`].
 pub use hashwheel;
-pub use lock::Lock;
+pub use lock::{LeaseGuard, Lock};
 pub use lost::{Lost, LostReason};
 pub use multilock::{MultiGuard, MultiLock};
 pub use policy::{MAX_LEASE, MIN_LEASE};

@@ -1,161 +1,12 @@
 //! The local queue: per lock name, one thread of this client contends in Redis at a time; the
 //! others wait here, in FIFO order, without sending anything to Redis. Past `max_waiters`, a
-//! caller is refused at once.
-//!
-//! While the contender sleeps it leaves an [`Offer`]: a thread of this client that releases the
-//! lock may *claim* it and have the release script grant the lock straight to the contender's
-//! owner, saving the contender a round trip. The offer's states:
-//!
-//! ```text
-//! Closed --open()--> Open --claim()--> Claimed --granted()--> Granted { token, sent_at }
-//!    ^                 |                  |------declined()--> Open
-//!    |                 |                  +------unknown()---> Unknown (the contender checks Redis)
-//!    +----close()------+-- from any state, by the contender, which learns what it was
-//! ```
-//!
-//! Only the contender opens and closes it, and it closes it before every attempt of its own, so a
-//! grant never races the contender's own acquisition. While other clients watch the lock, at most
-//! [`MAX_GRANTS_IN_A_ROW`] grants follow one another; then a release frees the lock for everyone.
+//! caller is refused at once. Turns only: what the contender offers to releasers of this client
+//! is the hand-off's (`lock/handoff.rs`).
 
 use parking_lot::{Condvar, Mutex};
 use std::collections::{HashMap, VecDeque};
 use std::sync::Arc;
-use std::time::{Duration, Instant};
-
-/// Consecutive grants within one client before a release frees the lock for other clients.
-const MAX_GRANTS_IN_A_ROW: u32 = 32;
-/// After such a release, how long this client's contender holds back, so that waiters of other
-/// clients (who hear of the release later, by pub/sub) may take the lock first.
-const YIELD: Duration = Duration::from_millis(1);
-
-/// Where a contender's offer stands.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(crate) enum OfferState {
-    /// The contender is trying by itself: not grantable.
-    Closed,
-    /// The contender sleeps: a releaser may claim it.
-    Open,
-    /// A releaser is running the release script with a grant for it.
-    Claimed,
-    /// The lock was granted to the contender's owner (as the offer's hold) with this fencing
-    /// token where there are tokens, by a release sent at `sent_at` (on the watchdog's clock):
-    /// the grant's lease runs from no earlier than that.
-    Granted {
-        token: Option<u64>,
-        sent_at: Instant,
-    },
-    /// A release with a grant for it failed or was retried: Redis knows whether it holds.
-    Unknown,
-}
-
-/// A sleeping contender's readiness to be granted the lock.
-pub(crate) struct Offer {
-    pub(crate) owner: String,
-    /// The id of the hold a grant makes (the contender's acquisition).
-    pub(crate) hold: Arc<str>,
-    pub(crate) lease: Duration,
-    state: Mutex<OfferState>,
-    /// When the offer last went from closed to open: no grant can have been sent before.
-    opened_at: Mutex<Option<Instant>>,
-    resolved: Condvar,
-}
-
-impl Offer {
-    fn set(&self, state: OfferState) {
-        *self.state.lock() = state;
-        self.resolved.notify_all();
-    }
-
-    /// Makes the offer grantable (the contender is going to sleep); `now` is read on the
-    /// watchdog's clock.
-    pub(crate) fn open(&self, now: Instant) {
-        let mut state = self.state.lock();
-        if *state == OfferState::Closed {
-            *state = OfferState::Open;
-            *self.opened_at.lock() = Some(now);
-        }
-    }
-
-    /// When the offer was last opened: a lower bound for when any grant to it was sent.
-    pub(crate) fn opened_at(&self) -> Option<Instant> {
-        *self.opened_at.lock()
-    }
-
-    /// Withdraws the offer before the contender acts by itself, and tells what became of it; the
-    /// offer is closed afterwards whatever it was. A claim in progress is waited for, at most
-    /// `limit`; if it does not resolve, the answer is [`OfferState::Unknown`].
-    pub(crate) fn close(&self, limit: Duration) -> OfferState {
-        let deadline = Instant::now() + limit;
-        let mut state = self.state.lock();
-        let mut seen = *state;
-        while seen == OfferState::Claimed {
-            if self.resolved.wait_until(&mut state, deadline).timed_out() {
-                seen = OfferState::Unknown;
-                break;
-            }
-            seen = *state;
-        }
-        *state = OfferState::Closed;
-        seen
-    }
-}
-
-/// What a releasing thread of this client does at the last hold.
-pub(crate) enum Claiming<'a> {
-    /// Grant the lock to this client's sleeping contender.
-    Grant(Claim<'a>),
-    /// Free the lock, and wake this client's waiters at once.
-    Free,
-    /// Free the lock, and let this client's waiters learn of it from Redis like everyone else's.
-    FreeForOthers,
-}
-
-/// A releaser's hold on an open offer; resolve it with `granted`, `declined` or `unknown`.
-/// Dropped unresolved, it counts as unknown.
-pub(crate) struct Claim<'a> {
-    queues: &'a LocalQueues,
-    name: String,
-    offer: Arc<Offer>,
-    resolved: bool,
-}
-
-impl Claim<'_> {
-    pub(crate) fn offer(&self) -> &Offer {
-        &self.offer
-    }
-
-    /// The grant went through. `others_waiting`: connections besides this client's watch the
-    /// lock; only then do grants count toward the run after which the lock is freed for them.
-    pub(crate) fn granted(mut self, token: Option<u64>, sent_at: Instant, others_waiting: bool) {
-        self.resolved = true;
-        if let Some(queue) = self.queues.queues.lock().get_mut(&self.name) {
-            queue.granted_in_a_row = if others_waiting {
-                queue.granted_in_a_row + 1
-            } else {
-                0
-            };
-        }
-        self.offer.set(OfferState::Granted { token, sent_at });
-    }
-
-    pub(crate) fn declined(mut self) {
-        self.resolved = true;
-        self.offer.set(OfferState::Open);
-    }
-
-    pub(crate) fn unknown(mut self) {
-        self.resolved = true;
-        self.offer.set(OfferState::Unknown);
-    }
-}
-
-impl Drop for Claim<'_> {
-    fn drop(&mut self) {
-        if !self.resolved {
-            self.offer.set(OfferState::Unknown);
-        }
-    }
-}
+use std::time::Instant;
 
 /// Why a turn was not given.
 #[derive(Debug, PartialEq, Eq)]
@@ -176,15 +27,6 @@ struct Ticket {
 struct Queue {
     busy: bool,
     waiting: VecDeque<Arc<Ticket>>,
-    /// The contender's offer, while it has one.
-    offer: Option<Arc<Offer>>,
-    granted_in_a_row: u32,
-    /// A thread of this client took the lock and has not freed it yet (as far as this client
-    /// knows: the lease may have lapsed since). The entry lives while this is so, so that the
-    /// run of grants is counted across turns.
-    held_here: bool,
-    /// This client's contender does not try before then (see [`YIELD`]).
-    yield_until: Option<Instant>,
 }
 
 pub(crate) struct LocalQueues {
@@ -259,73 +101,18 @@ impl LocalQueues {
         }
     }
 
-    /// Records whether a thread of this client holds `name` now.
-    pub(crate) fn set_held_here(&self, name: &str, held: bool) {
-        let mut queues = self.queues.lock();
-        if held {
-            queues.entry(name.to_owned()).or_default().held_here = true;
-        } else if let Some(queue) = queues.get_mut(name) {
-            queue.held_here = false;
-            if !queue.busy && queue.waiting.is_empty() {
-                queues.remove(name);
-            }
-        }
-    }
-
-    /// Until when this client's contender should let other clients try first, if it should.
-    pub(crate) fn yield_until(&self, name: &str) -> Option<Instant> {
-        let until = self.queues.lock().get(name)?.yield_until?;
-        (until > Instant::now()).then_some(until)
-    }
-
-    /// What a release of `name` should do about this client's waiters: grant the lock to the
-    /// sleeping contender, or free it (after a run of grants, without waking this client's
-    /// waiters first, so that other clients get an equal chance).
-    pub(crate) fn claim(&self, name: &str) -> Claiming<'_> {
-        let mut queues = self.queues.lock();
-        let Some(queue) = queues.get_mut(name) else {
-            return Claiming::Free;
-        };
-        let Some(offer) = queue.offer.clone() else {
-            return Claiming::Free;
-        };
-        if queue.granted_in_a_row >= MAX_GRANTS_IN_A_ROW {
-            queue.granted_in_a_row = 0;
-            queue.yield_until = Some(Instant::now() + YIELD);
-            return Claiming::FreeForOthers;
-        }
-        let mut state = offer.state.lock();
-        if *state != OfferState::Open {
-            return Claiming::Free;
-        }
-        *state = OfferState::Claimed;
-        drop(state);
-        Claiming::Grant(Claim {
-            queues: self,
-            name: name.to_owned(),
-            offer,
-            resolved: false,
-        })
-    }
-
     fn pass_on(&self, name: &str) {
         let mut queues = self.queues.lock();
         let Some(queue) = queues.get_mut(name) else {
             return;
         };
-        queue.offer = None;
         match queue.waiting.pop_front() {
             Some(next) => {
                 *next.ready.lock() = true;
                 next.given.notify_one();
             }
             None => {
-                queue.busy = false;
-                // Kept while a thread of this client holds the lock: the run of grants and
-                // what this client knows of the lock live here.
-                if !queue.held_here {
-                    queues.remove(name);
-                }
+                queues.remove(name);
             }
         }
     }
@@ -344,24 +131,6 @@ impl LocalQueues {
 pub(crate) struct Turn<'a> {
     queues: &'a LocalQueues,
     name: String,
-}
-
-impl Turn<'_> {
-    /// Leaves an offer (closed) for releasers of this client.
-    pub(crate) fn offer(&self, owner: String, hold: Arc<str>, lease: Duration) -> Arc<Offer> {
-        let offer = Arc::new(Offer {
-            owner,
-            hold,
-            lease,
-            state: Mutex::new(OfferState::Closed),
-            opened_at: Mutex::new(None),
-            resolved: Condvar::new(),
-        });
-        if let Some(queue) = self.queues.queues.lock().get_mut(&self.name) {
-            queue.offer = Some(Arc::clone(&offer));
-        }
-        offer
-    }
 }
 
 impl Drop for Turn<'_> {

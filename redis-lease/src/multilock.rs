@@ -1,8 +1,7 @@
 //! [`MultiLock`]: all or nothing over several locks, on one client or several.
 
 use crate::error::{Error, Result};
-use crate::guard::LeaseGuard;
-use crate::lock::Lock;
+use crate::lock::{LeaseGuard, Lock};
 use crate::lost::Lost;
 use crate::policy::after;
 use crossbeam_channel::Receiver;

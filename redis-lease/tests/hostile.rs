@@ -10,7 +10,7 @@ use std::sync::{Mutex, Once};
 use std::thread;
 use std::time::{Duration, Instant};
 use support::RedisServer;
-use testkit::{Drip, Silent};
+use testkit::{Drip, Lossy, Silent};
 
 const TIMEOUT: Duration = Duration::from_millis(500);
 
@@ -196,6 +196,50 @@ fn a_release_that_cannot_grant_frees_the_lock_and_the_waiter_is_told_why() {
         "{waited:?}"
     );
     assert!(!lock.is_locked().expect("reachable"), "nobody holds it");
+}
+
+#[test]
+fn a_grant_whose_release_reply_is_lost_is_withdrawn_well_before_its_lease_lapses() {
+    let server = RedisServer::start();
+    let proxy = Lossy::start(server.port());
+    let client = impatient(&proxy.url());
+    let lease = client.default_lease();
+    let lock = client.lock("lost-grant").expect("valid");
+    // The server knows the scripts: a reply that is lost is not a NOSCRIPT one.
+    lock.lock().expect("free").unlock().expect("released");
+    let guard = lock.lock().expect("free");
+    let waiter = {
+        let lock = lock.clone();
+        thread::spawn(move || lock.try_lock_for(Duration::from_secs(10)))
+    };
+    // The waiter's two attempts are in before it sleeps with its offer open.
+    thread::sleep(Duration::from_millis(300));
+    // The release runs, and grants the lock to the waiter; its reply is lost, and so is every
+    // reply the waiter gets while it asks what became of the grant.
+    proxy.lose_replies(true);
+    let released = guard.unlock();
+    assert!(
+        matches!(released, Err(Error::Unavailable(_))),
+        "{released:?}"
+    );
+    let waited = waiter.join().expect("no panic");
+    proxy.lose_replies(false);
+    let started = Instant::now();
+    let direct = impatient(&server.url());
+    let seen = direct.lock("lost-grant").expect("valid");
+    // Free, or the waiter's (a waiter that was told it holds it): never a hold nobody knows of.
+    while seen.is_locked().expect("reachable") && !matches!(waited, Ok(Some(_))) {
+        assert!(
+            started.elapsed() < lease / 10,
+            "an orphan hold stands: {:?} ({waited:?})",
+            seen.inspect()
+        );
+        thread::sleep(Duration::from_millis(20));
+    }
+    if let Ok(Some(guard)) = waited {
+        assert!(!guard.is_lost(), "the waiter holds it");
+        guard.unlock().expect("the waiter releases it");
+    }
 }
 
 #[test]

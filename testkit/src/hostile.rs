@@ -1,6 +1,7 @@
 //! Servers that misbehave on purpose, for tests of deadlines: one that accepts connections and
-//! never answers, and a proxy that passes requests to a real server at once but drips its replies
-//! one byte at a time. Both listen on a free loopback port and stop when dropped.
+//! never answers, a proxy that passes requests to a real server at once but drips its replies
+//! one byte at a time, and one that loses the replies while it is told to. All listen on a free
+//! loopback port and stop when dropped.
 
 use std::io::{Read, Write};
 use std::net::{TcpListener, TcpStream};
@@ -104,5 +105,57 @@ impl Drip {
     /// `redis://127.0.0.1:port` of the listener.
     pub fn url(&self) -> String {
         self.0.url()
+    }
+}
+
+/// Passes requests to a real server at once, and its replies back, except while it loses them
+/// ([`Lossy::lose_replies`]): then the replies are read and dropped, as if lost on the way, while
+/// the requests still reach the server.
+pub struct Lossy {
+    listener: Listener,
+    losing: Arc<AtomicBool>,
+}
+
+impl Lossy {
+    /// Listens on a free loopback port, passing each connection on to `upstream_port`.
+    pub fn start(upstream_port: u16) -> Lossy {
+        let losing = Arc::new(AtomicBool::new(false));
+        let lose = Arc::clone(&losing);
+        let listener = Listener::serve(move |client, stopping| {
+            let Ok(server) = TcpStream::connect(("127.0.0.1", upstream_port)) else {
+                return;
+            };
+            let (Ok(mut requests), Ok(mut upstream)) = (client.try_clone(), server.try_clone())
+            else {
+                return;
+            };
+            thread::spawn(move || {
+                let _ = std::io::copy(&mut requests, &mut upstream);
+            });
+            let (mut server, mut client) = (server, client);
+            let (stop, lose) = (Arc::clone(stopping), Arc::clone(&lose));
+            thread::spawn(move || {
+                let mut buffer = [0u8; 4096];
+                while !stop.load(Ordering::SeqCst) {
+                    let Ok(read @ 1..) = server.read(&mut buffer) else {
+                        return;
+                    };
+                    if !lose.load(Ordering::SeqCst) && client.write_all(&buffer[..read]).is_err() {
+                        return;
+                    }
+                }
+            });
+        });
+        Lossy { listener, losing }
+    }
+
+    /// Loses every reply from now on (`true`), or passes them on again (`false`).
+    pub fn lose_replies(&self, lose: bool) {
+        self.losing.store(lose, Ordering::SeqCst);
+    }
+
+    /// `redis://127.0.0.1:port` of the listener.
+    pub fn url(&self) -> String {
+        self.listener.url()
     }
 }

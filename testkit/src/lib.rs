@@ -41,7 +41,7 @@ mod wait;
 pub use cli::redis_cli;
 pub use cluster::{slot, ClusterNode, Failover, RedisCluster, Role, SLOTS};
 pub use gate::{Gate, PEER_SOURCE};
-pub use hostile::{Drip, Silent};
+pub use hostile::{Drip, Lossy, Silent};
 pub use lcg::Lcg;
 pub use monitor::{Monitor, Monitored};
 pub use redis_server::RedisServer;

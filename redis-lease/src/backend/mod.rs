@@ -53,8 +53,8 @@ pub(crate) enum Attempted {
     /// Held: a new hold (`holds` 1) or a re-entry, with the hold's fencing token where the
     /// backend has tokens.
     Acquired { holds: u64, token: Option<u64> },
-    /// Held by another hold, for about `ttl` (`None`: unknown).
-    Held { ttl: Option<Duration> },
+    /// Busy: another hold holds it, for about `ttl` (`None`: unknown).
+    Busy { ttl: Option<Duration> },
 }
 
 /// A waiting owner of this client that a release may grant the lock to.
@@ -108,22 +108,33 @@ pub(crate) enum Released {
     /// Applied; `holds_left` acquisitions of the hold are left (0: the lock was freed).
     Applied { holds_left: u64 },
     /// Applied to the last acquisition, and the lock granted to the grant's owner, with this
-    /// token where the backend has tokens. `others_waiting`: other clients watch the lock.
-    Granted {
-        token: Option<u64>,
-        others_waiting: bool,
-    },
+    /// token where the backend has tokens; `rivals`: what the backend saw of other clients'
+    /// waiters.
+    Granted { token: Option<u64>, rivals: Rivals },
     /// Applied before (a retry).
     AlreadyApplied,
     /// The hold does not hold the lock.
     NotOwner,
 }
 
-/// What became of a grant whose outcome was unknown.
+/// What a backend can tell, at a grant, of the waiters of other clients. A fact, not a decision:
+/// the hand-off (`lock/handoff.rs`) decides from it whether the run of grants goes on.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Rivals {
+    /// Connections of other clients are subscribed to the lock's channel.
+    Subscribed,
+    /// No connection of another client is subscribed to it.
+    None,
+    /// The backend cannot tell: other clients' waiters poll rather than subscribe.
+    Unknown,
+}
+
+/// What became of a grant whose outcome was unknown.
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) enum GrantFate {
-    /// It stands: the waiting owner holds the lock, with this token where there are tokens.
-    Granted { token: Option<u64> },
+    /// It stands, claimed: the waiting owner holds the lock under the acquisition `id`, with
+    /// this token where there are tokens.
+    Granted { token: Option<u64>, id: String },
     /// It did not go through, or was withdrawn.
     Withdrawn,
 }
@@ -168,9 +179,11 @@ pub(crate) trait Backend: Send + Sync + 'static {
     /// Releases one acquisition (and grants the lock at the hold's last, if asked to).
     fn release(&self, keys: &LockKeys, release: &Release<'_>, deadline: Instant) -> ReleaseOutcome;
 
-    /// After a grant whose outcome is unknown: whether it went through and stands (with its
-    /// token where the backend has tokens), or not, having withdrawn whatever part of it may
-    /// have gone through.
+    /// After a grant whose outcome is unknown: whether it went through and stands, claimed by
+    /// the waiting owner (with its token where the backend has tokens), or not, having withdrawn
+    /// whatever part of it may have gone through. A release that grants and gets no answer
+    /// withdraws its grant behind itself where it can; the claim and that withdrawal exclude
+    /// each other, so that every grant ends claimed or withdrawn.
     fn settle_grant(
         &self,
         keys: &LockKeys,

@@ -9,7 +9,9 @@
 //! across independent masters.
 
 use super::fanout::{self, Answer, Master};
-use super::{Attempt, Attempted, Backend, GrantFate, Release, ReleaseOutcome, Released, Settings};
+use super::{
+    Attempt, Attempted, Backend, GrantFate, Release, ReleaseOutcome, Released, Rivals, Settings,
+};
 use crate::conn::{Conn, Endpoint};
 use crate::error::{Error, Result};
 use crate::fencing::Epoch;
@@ -324,7 +326,7 @@ impl Backend for Quorum {
         }
         match (answered, fanout::worst(failures)) {
             (0, Some(error)) => Err(error),
-            _ => Ok(Attempted::Held { ttl: None }),
+            _ => Ok(Attempted::Busy { ttl: None }),
         }
     }
 
@@ -354,16 +356,16 @@ impl Backend for Quorum {
         for (master, answer) in self.masters.iter().zip(answers) {
             match answer {
                 Answer::Reply(reply) => match scripts::parse_release(&reply) {
-                    Ok(scripts::Release::NotOwner) => not_owner += 1,
-                    Ok(scripts::Release::Granted { .. }) => {
+                    Ok(scripts::ReleaseReply::NotOwner) => not_owner += 1,
+                    Ok(scripts::ReleaseReply::Granted { .. }) => {
                         applied += 1;
                         granted.push(master);
                     }
-                    Ok(scripts::Release::Applied { holds_left: left }) => {
+                    Ok(scripts::ReleaseReply::Applied { holds_left: left }) => {
                         applied += 1;
                         holds_left = holds_left.max(left);
                     }
-                    Ok(scripts::Release::AlreadyApplied) => applied += 1,
+                    Ok(scripts::ReleaseReply::AlreadyApplied) => applied += 1,
                     Err(error) => failures.push(Answer::Failed(error)),
                 },
                 failed => failures.push(failed),
@@ -380,9 +382,8 @@ impl Backend for Quorum {
         let released = if handed_over {
             Ok(Released::Granted {
                 token: None,
-                // Other clients can only poll: they count as waiting, so that a run of grants
-                // ends and the lock is freed for them now and then.
-                others_waiting: true,
+                // No release is announced: other clients' waiters poll, unseen.
+                rivals: Rivals::Unknown,
             })
         } else if applied > 0 {
             Ok(Released::Applied { holds_left })

@@ -1,7 +1,9 @@
 //! One Redis server: each attempt, release and renewal is one script call on a pooled
 //! connection, and releases are announced by pub/sub.
 
-use super::{Attempt, Attempted, Backend, GrantFate, Release, ReleaseOutcome, Released, Settings};
+use super::{
+    Attempt, Attempted, Backend, GrantFate, Release, ReleaseOutcome, Released, Rivals, Settings,
+};
 use crate::conn::{Conn, Endpoint};
 use crate::error::{Error, Result};
 use crate::fencing::Epoch;
@@ -106,7 +108,7 @@ fn attempted(reply: Acquire) -> Attempted {
             holds,
             token: Some(token),
         },
-        Acquire::Held { ttl } => Attempted::Held { ttl },
+        Acquire::Held { ttl } => Attempted::Busy { ttl },
     }
 }
 
@@ -167,10 +169,22 @@ pub(crate) fn release_on(
     announce: Announce,
 ) -> ReleaseOutcome {
     let acks = via.pool.acks();
+    // A grant whose reply is lost is withdrawn behind the release, unless its waiter claims it
+    // first (see `claim.lua`): no grant outlives a lost reply unclaimed.
+    let withdraw = release
+        .grant
+        .as_ref()
+        .map(|grant| release_first(keys, grant.owner, grant.hold, grant.hold, announce));
     let once = || {
         via.call(deadline, |con| {
             let call = release.call(keys, announce, con.epoch());
-            let (reply, shortfall) = call.run_acked(con, &keys.lock, acks)?;
+            let replied = call.run_acked(con, &keys.lock, acks);
+            if let (Err(error), Some(withdraw)) = (&replied, &withdraw) {
+                if error.is_unavailable() {
+                    con.send_behind(&withdraw.bytes_behind());
+                }
+            }
+            let (reply, shortfall) = replied?;
             let released = scripts::parse_release(&reply)?;
             match shortfall {
                 Some(shortfall) => Err(shortfall.error(&keys.name)),
@@ -191,19 +205,33 @@ pub(crate) fn release_on(
             Err(Error::Unavailable(_) | Error::NotReplicated { .. })
         ),
         released: outcome.map(|released| match released {
-            scripts::Release::Applied { holds_left } => Released::Applied { holds_left },
-            scripts::Release::Granted { token, subscribers } => Released::Granted {
+            scripts::ReleaseReply::Applied { holds_left } => Released::Applied { holds_left },
+            scripts::ReleaseReply::Granted { token, subscribers } => Released::Granted {
                 token: Some(token),
                 // The granting client's own subscriber is one of them.
-                others_waiting: subscribers > 1,
+                rivals: if subscribers > 1 {
+                    Rivals::Subscribed
+                } else {
+                    Rivals::None
+                },
             },
-            scripts::Release::AlreadyApplied => Released::AlreadyApplied,
-            scripts::Release::NotOwner => Released::NotOwner,
+            scripts::ReleaseReply::AlreadyApplied => Released::AlreadyApplied,
+            scripts::ReleaseReply::NotOwner => Released::NotOwner,
         }),
     }
 }
 
-/// Whether a grant of unknown outcome went through on the server `via` reaches.
+/// The release of acquisition `id` of the hold `hold` of `owner`, without a grant: the
+/// withdrawal of a grant (`id` the hold's), or the undoing of a claim (`id` the claimant's).
+fn release_first(keys: &LockKeys, owner: &str, hold: &str, id: &str, announce: Announce) -> Call {
+    scripts::release(keys, owner, hold, id, None, announce, Epoch::None)
+}
+
+/// Whether a grant of unknown outcome went through on the server `via` reaches: claimed by the
+/// waiting owner if it stands, so that the withdrawal its releaser wrote behind the release
+/// finds nothing to withdraw. A claim that gets no answer is undone behind itself (its undoing
+/// announces on the global channel: a waiter of a sharded one finds the lock free when it looks
+/// again).
 pub(crate) fn settle_grant_on(
     via: Via<'_>,
     keys: &LockKeys,
@@ -211,9 +239,23 @@ pub(crate) fn settle_grant_on(
     hold: &str,
     deadline: Instant,
 ) -> Result<GrantFate> {
-    let token = via.call(deadline, |con| scripts::granted(con, keys, owner, hold))?;
-    Ok(match token {
-        Some(token) => GrantFate::Granted { token: Some(token) },
+    let mut con = via.get(deadline)?;
+    let claimed = match scripts::claim(keys, owner, hold).run(&mut con, &keys.lock) {
+        Ok(reply) => scripts::parse_claim(&reply)?,
+        Err(error) => {
+            if error.is_unavailable() {
+                let id = scripts::claim_id(hold);
+                let undo = release_first(keys, owner, hold, &id, Announce::Global);
+                con.send_behind(&undo.bytes_behind());
+            }
+            return Err(error);
+        }
+    };
+    Ok(match claimed {
+        Some(token) => GrantFate::Granted {
+            token: Some(token),
+            id: scripts::claim_id(hold),
+        },
         None => GrantFate::Withdrawn,
     })
 }

@@ -8,7 +8,7 @@ use crate::conn::Conn;
 use crate::error::{Error, Result};
 use crate::keys::LockKeys;
 use crate::state::LockState;
-use redis::{ConnectionLike, Value};
+use redis::Value;
 use std::time::Duration;
 
 /// The replies of `commands`, sent in one write. A command refused for a key of another type
@@ -135,25 +135,4 @@ pub(crate) fn force_release(con: &mut Conn, keys: &LockKeys, announce: Announce)
         Some(Value::ServerError(error)) => Err(Error::from_redis(error.clone().into(), &keys.lock)),
         other => Err(Error::Protocol(format!("DEL replied {other:?}"))),
     }
-}
-
-/// The fencing token of hold `hold` if it holds the lock now as `owner` (a grant whose reply was
-/// lost, settled by looking).
-pub(crate) fn granted(
-    con: &mut Conn,
-    keys: &LockKeys,
-    owner: &str,
-    hold: &str,
-) -> Result<Option<u64>> {
-    let reply = redis::cmd("HMGET")
-        .arg(&keys.lock)
-        .arg(owner)
-        .arg(":hold")
-        .arg(":token")
-        .query::<Vec<Option<String>>>(con as &mut dyn ConnectionLike)
-        .map_err(|error| Error::from_redis(error, &keys.lock))?;
-    Ok(match reply.as_slice() {
-        [Some(_), Some(found), Some(token)] if found == hold => token.parse().ok(),
-        _ => None,
-    })
 }

@@ -7,9 +7,11 @@
 //! `checks.lua`): a key of another type, a fencing counter that is not a whole number from 0 or
 //! cannot rise any more, and a malformed lease fail the call with nothing changed.
 
+mod claim;
 mod direct;
 
-pub(crate) use direct::{force_release, granted, inspect};
+pub(crate) use claim::{claim, claim_id, parse_claim};
+pub(crate) use direct::{force_release, inspect};
 
 use crate::conn::Conn;
 use crate::error::{Error, Result};
@@ -282,9 +284,9 @@ pub(crate) fn parse_acquire(reply: &Value) -> Result<Acquire> {
     }
 }
 
-/// What a release came to.
+/// The release script's reply: what a release came to on one server.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum Release {
+pub(crate) enum ReleaseReply {
     /// Applied; this many acquisitions of the hold are left (0: the lock was freed and
     /// announced).
     Applied { holds_left: u64 },
@@ -347,19 +349,19 @@ pub(crate) fn release(
     .arg(epoch.arg())
 }
 
-pub(crate) fn parse_release(reply: &Value) -> Result<Release> {
+pub(crate) fn parse_release(reply: &Value) -> Result<ReleaseReply> {
     let fields = items(reply);
     match fields.iter().map(int).collect::<Vec<_>>().as_slice() {
-        [Some(-2)] => Ok(Release::AlreadyApplied),
-        [Some(-1)] => Ok(Release::NotOwner),
+        [Some(-2)] => Ok(ReleaseReply::AlreadyApplied),
+        [Some(-1)] => Ok(ReleaseReply::NotOwner),
         [Some(0), _, Some(subscribers)] => match token(&fields[1]) {
-            Some(token) => Ok(Release::Granted {
+            Some(token) => Ok(ReleaseReply::Granted {
                 token,
                 subscribers: u64::try_from(*subscribers).unwrap_or(0),
             }),
             None => Err(unexpected("release", reply)),
         },
-        [Some(left)] if *left >= 0 => Ok(Release::Applied {
+        [Some(left)] if *left >= 0 => Ok(ReleaseReply::Applied {
             holds_left: *left as u64,
         }),
         _ => Err(unexpected("release", reply)),
@@ -479,7 +481,7 @@ mod tests {
         let granted = Value::Array(vec![Value::Int(0), bulk("7"), Value::Int(2)]);
         assert_eq!(
             parse_release(&granted).expect("valid"),
-            Release::Granted {
+            ReleaseReply::Granted {
                 token: 7,
                 subscribers: 2
             }

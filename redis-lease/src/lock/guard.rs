@@ -2,49 +2,21 @@
 //! it: a guard names its hold and acquisition, so a guard whose lease was lost can never release
 //! a later hold of the same owner.
 
-use crate::client::Core;
+use super::release::Holding;
 use crate::error::{Error, Result};
-use crate::keys::LockKeys;
 use crate::lost::Lost;
-use crate::release::{self, Handoff};
-use crate::unsettled::Unsettled;
 use crate::watchdog::Watched;
 use crossbeam_channel::Receiver;
-use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-/// What a guard holds: the client's core, and the acquisition it releases.
-pub(crate) struct Held {
-    pub(crate) core: Arc<Core>,
-    pub(crate) keys: Arc<LockKeys>,
-    pub(crate) owner: String,
-    /// The hold's id: the same for every re-entry of one hold.
-    pub(crate) hold: Arc<str>,
-    /// This acquisition's id.
-    pub(crate) id: String,
+/// One acquisition, as its guard keeps it: the handle it releases through, what the acquisition came to, and its
+/// link to the watchdog.
+pub(crate) struct Acquisition {
+    pub(crate) holding: Holding,
     pub(crate) token: Option<u64>,
     pub(crate) holds: u64,
     pub(crate) lease: Duration,
     pub(crate) watched: Watched,
-}
-
-impl Held {
-    /// Stops watching and releases, all by `deadline`.
-    fn release(&self, deadline: Instant) -> Result<()> {
-        let core = &self.core;
-        core.watchdog.unwatch(self.watched.entry, Some(deadline));
-        core.holds.remove(&self.keys.lock, &self.owner, &self.hold);
-        let outcome = release::send(
-            core,
-            &self.keys,
-            &self.owner,
-            &self.hold,
-            &self.id,
-            deadline,
-            Handoff::Allowed,
-        );
-        release::result(&self.keys, &self.owner, outcome)
-    }
 }
 
 /// One acquisition of a lock, released when dropped (or by [`LeaseGuard::unlock`], which reports
@@ -71,14 +43,14 @@ impl Held {
 /// ```
 #[must_use = "the lock is released as soon as the guard is dropped"]
 pub struct LeaseGuard {
-    held: Held,
+    acquisition: Acquisition,
     released: bool,
 }
 
 impl LeaseGuard {
-    pub(crate) fn new(held: Held) -> Self {
+    pub(crate) fn new(acquisition: Acquisition) -> Self {
         LeaseGuard {
-            held,
+            acquisition,
             released: false,
         }
     }
@@ -88,39 +60,39 @@ impl LeaseGuard {
     /// protects, which rejects any write with a token lower than one it has seen. `None` on a
     /// deployment without tokens (RedLock: no single counter exists across independent masters).
     pub fn fencing_token(&self) -> Option<u64> {
-        self.held.token
+        self.acquisition.token
     }
 
     /// The owner id this hold belongs to. It is a credential: whoever knows it can act as the
     /// owner.
     pub fn owner(&self) -> &str {
-        &self.held.owner
+        self.acquisition.holding.owner()
     }
 
     /// How deep the owner held the lock right after this acquisition (1: a new hold).
     pub fn holds_at_acquire(&self) -> u64 {
-        self.held.holds
+        self.acquisition.holds
     }
 
     /// The lease the lock was taken with.
     pub fn lease(&self) -> Duration {
-        self.held.lease
+        self.acquisition.lease
     }
 
     /// The name of the lock this guard holds.
     pub fn name(&self) -> &str {
-        &self.held.keys.name
+        &self.acquisition.holding.keys().name
     }
 
     /// Whether the hold can no longer be trusted: lost for a reason the watchdog found, or past
     /// [`LeaseGuard::valid_until`]. Once lost, a hold never becomes valid again.
     pub fn is_lost(&self) -> bool {
-        self.held.core.watchdog.is_lost(&self.held.watched.status)
+        self.acquisition.holding.is_lost(&self.acquisition.watched)
     }
 
     /// How the hold was lost, once the watchdog has found it lost.
     pub fn lost(&self) -> Option<Lost> {
-        self.held.watched.lost()
+        self.acquisition.watched.lost()
     }
 
     /// Until when the hold is known valid: the send time of the acquisition or of the last
@@ -128,7 +100,7 @@ impl LeaseGuard {
     /// rounded down to the watchdog timer's tick. Read on the watchdog's clock
     /// (`Instant::now()` unless the client was given a timer on a manual clock).
     pub fn valid_until(&self) -> Instant {
-        self.held.watched.valid_until()
+        self.acquisition.watched.valid_until()
     }
 
     /// A receiver that gets one [`Lost`] when the hold is lost (at once if it is already), for
@@ -137,11 +109,11 @@ impl LeaseGuard {
     /// is kept (a few dozen bytes) until the hold is lost or released, dropped or not: take one
     /// receiver before a `select!` loop rather than calling this in every round.
     pub fn lost_signal(&self) -> Receiver<Lost> {
-        self.held.watched.lost_signal()
+        self.acquisition.watched.lost_signal()
     }
 
     pub(crate) fn watched(&self) -> &Watched {
-        &self.held.watched
+        &self.acquisition.watched
     }
 
     /// Stops renewing and watching this hold without releasing it: it lapses with its lease, and
@@ -150,20 +122,7 @@ impl LeaseGuard {
     /// while the abandoned hold still stands, the acquisition releases it first.
     pub fn abandon(mut self) {
         self.released = true;
-        let held = &self.held;
-        held.core.watchdog.unwatch(held.watched.entry, None);
-        held.core
-            .holds
-            .remove(&held.keys.lock, &held.owner, &held.hold);
-        held.core.queues.set_held_here(&held.keys.name, false);
-        held.core.unsettled.remember(
-            &held.keys.lock,
-            &held.owner,
-            Unsettled {
-                hold: Arc::clone(&held.hold),
-                id: held.id.clone(),
-            },
-        );
+        self.acquisition.holding.abandon(&self.acquisition.watched);
     }
 
     /// Releases this acquisition and reports the outcome, within the command timeout:
@@ -176,7 +135,7 @@ impl LeaseGuard {
     /// As above; [`Error::Refused`] if Redis refused the call.
     pub fn unlock(mut self) -> Result<()> {
         self.released = true;
-        self.held.release(self.held.core.call_deadline())
+        self.acquisition.holding.release(&self.acquisition.watched)
     }
 }
 
@@ -185,14 +144,14 @@ impl Drop for LeaseGuard {
         if self.released {
             return;
         }
-        match self.held.release(self.held.core.call_deadline()) {
+        match self.acquisition.holding.release(&self.acquisition.watched) {
             Ok(()) => {}
             Err(Error::NotOwner { name, .. }) => {
                 log::warn!("lock {name:?} was no longer held when its guard was dropped")
             }
             Err(error) => log::warn!(
                 "releasing lock {:?} on drop failed: {error}; it lapses with its lease",
-                self.held.keys.name
+                self.acquisition.holding.keys().name
             ),
         }
     }
@@ -201,10 +160,13 @@ impl Drop for LeaseGuard {
 impl std::fmt::Debug for LeaseGuard {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("LeaseGuard")
-            .field("lock", &self.held.keys.name)
-            .field("token", &self.held.token)
-            .field("lease", &self.held.lease)
-            .field("lost", &self.held.watched.lost().map(|lost| lost.reason))
+            .field("lock", &self.acquisition.holding.keys().name)
+            .field("token", &self.acquisition.token)
+            .field("lease", &self.acquisition.lease)
+            .field(
+                "lost",
+                &self.acquisition.watched.lost().map(|lost| lost.reason),
+            )
             .finish_non_exhaustive()
     }
 }

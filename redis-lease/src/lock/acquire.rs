@@ -5,14 +5,16 @@
 //! with a deadline rides out a deployment that cannot serve for a while (a failover): an attempt
 //! that fails for a passing reason is made again, shortly, until the deadline.
 
-use crate::backend::{Attempt, Attempted, GrantFate};
+use super::core::Core;
+use super::guard::{Acquisition, LeaseGuard};
+use super::handoff::Offer;
+use super::release::{self, Grants, Holding};
+use crate::backend::{Attempt, Attempted};
 use crate::error::{Error, Result};
-use crate::guard::{Held, LeaseGuard};
-use crate::local_queue::{Offer, OfferState, Refused};
-use crate::lock::Lock;
+use crate::keys::LockKeys;
+use crate::local_queue::Refused;
 use crate::policy::{LeaseKind, Wait};
 use crate::pubsub::Watch;
-use crate::release::{self, Handoff};
 use crate::watchdog::{self, Hold};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -27,12 +29,24 @@ struct Acquired {
     sent_at: Instant,
 }
 
-pub(crate) fn acquire(lock: &Lock, kind: LeaseKind, wait: Wait) -> Result<Option<LeaseGuard>> {
-    let core = &lock.core;
-    let keys = &lock.keys;
-    let lease = kind.lease(core.default_lease)?;
+/// The lock an acquisition is for, and on whose behalf.
+pub(crate) struct Request<'a> {
+    pub(crate) core: &'a Arc<Core>,
+    pub(crate) keys: &'a Arc<LockKeys>,
+    pub(crate) owner: String,
+    pub(crate) max_hold: Option<Duration>,
+}
+
+pub(crate) fn acquire(
+    lock: &Request<'_>,
+    kind: LeaseKind,
+    wait: Wait,
+) -> Result<Option<LeaseGuard>> {
+    let core = lock.core;
+    let keys = lock.keys;
+    let lease = kind.lease(core.default_lease())?;
     let started = Instant::now();
-    let owner = lock.owner();
+    let owner = lock.owner.clone();
     // The releases sent again on entering the queue and the attempt after them share one
     // command timeout, however many releases there are: a call that does not wait returns
     // within it.
@@ -42,9 +56,9 @@ pub(crate) fn acquire(lock: &Lock, kind: LeaseKind, wait: Wait) -> Result<Option
     let mut turn = None;
     let mut waiting: Option<(Watch, Arc<Offer>)> = None;
     loop {
-        let reenter = core.holds.reentrant(&keys.lock, &owner);
+        let reenter = core.reentrant(keys, &owner);
         if turn.is_none() && reenter.is_none() {
-            turn = match core.queues.enter(&keys.name, wait.deadline(started)) {
+            turn = match core.contend(keys, wait.deadline(started)) {
                 Ok(turn) => Some(turn),
                 Err(Refused::Full { waiting }) => {
                     return Err(Error::QueueFull {
@@ -65,15 +79,12 @@ pub(crate) fn acquire(lock: &Lock, kind: LeaseKind, wait: Wait) -> Result<Option
                 return guard(lock, &owner, acquired, lease, kind).map(Some);
             }
         }
-        if let Some(until) = turn
-            .as_ref()
-            .and_then(|_| core.queues.yield_until(&keys.name))
-        {
+        if let Some(until) = turn.as_ref().and_then(|turn| turn.yield_until()) {
             std::thread::sleep(until.saturating_duration_since(Instant::now()));
         }
-        let id = core.ids.next();
-        let sent_at = core.watchdog.now();
-        let now = || core.watchdog.now();
+        let id = core.ids().next();
+        let sent_at = core.watchdog().now();
+        let now = || core.watchdog().now();
         let attempt = Attempt {
             owner: &owner,
             lease,
@@ -83,7 +94,7 @@ pub(crate) fn acquire(lock: &Lock, kind: LeaseKind, wait: Wait) -> Result<Option
             now: &now,
         };
         let call_by = first_call_by.take().unwrap_or_else(|| core.call_deadline());
-        let attempted = match core.backend.attempt(keys, &attempt, call_by) {
+        let attempted = match core.backend().attempt(keys, &attempt, call_by) {
             Ok(attempted) => attempted,
             Err(error) => match wait.retry_at(&error) {
                 Some(at) => {
@@ -116,7 +127,7 @@ pub(crate) fn acquire(lock: &Lock, kind: LeaseKind, wait: Wait) -> Result<Option
                 };
                 return guard(lock, &owner, acquired, lease, kind).map(Some);
             }
-            Attempted::Held { ttl } => {
+            Attempted::Busy { ttl } => {
                 let deadline = match wait {
                     Wait::No => return Ok(None),
                     Wait::Until(deadline) => deadline,
@@ -125,11 +136,11 @@ pub(crate) fn acquire(lock: &Lock, kind: LeaseKind, wait: Wait) -> Result<Option
                 if deadline.is_some_and(|deadline| now >= deadline) {
                     return wait.gave_up(&keys.name, started);
                 }
-                let Some(turn) = &turn else {
+                let Some(turn) = &mut turn else {
                     // A re-entry refused: its hold may be gone, or (RedLock) too few masters
                     // answered. Queueing could wait behind a thread that waits for this hold:
                     // it looks again after a pause instead.
-                    let pause = now + core.backend.pause(ttl);
+                    let pause = now + core.backend().pause(ttl);
                     let until = deadline.map_or(pause, |d| d.min(pause));
                     std::thread::sleep(until.saturating_duration_since(now));
                     continue;
@@ -139,14 +150,16 @@ pub(crate) fn acquire(lock: &Lock, kind: LeaseKind, wait: Wait) -> Result<Option
                     // otherwise go unseen until the next re-check.
                     let confirm_by = core.call_deadline();
                     let confirm_by = deadline.map_or(confirm_by, |d| d.min(confirm_by));
-                    let watch = core.waiters.watch(&keys.channel, confirm_by);
-                    let hold: Arc<str> = Arc::from(core.ids.next().as_str());
-                    waiting = Some((watch, turn.offer(owner.clone(), hold, lease)));
+                    let watch = core.waiters().watch(&keys.channel, confirm_by);
+                    let hold: Arc<str> = Arc::from(core.ids().next().as_str());
+                    let offer = Offer::new(owner.clone(), hold, lease);
+                    turn.offer(&offer);
+                    waiting = Some((watch, offer));
                     continue;
                 };
-                let pause = now + core.backend.pause(ttl);
+                let pause = now + core.backend().pause(ttl);
                 let until = deadline.map_or(pause, |d| d.min(pause));
-                offer.open(core.watchdog.now());
+                offer.open(core.watchdog().now());
                 watch.wait(until);
             }
         }
@@ -157,18 +170,18 @@ pub(crate) fn acquire(lock: &Lock, kind: LeaseKind, wait: Wait) -> Result<Option
 /// owner believes released does not keep it waiting, all by `deadline`. Those still unanswered
 /// are kept for next time; the acquisition goes on unless Redis refused (a hold left over only
 /// makes it wait).
-fn settle_releases(lock: &Lock, owner: &str, deadline: Instant) -> Result<()> {
-    let core = &lock.core;
-    for unsettled in core.unsettled.take(&lock.keys.lock, owner) {
+fn settle_releases(lock: &Request<'_>, owner: &str, deadline: Instant) -> Result<()> {
+    let core = lock.core;
+    for unsettled in core.take_unsettled(lock.keys, owner) {
         // Not settled again: `send` remembers it again.
         let outcome = release::send(
             core,
-            &lock.keys,
+            lock.keys,
             owner,
             &unsettled.hold,
             &unsettled.id,
             deadline,
-            Handoff::No,
+            Grants::No,
         );
         if outcome.settled {
             log::debug!("an unsettled release of {:?} is settled", lock.keys.name);
@@ -181,50 +194,36 @@ fn settle_releases(lock: &Lock, owner: &str, deadline: Instant) -> Result<()> {
 }
 
 /// Closes the contender's offer before it acts by itself, and returns the hold if a releaser of
-/// this client granted it the lock meanwhile.
-fn settle_offer(lock: &Lock, offer: &Offer) -> Result<Option<Acquired>> {
-    let core = &lock.core;
-    let limit = core.backend.call_timeout() * 4;
-    let granted = |token, sent_at| {
-        Some(Acquired {
-            hold: Arc::clone(&offer.hold),
-            id: offer.hold.to_string(),
-            token,
-            holds: 1,
-            sent_at,
-        })
-    };
-    match offer.close(limit) {
-        OfferState::Granted { token, sent_at } => Ok(granted(token, sent_at)),
-        OfferState::Unknown => {
-            let sent_at = offer.opened_at().unwrap_or_else(|| core.watchdog.now());
-            let fate = core.backend.settle_grant(
-                &lock.keys,
-                &offer.owner,
-                &offer.hold,
-                core.call_deadline(),
-            )?;
-            Ok(match fate {
-                GrantFate::Granted { token } => granted(token, sent_at),
-                GrantFate::Withdrawn => None,
-            })
-        }
-        OfferState::Closed | OfferState::Open | OfferState::Claimed => Ok(None),
-    }
+/// this client granted it the lock meanwhile. If what became of a grant cannot be learnt, the
+/// grant, claimed or not, is released before the owner's next acquisition of the lock (should
+/// neither its releaser's withdrawal nor the claim's undoing have reached Redis).
+fn settle_offer(lock: &Request<'_>, offer: &Offer) -> Result<Option<Acquired>> {
+    let core = lock.core;
+    let now = core.watchdog().now();
+    let taken = offer
+        .settle(core.backend(), lock.keys, now, core.call_deadline())
+        .inspect_err(|_| core.grant_unknown(lock.keys, &lock.owner, offer.hold()))?;
+    Ok(taken.map(|taken| Acquired {
+        hold: Arc::clone(offer.hold()),
+        id: taken.id,
+        token: taken.token,
+        holds: 1,
+        sent_at: taken.sent_at,
+    }))
 }
 
 /// The guard of a hold just acquired, watched by the watchdog from when it was sent. If the
 /// watchdog cannot take it on, the hold is given back.
 fn guard(
-    lock: &Lock,
+    lock: &Request<'_>,
     owner: &str,
     acquired: Acquired,
     lease: Duration,
     kind: LeaseKind,
 ) -> Result<LeaseGuard> {
-    let core = &lock.core;
-    let keys = &lock.keys;
-    let watched = core.watchdog.watch(Hold {
+    let core = lock.core;
+    let keys = lock.keys;
+    let watched = core.watchdog().watch(Hold {
         keys: Arc::clone(keys),
         owner: Arc::from(owner),
         hold: Arc::clone(&acquired.hold),
@@ -243,7 +242,7 @@ fn guard(
                 &acquired.hold,
                 &acquired.id,
                 core.call_deadline(),
-                Handoff::Allowed,
+                Grants::Allowed,
             );
             if let Err(release) = outcome.released {
                 log::warn!(
@@ -254,20 +253,21 @@ fn guard(
             return Err(error);
         }
     };
-    core.queues.set_held_here(&keys.name, true);
-    core.holds.add(&keys.lock, owner, &acquired.hold);
+    core.acquired(keys, owner, &acquired.hold);
     log::debug!(
         "lock {:?} acquired (token {:?}, holds {})",
         keys.name,
         acquired.token,
         acquired.holds
     );
-    Ok(LeaseGuard::new(Held {
-        core: Arc::clone(core),
-        keys: Arc::clone(keys),
-        owner: owner.to_owned(),
-        hold: acquired.hold,
-        id: acquired.id,
+    Ok(LeaseGuard::new(Acquisition {
+        holding: Holding::new(
+            Arc::clone(core),
+            Arc::clone(keys),
+            owner.to_owned(),
+            acquired.hold,
+            acquired.id,
+        ),
         token: acquired.token,
         holds: acquired.holds,
         lease,

@@ -1,9 +1,18 @@
 //! [`Lock`]: one named lock of a client, on whatever deployment the client talks to: the
 //! acquisition calls with their waiting policies, and the queries.
 
-use crate::client::Core;
+mod acquire;
+pub(crate) mod core;
+mod guard;
+mod handoff;
+mod registry;
+mod release;
+
+pub use guard::LeaseGuard;
+
+use self::acquire::{acquire, Request};
+use self::core::Core;
 use crate::error::{Error, Result};
-use crate::guard::LeaseGuard;
 use crate::keys::LockKeys;
 use crate::policy::{after, LeaseKind, Wait};
 use crate::state::LockState;
@@ -29,10 +38,10 @@ enum OwnerPolicy {
 /// the calls that wait for the lock), whatever the server does.
 #[derive(Clone)]
 pub struct Lock {
-    pub(crate) core: Arc<Core>,
-    pub(crate) keys: Arc<LockKeys>,
+    core: Arc<Core>,
+    keys: Arc<LockKeys>,
     owner: OwnerPolicy,
-    pub(crate) max_hold: Option<Duration>,
+    max_hold: Option<Duration>,
 }
 
 impl Lock {
@@ -82,17 +91,27 @@ impl Lock {
         })
     }
 
+    /// This call's acquisition: the lock, for the owner the calling thread acts as.
+    fn request(&self) -> Request<'_> {
+        Request {
+            core: &self.core,
+            keys: &self.keys,
+            owner: self.owner(),
+            max_hold: self.max_hold,
+        }
+    }
+
     /// The servers that keep this lock, as they identify themselves, asked within one call
     /// timeout.
     pub(crate) fn servers(&self) -> Result<Vec<crate::pool::Identity>> {
-        let deadline = crate::policy::after(self.core.backend.call_timeout());
-        self.core.backend.servers(&self.keys, deadline)
+        let deadline = self.core.call_deadline();
+        self.core.backend().servers(&self.keys, deadline)
     }
 
     /// Where the lock lives: its deployment and its key. It orders the locks of a
     /// [`MultiLock`](crate::MultiLock).
     pub(crate) fn place(&self) -> (&str, &str) {
-        (self.core.backend.place(), &self.keys.lock)
+        (self.core.backend().place(), &self.keys.lock)
     }
 
     /// The lock's name.
@@ -130,7 +149,7 @@ impl Lock {
     }
 
     fn acquire_waiting(&self, lease: LeaseKind) -> Result<LeaseGuard> {
-        crate::acquire::acquire(self, lease, Wait::Until(None))?
+        acquire(&self.request(), lease, Wait::Until(None))?
             .ok_or_else(|| Error::Protocol("a waiting acquisition returned nothing".into()))
     }
 
@@ -141,7 +160,7 @@ impl Lock {
     ///
     /// As [`Lock::lock`].
     pub fn try_lock(&self) -> Result<Option<LeaseGuard>> {
-        crate::acquire::acquire(self, LeaseKind::Renewed, Wait::No)
+        acquire(&self.request(), LeaseKind::Renewed, Wait::No)
     }
 
     /// [`Lock::try_lock`] with the given lease, never renewed.
@@ -150,7 +169,7 @@ impl Lock {
     ///
     /// As [`Lock::lock_with_lease`].
     pub fn try_lock_with_lease(&self, lease: Duration) -> Result<Option<LeaseGuard>> {
-        crate::acquire::acquire(self, LeaseKind::Fixed(lease), Wait::No)
+        acquire(&self.request(), LeaseKind::Fixed(lease), Wait::No)
     }
 
     /// Waits up to `wait` for the lock (default lease, renewed while held); `Ok(None)` if it
@@ -205,7 +224,7 @@ impl Lock {
     }
 
     fn try_until(&self, deadline: Instant, lease: LeaseKind) -> Result<Option<LeaseGuard>> {
-        match crate::acquire::acquire(self, lease, Wait::Until(Some(deadline))) {
+        match acquire(&self.request(), lease, Wait::Until(Some(deadline))) {
             Err(Error::Timeout { .. }) => Ok(None),
             other => other,
         }
@@ -264,7 +283,7 @@ impl Lock {
     /// [`Error::Refused`] if it refuses the commands.
     pub fn inspect(&self) -> Result<LockState> {
         self.core
-            .backend
+            .backend()
             .inspect(&self.keys, self.core.call_deadline())
     }
 
@@ -278,11 +297,10 @@ impl Lock {
     pub fn force_unlock(&self) -> Result<bool> {
         let freed = self
             .core
-            .backend
+            .backend()
             .force_release(&self.keys, self.core.call_deadline())?;
         if freed {
-            self.core.queues.set_held_here(&self.keys.name, false);
-            self.core.waiters.notify(&self.keys.channel);
+            self.core.force_freed(&self.keys);
         }
         Ok(freed)
     }
@@ -292,7 +310,7 @@ impl std::fmt::Debug for Lock {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Lock")
             .field("name", &self.keys.name)
-            .field("place", &self.core.backend.place())
+            .field("place", &self.core.backend().place())
             .finish_non_exhaustive()
     }
 }

@@ -1,0 +1,216 @@
+//! [`Core`]: what every lock of one client shares (its backend, waiters, local queues, watchdog
+//! and ids) and what it knows of each lock, behind private fields. The per-lock bookkeeping (held
+//! here, live holds, releases of unknown outcome, contenders and the hand-off's lane) lives in
+//! one [`Registry`] and changes only through the named transitions here: [`Core::contend`],
+//! [`Core::acquired`], [`Core::guard_gone`], [`Core::released`], [`Core::abandoned`],
+//! [`Core::force_freed`], [`Core::take_unsettled`], and the hand-off's [`Core::claim`] and
+//! [`Core::granted`].
+
+use super::handoff::{Claiming, Offer};
+use super::registry::{Registry, Unsettled};
+use crate::backend::{Backend, Rivals};
+use crate::keys::LockKeys;
+use crate::local_queue::{LocalQueues, Refused, Turn};
+use crate::owner::{self, Ids};
+use crate::pubsub::Waiters;
+use crate::watchdog::Watchdog;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+/// What a client is made of, as its builder puts it together.
+pub(crate) struct Parts {
+    pub(crate) backend: Box<dyn Backend>,
+    pub(crate) waiters: Waiters,
+    pub(crate) watchdog: Watchdog,
+    pub(crate) max_local_waiters: usize,
+    pub(crate) id: String,
+    pub(crate) default_lease: Duration,
+    pub(crate) prefix: String,
+}
+
+/// The parts every lock of a client shares.
+pub(crate) struct Core {
+    backend: Box<dyn Backend>,
+    waiters: Waiters,
+    queues: LocalQueues,
+    watchdog: Watchdog,
+    registry: Registry,
+    ids: Ids,
+    default_lease: Duration,
+    prefix: String,
+}
+
+impl Core {
+    pub(crate) fn new(parts: Parts) -> Core {
+        Core {
+            backend: parts.backend,
+            waiters: parts.waiters,
+            queues: LocalQueues::new(parts.max_local_waiters),
+            watchdog: parts.watchdog,
+            registry: Registry::default(),
+            ids: Ids::new(parts.id),
+            default_lease: parts.default_lease,
+            prefix: parts.prefix,
+        }
+    }
+
+    pub(crate) fn backend(&self) -> &dyn Backend {
+        &*self.backend
+    }
+
+    pub(crate) fn waiters(&self) -> &Waiters {
+        &self.waiters
+    }
+
+    pub(crate) fn watchdog(&self) -> &Watchdog {
+        &self.watchdog
+    }
+
+    pub(crate) fn ids(&self) -> &Ids {
+        &self.ids
+    }
+
+    /// The lease of a lock taken without one.
+    pub(crate) fn default_lease(&self) -> Duration {
+        self.default_lease
+    }
+
+    /// The prefix of every key and channel.
+    pub(crate) fn prefix(&self) -> &str {
+        &self.prefix
+    }
+
+    /// The owner id of the calling thread.
+    pub(crate) fn thread_owner(&self) -> String {
+        format!("{}:{}", self.ids.client(), owner::thread_id())
+    }
+
+    /// The deadline of one call to the backend that starts now.
+    pub(crate) fn call_deadline(&self) -> Instant {
+        crate::policy::after(self.backend.call_timeout())
+    }
+
+    /// The hold `owner` holds on the lock through a live guard, which an acquisition re-enters.
+    pub(crate) fn reentrant(&self, keys: &LockKeys, owner: &str) -> Option<Arc<str>> {
+        self.registry.reentrant(&keys.name, owner)
+    }
+
+    /// A guard of `hold` now exists.
+    pub(crate) fn acquired(&self, keys: &LockKeys, owner: &str, hold: &Arc<str>) {
+        self.registry.acquired(&keys.name, owner, hold);
+    }
+
+    /// A guard of `hold` is gone, its release about to be sent.
+    pub(crate) fn guard_gone(&self, keys: &LockKeys, owner: &str, hold: &str) {
+        self.registry.guard_gone(&keys.name, owner, hold);
+    }
+
+    /// A release of `owner` came back: the lock is held here still or not, and a release of
+    /// unknown outcome is kept to send again.
+    pub(crate) fn released(
+        &self,
+        keys: &LockKeys,
+        owner: &str,
+        held_here: bool,
+        unknown: Option<Unsettled>,
+    ) {
+        self.registry
+            .released(&keys.name, owner, held_here, unknown);
+    }
+
+    /// A guard was abandoned: its hold lapses unless its release, sent before the owner's next
+    /// acquisition, frees it first.
+    pub(crate) fn abandoned(&self, keys: &LockKeys, owner: &str, release: Unsettled) {
+        self.registry.abandoned(&keys.name, owner, release);
+    }
+
+    /// The lock was deleted whoever held it: this client's waiters look again at once.
+    pub(crate) fn force_freed(&self, keys: &LockKeys) {
+        self.registry.force_freed(&keys.name);
+        self.waiters.notify(&keys.channel);
+    }
+
+    /// What became of a grant of the lock to `owner` as the hold `hold` could not be learnt:
+    /// its withdrawal and the undoing of its claim are sent before the owner's next acquisition
+    /// of the lock (each applies only to what exists: the grant unclaimed, or claimed).
+    pub(crate) fn grant_unknown(&self, keys: &LockKeys, owner: &str, hold: &Arc<str>) {
+        for id in [hold.to_string(), crate::scripts::claim_id(hold)] {
+            let release = Unsettled {
+                hold: Arc::clone(hold),
+                id,
+            };
+            self.registry.unanswered(&keys.name, owner, release);
+        }
+    }
+
+    /// Takes `owner`'s releases of the lock of unknown outcome, to send them again.
+    pub(crate) fn take_unsettled(&self, keys: &LockKeys, owner: &str) -> Vec<Unsettled> {
+        self.registry.take_unsettled(&keys.name, owner)
+    }
+}
+
+impl Core {
+    /// Waits for the calling thread's turn to contend for the lock in Redis, until `deadline`
+    /// (`None`: no limit).
+    pub(crate) fn contend(
+        &self,
+        keys: &LockKeys,
+        deadline: Option<Instant>,
+    ) -> Result<Contention<'_>, Refused> {
+        self.registry.contending(&keys.name);
+        match self.queues.enter(&keys.name, deadline) {
+            Ok(turn) => Ok(Contention {
+                core: self,
+                name: keys.name.clone(),
+                offer: None,
+                _turn: turn,
+            }),
+            Err(refused) => {
+                self.registry.contention_over(&keys.name, None);
+                Err(refused)
+            }
+        }
+    }
+
+    /// What a release of the lock at its hold's last does about this client's contender.
+    pub(crate) fn claim(&self, keys: &LockKeys) -> Claiming {
+        self.registry.claim(&keys.name)
+    }
+
+    /// A release granted the lock to this client's contender, the backend reporting `rivals`.
+    pub(crate) fn granted(&self, keys: &LockKeys, rivals: Rivals) {
+        self.registry.granted(&keys.name, rivals);
+    }
+}
+
+/// A thread's turn to contend for one lock in Redis, and the offer it leaves while it sleeps.
+/// Dropped, it withdraws the offer and passes the turn to the next thread.
+pub(crate) struct Contention<'a> {
+    core: &'a Core,
+    name: String,
+    offer: Option<Arc<Offer>>,
+    /// Held for its drop, which passes the turn on.
+    _turn: Turn<'a>,
+}
+
+impl Contention<'_> {
+    /// Leaves `offer` (closed) for releasers of this client.
+    pub(crate) fn offer(&mut self, offer: &Arc<Offer>) {
+        self.core.registry.offered(&self.name, offer);
+        self.offer = Some(Arc::clone(offer));
+    }
+
+    /// Until when the contender lets other clients try first, after a run of grants.
+    pub(crate) fn yield_until(&self) -> Option<Instant> {
+        self.core.registry.yield_until(&self.name)
+    }
+}
+
+impl Drop for Contention<'_> {
+    fn drop(&mut self) {
+        // The offer goes before the turn passes on: the next contender leaves its own.
+        self.core
+            .registry
+            .contention_over(&self.name, self.offer.as_ref());
+    }
+}

@@ -1,0 +1,368 @@
+//! What a client knows of each lock it uses, in one registry keyed by lock name: whether a
+//! thread of the client holds it, the holds its live guards hold (by owner), the releases whose
+//! outcome is unknown, how many of its threads contend for it, and the hand-off's lane. It
+//! changes only through the transitions below, each named for the event it records; nothing
+//! else keeps a second copy.
+//!
+//! * A hold with live guards is re-entered by naming it; an owner never re-enters a hold it does
+//!   not know of (an earlier hold that was lost, abandoned or never answered for lapses instead).
+//! * A release of unknown outcome (Redis did not answer in time), or a hold abandoned without a
+//!   release, may still stand in Redis, where it would keep the owner's next acquisition waiting
+//!   until it lapses. So each is sent again (it names its hold and acquisition, and is applied at
+//!   most once) before the same owner acquires the same lock again. A client keeps at most
+//!   [`MAX_UNSETTLED`] of them: lock names that are never taken again (one per job, say) would
+//!   otherwise keep theirs for ever. Past the bound the oldest is let go; its hold, if it still
+//!   stands, lapses with its lease.
+//!
+//! An entry lives while any of this is so, and goes with the last of it. The hand-off's lane (its
+//! run of grants) starts afresh once the lock is neither held nor contended for here.
+
+use super::handoff::{Claiming, Lane, Offer};
+use crate::backend::Rivals;
+use parking_lot::Mutex;
+use std::collections::HashMap;
+use std::sync::Arc;
+use std::time::Instant;
+
+/// The most releases a client keeps to send again.
+pub(crate) const MAX_UNSETTLED: usize = 10_000;
+
+/// A release to send again: acquisition `id` of hold `hold`.
+#[derive(Debug, Clone)]
+pub(crate) struct Unsettled {
+    pub(crate) hold: Arc<str>,
+    pub(crate) id: String,
+}
+
+/// What the client knows of one lock.
+#[derive(Default)]
+struct Entry {
+    /// A thread of this client took the lock and has not freed it yet (as far as this client
+    /// knows: the lease may have lapsed since).
+    held_here: bool,
+    /// Owner -> its latest hold and the number of that hold's live guards.
+    live: HashMap<String, (Arc<str>, usize)>,
+    /// Releases of unknown outcome, each with its owner and the number of its arrival.
+    unsettled: Vec<(u64, String, Unsettled)>,
+    /// Threads of this client in the local queue for the lock, the contender included.
+    contenders: usize,
+    lane: Lane,
+}
+
+impl Entry {
+    /// Whether nothing is left to keep, once the lane is reset if it is idle.
+    fn tidy(&mut self) -> bool {
+        if self.held_here || self.contenders > 0 {
+            return false;
+        }
+        self.lane = Lane::default();
+        self.live.is_empty() && self.unsettled.is_empty()
+    }
+}
+
+#[derive(Default)]
+struct State {
+    locks: HashMap<String, Entry>,
+    /// Releases kept in all entries.
+    unsettled: usize,
+    arrivals: u64,
+    /// Whether letting one go was logged as a warning already (later ones are debug records).
+    warned: bool,
+}
+
+/// The registry: every lock name this client knows something of.
+#[derive(Default)]
+pub(crate) struct Registry {
+    state: Mutex<State>,
+}
+
+impl Registry {
+    /// The hold `owner` holds on `name` through a live guard, if any.
+    pub(crate) fn reentrant(&self, name: &str, owner: &str) -> Option<Arc<str>> {
+        let state = self.state.lock();
+        let (hold, _) = state.locks.get(name)?.live.get(owner)?;
+        Some(Arc::clone(hold))
+    }
+
+    /// A guard of `hold` now exists: the lock is held here, and the hold is the one `owner`
+    /// re-enters (a newer hold of the owner replaces an older one).
+    pub(crate) fn acquired(&self, name: &str, owner: &str, hold: &Arc<str>) {
+        let mut state = self.state.lock();
+        let entry = state.locks.entry(name.to_owned()).or_default();
+        entry.held_here = true;
+        let live = entry
+            .live
+            .entry(owner.to_owned())
+            .or_insert_with(|| (Arc::clone(hold), 0));
+        if live.0 != *hold {
+            *live = (Arc::clone(hold), 0);
+        }
+        live.1 += 1;
+    }
+
+    /// A guard of `hold` is gone (its release is about to be sent).
+    pub(crate) fn guard_gone(&self, name: &str, owner: &str, hold: &str) {
+        self.update(name, |entry| {
+            if let Some((latest, guards)) = entry.live.get_mut(owner) {
+                if &**latest == hold {
+                    *guards -= 1;
+                    if *guards == 0 {
+                        entry.live.remove(owner);
+                    }
+                }
+            }
+        });
+    }
+
+    /// A release of `owner` came back: the lock is still held here or not, and the release is
+    /// kept to send again if its outcome is unknown.
+    pub(crate) fn released(
+        &self,
+        name: &str,
+        owner: &str,
+        held_here: bool,
+        unknown: Option<Unsettled>,
+    ) {
+        let mut state = self.state.lock();
+        if let Some(release) = unknown {
+            state.remember(name, owner, release);
+        }
+        if held_here {
+            state.locks.entry(name.to_owned()).or_default().held_here = true;
+        } else {
+            state.update(name, |entry| entry.held_here = false);
+        }
+    }
+
+    /// A release of `owner` (or the settling of a grant to it) got no answer: it is sent again
+    /// before the owner's next acquisition of `name`.
+    pub(crate) fn unanswered(&self, name: &str, owner: &str, release: Unsettled) {
+        self.state.lock().remember(name, owner, release);
+    }
+
+    /// A guard of `owner`'s hold was abandoned: it is neither live nor held here any more, and
+    /// its release is sent before the owner's next acquisition.
+    pub(crate) fn abandoned(&self, name: &str, owner: &str, release: Unsettled) {
+        self.guard_gone(name, owner, &release.hold);
+        let mut state = self.state.lock();
+        state.remember(name, owner, release);
+        state.update(name, |entry| entry.held_here = false);
+    }
+
+    /// The lock was deleted whoever held it.
+    pub(crate) fn force_freed(&self, name: &str) {
+        self.update(name, |entry| entry.held_here = false);
+    }
+
+    /// Takes `owner`'s releases of `name` of unknown outcome, in the order they came, to send
+    /// them again.
+    pub(crate) fn take_unsettled(&self, name: &str, owner: &str) -> Vec<Unsettled> {
+        let mut state = self.state.lock();
+        if state.unsettled == 0 {
+            return Vec::new();
+        }
+        let mut taken = Vec::new();
+        state.update(name, |entry| {
+            let (mine, others) = std::mem::take(&mut entry.unsettled)
+                .into_iter()
+                .partition(|(_, of, _)| of == owner);
+            entry.unsettled = others;
+            taken = mine;
+        });
+        state.unsettled -= taken.len();
+        taken.into_iter().map(|(_, _, release)| release).collect()
+    }
+
+    /// A thread of this client enters the local queue for `name`.
+    pub(crate) fn contending(&self, name: &str) {
+        let mut state = self.state.lock();
+        state.locks.entry(name.to_owned()).or_default().contenders += 1;
+    }
+
+    /// A contender left `offer` for releasers of this client.
+    pub(crate) fn offered(&self, name: &str, offer: &Arc<Offer>) {
+        self.update(name, |entry| entry.lane.offered(Arc::clone(offer)));
+    }
+
+    /// A thread of this client left the local queue for `name`, withdrawing its offer if any.
+    pub(crate) fn contention_over(&self, name: &str, offer: Option<&Arc<Offer>>) {
+        self.update(name, |entry| {
+            entry.contenders -= 1;
+            if let Some(offer) = offer {
+                entry.lane.withdrawn(offer);
+            }
+        });
+    }
+
+    /// What a release of `name` at its hold's last does about this client's contender.
+    pub(crate) fn claim(&self, name: &str) -> Claiming {
+        let mut state = self.state.lock();
+        match state.locks.get_mut(name) {
+            Some(entry) => entry.lane.claim(),
+            None => Claiming::Free,
+        }
+    }
+
+    /// A release of `name` granted the lock to this client's contender.
+    pub(crate) fn granted(&self, name: &str, rivals: Rivals) {
+        self.update(name, |entry| entry.lane.granted(rivals));
+    }
+
+    /// Until when this client's contender for `name` lets other clients try first.
+    pub(crate) fn yield_until(&self, name: &str) -> Option<Instant> {
+        self.state.lock().locks.get(name)?.lane.yield_until()
+    }
+
+    /// Whether the lock is held here, as this client knows.
+    #[cfg(test)]
+    fn held_here(&self, name: &str) -> bool {
+        self.state
+            .lock()
+            .locks
+            .get(name)
+            .is_some_and(|entry| entry.held_here)
+    }
+
+    fn update(&self, name: &str, change: impl FnOnce(&mut Entry)) {
+        self.state.lock().update(name, change);
+    }
+}
+
+impl State {
+    /// Changes the entry of `name` if there is one, and drops it if nothing is left in it.
+    fn update(&mut self, name: &str, change: impl FnOnce(&mut Entry)) {
+        if let Some(entry) = self.locks.get_mut(name) {
+            change(entry);
+            if entry.tidy() {
+                self.locks.remove(name);
+            }
+        }
+    }
+
+    fn remember(&mut self, name: &str, owner: &str, release: Unsettled) {
+        if self.unsettled >= MAX_UNSETTLED {
+            self.forget_oldest();
+        }
+        self.arrivals += 1;
+        let arrival = self.arrivals;
+        let entry = self.locks.entry(name.to_owned()).or_default();
+        entry.unsettled.push((arrival, owner.to_owned(), release));
+        self.unsettled += 1;
+    }
+
+    /// Lets the release that arrived first go.
+    fn forget_oldest(&mut self) {
+        let oldest = self
+            .locks
+            .iter()
+            .filter_map(|(name, entry)| {
+                entry
+                    .unsettled
+                    .first()
+                    .map(|(arrival, ..)| (*arrival, name))
+            })
+            .min()
+            .map(|(_, name)| name.clone());
+        let Some(name) = oldest else {
+            return;
+        };
+        self.update(&name, |entry| {
+            entry.unsettled.remove(0);
+        });
+        self.unsettled -= 1;
+        let level = if std::mem::replace(&mut self.warned, true) {
+            log::Level::Debug
+        } else {
+            log::Level::Warn
+        };
+        log::log!(
+            level,
+            "more than {MAX_UNSETTLED} releases of unknown outcome: the oldest, of {name:?}, is \
+             not sent again; its hold lapses with its lease"
+        );
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn release(id: usize) -> Unsettled {
+        Unsettled {
+            hold: Arc::from("hold"),
+            id: id.to_string(),
+        }
+    }
+
+    fn count(registry: &Registry) -> usize {
+        registry.state.lock().unsettled
+    }
+
+    #[test]
+    fn only_the_latest_hold_with_live_guards_is_reentered() {
+        let registry = Registry::default();
+        let (first, second): (Arc<str>, Arc<str>) = ("h1".into(), "h2".into());
+        registry.acquired("k", "o", &first);
+        registry.acquired("k", "o", &first);
+        assert_eq!(registry.reentrant("k", "o").as_deref(), Some("h1"));
+        registry.acquired("k", "o", &second);
+        registry.guard_gone("k", "o", "h1");
+        assert_eq!(
+            registry.reentrant("k", "o").as_deref(),
+            Some("h2"),
+            "a stale guard leaves it"
+        );
+        registry.guard_gone("k", "o", "h2");
+        assert_eq!(registry.reentrant("k", "o"), None);
+        assert_eq!(registry.reentrant("k", "other"), None);
+        assert!(registry.held_here("k"), "until a release says otherwise");
+        registry.released("k", "o", false, None);
+        assert!(registry.state.lock().locks.is_empty(), "nothing left of it");
+    }
+
+    #[test]
+    fn an_abandoned_hold_is_neither_live_nor_held_here_and_is_released_later() {
+        let registry = Registry::default();
+        let hold: Arc<str> = "hold".into();
+        registry.acquired("k", "o", &hold);
+        registry.abandoned("k", "o", release(1));
+        assert_eq!(registry.reentrant("k", "o"), None);
+        assert!(!registry.held_here("k"));
+        let taken = registry.take_unsettled("k", "o");
+        assert_eq!(taken.len(), 1);
+        assert!(registry.state.lock().locks.is_empty(), "nothing left of it");
+    }
+
+    #[test]
+    fn the_store_is_bounded_and_lets_the_oldest_go() {
+        let registry = Registry::default();
+        for n in 0..MAX_UNSETTLED + 10 {
+            registry.released(&format!("job/{n}"), "owner", false, Some(release(n)));
+        }
+        assert_eq!(count(&registry), MAX_UNSETTLED);
+        assert!(
+            registry.take_unsettled("job/0", "owner").is_empty(),
+            "the oldest went"
+        );
+        let kept = registry.take_unsettled(&format!("job/{}", MAX_UNSETTLED + 9), "owner");
+        assert_eq!(kept.len(), 1);
+        assert_eq!(count(&registry), MAX_UNSETTLED - 1);
+    }
+
+    #[test]
+    fn releases_are_taken_per_lock_and_owner_in_order() {
+        let registry = Registry::default();
+        for n in 0..3 {
+            registry.released("lock", "a", false, Some(release(n)));
+        }
+        registry.released("lock", "b", false, Some(release(9)));
+        let ids: Vec<String> = registry
+            .take_unsettled("lock", "a")
+            .into_iter()
+            .map(|release| release.id)
+            .collect();
+        assert_eq!(ids, ["0", "1", "2"]);
+        assert!(registry.take_unsettled("lock", "a").is_empty());
+        assert_eq!(count(&registry), 1);
+    }
+}
