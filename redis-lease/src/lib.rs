@@ -62,12 +62,16 @@
 //! * the hand-off (a release granting the lock to a waiting thread of the same client, and its
 //!   fairness): `lock/handoff.rs`;
 //! * a script: its `.lua` file in `scripts/` and the arguments it takes in `scripts/mod.rs`;
-//! * a deployment (one server, a cluster, a Sentinel-managed primary, RedLock): `backend/`;
-//!   connections and the transport: `conn/` and `pool.rs`;
-//! * renewal cadence and the lost signal: `watchdog/`;
+//! * a deployment: its module under `backend/` (`server.rs`, `cluster/`, `sentinel/`,
+//!   `quorum` for RedLock), each built from the one `backend::Settings` (`backend/settings.rs`);
+//!   adding one is a module there and one line in `ClientBuilder::build` (`client.rs`);
+//!   connections and the transport: `conn/` and `pool.rs`; the fencing epoch: `fencing.rs`;
+//! * renewal cadence and deadlines: `watchdog/grid.rs`; the renewal thread:
+//!   `watchdog/renewal.rs`; the lost signal: `watchdog/` and `lost.rs`;
 //! * the dead-man's switch of `lease run`: `src/bin/lease/keeper.rs` (and `run.rs`, which arms
 //!   it);
-//! * a fault the fault suite injects: the `faults` crate at the top of the workspace.
+//! * a fault the fault suite injects: `faults/src/fault.rs`, in the `faults` crate at the top
+//!   of the workspace.
 //!
 //! # Logging
 //!
