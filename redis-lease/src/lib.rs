@@ -58,7 +58,7 @@
 //!   `lock/core.rs` and its registry, `lock/registry.rs`;
 //! * a wait policy (how long a call waits, which failures it rides out): `policy.rs`, used by
 //!   `lock/acquire.rs`; the FIFO turns of one client's threads: `local_queue.rs`; pub/sub
-//!   waiting: `pubsub.rs`;
+//!   waiting: `pubsub/`;
 //! * the hand-off (a release granting the lock to a waiting thread of the same client, and its
 //!   fairness): `lock/handoff.rs`;
 //! * a script: its `.lua` file in `scripts/` and the arguments it takes in `scripts/mod.rs`;

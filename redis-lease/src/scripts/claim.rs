@@ -1,7 +1,8 @@
 //! The claim of a grant whose reply was lost (`claim.lua`): the only Rust code that knows its
 //! arguments and its reply.
 
-use super::{token, unexpected, Call, Lua};
+use super::call::{Call, Lua};
+use super::reply::{token, unexpected};
 use crate::error::Result;
 use crate::keys::LockKeys;
 use redis::Value;

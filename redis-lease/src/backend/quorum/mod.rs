@@ -8,208 +8,26 @@
 //! is renewed when a quorum extended it. There are no fencing tokens: no single counter exists
 //! across independent masters.
 
+mod build;
+mod masters;
+mod renew;
+
+pub(crate) use build::build;
+
 use super::fanout::{self, Answer, Master};
-use super::{
-    Attempt, Attempted, Backend, GrantFate, Release, ReleaseOutcome, Released, Rivals, Settings,
-};
-use crate::conn::{Conn, Endpoint};
+use super::{Attempt, Attempted, Backend, GrantFate, Release, ReleaseOutcome, Released, Rivals};
 use crate::error::{Error, Result};
 use crate::fencing::Epoch;
 use crate::keys::LockKeys;
-use crate::pool::{Identity, Pool};
+use crate::pool::Identity;
 use crate::pubsub::Waiters;
 use crate::scripts::{self, Acquire, Announce, Call};
 use crate::state::LockState;
-use crate::watchdog::{Pending, Renewed, Renewer};
-use parking_lot::Mutex;
+use crate::watchdog::Renewer;
+use masters::{release_new_hold, undo_deadline, Quorum};
+use renew::QuorumRenewer;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
-
-pub(crate) struct Quorum {
-    masters: Arc<Vec<Master>>,
-    quorum: usize,
-    node_timeout: Duration,
-    retry_delay: Duration,
-    random: Mutex<u64>,
-    place: String,
-}
-
-/// A RedLock over the masters at `endpoints` (at least one, each its own server), of which
-/// `settings.quorum` (by default N/2+1) must grant a lock.
-pub(crate) fn build(settings: &Settings, endpoints: Vec<Endpoint>) -> Result<Box<dyn Backend>> {
-    if settings.acks.is_some() {
-        return Err(Error::InvalidArgument(
-            "replica acknowledgements are not for RedLock, whose masters vote instead".into(),
-        ));
-    }
-    let count = endpoints.len();
-    if count == 0 {
-        return Err(Error::InvalidArgument(
-            "a RedLock needs at least one master".into(),
-        ));
-    }
-    let quorum = settings.quorum.unwrap_or(count / 2 + 1);
-    if quorum <= count / 2 || quorum > count {
-        return Err(Error::InvalidArgument(format!(
-            "a quorum of {quorum} over {count} masters cannot work: it must be from {} to {count}",
-            count / 2 + 1
-        )));
-    }
-    let mut distinct: Vec<Endpoint> = Vec::with_capacity(count);
-    for endpoint in endpoints {
-        if let Some(twin) = distinct
-            .iter()
-            .find(|seen| seen.addr == endpoint.addr && seen.db == endpoint.db)
-        {
-            return Err(Error::InvalidArgument(format!(
-                "masters {:?} and {:?} are one server: RedLock needs independent masters",
-                twin.shown(),
-                endpoint.shown()
-            )));
-        }
-        distinct.push(endpoint);
-    }
-    Ok(Box::new(Quorum::new(distinct, quorum, settings)?))
-}
-
-impl Quorum {
-    /// Masters that are up are asked who they are, so that two URLs of one server are refused
-    /// now; a master that is down is allowed, and refused when it comes up if it turns out to
-    /// be another master's server.
-    fn new(endpoints: Vec<Endpoint>, quorum: usize, settings: &Settings) -> Result<Quorum> {
-        let node_timeout = settings.command_timeout;
-        let count = endpoints.len();
-        let known: Arc<Mutex<Vec<Option<Identity>>>> = Arc::new(Mutex::new(vec![None; count]));
-        let shown: Arc<Vec<String>> = Arc::new(
-            endpoints
-                .iter()
-                .map(|endpoint| endpoint.shown().to_owned())
-                .collect(),
-        );
-        let masters: Vec<Master> = endpoints
-            .into_iter()
-            .enumerate()
-            .map(|(index, endpoint)| {
-                let (known, shown) = (Arc::clone(&known), Arc::clone(&shown));
-                let check = Arc::new(move |conn: &mut Conn| {
-                    let identity = &Identity::of(conn)?;
-                    let mut known = known.lock();
-                    let twin = known.iter().enumerate().find(|(other, seen)| {
-                        *other != index
-                            && seen.as_ref().is_some_and(|seen| seen.same_server(identity))
-                    });
-                    if let Some((other, _)) = twin {
-                        return Err(Error::InvalidArgument(format!(
-                            "masters {:?} and {:?} are one server: RedLock needs independent masters",
-                            shown[other], shown[index]
-                        )));
-                    }
-                    known[index] = Some(identity.clone());
-                    Ok(())
-                });
-                let timeout = node_timeout;
-                Master::new(Pool::new(endpoint, 8, timeout, timeout).with_admission(check))
-            })
-            .collect();
-        let probe_by = Instant::now() + node_timeout;
-        let refused = std::thread::scope(|scope| {
-            let probes: Vec<_> = masters
-                .iter()
-                .map(|master| scope.spawn(move || master.pool.get(probe_by).map(drop)))
-                .collect();
-            probes
-                .into_iter()
-                .filter_map(|probe| probe.join().ok())
-                .find_map(|probe| match probe {
-                    Err(error @ Error::InvalidArgument(_)) => Some(error),
-                    _ => None,
-                })
-        });
-        if let Some(error) = refused {
-            return Err(error);
-        }
-        let id = &settings.client_id;
-        Ok(Quorum {
-            masters: Arc::new(masters),
-            quorum,
-            node_timeout,
-            retry_delay: settings.retry_delay.unwrap_or(Duration::from_millis(20)),
-            random: Mutex::new(
-                u64::from_str_radix(&id[..16], 16).unwrap_or(0x9e37_79b9_7f4a_7c15) | 1,
-            ),
-            place: shown.join(","),
-        })
-    }
-
-    fn all(&self) -> Vec<&Master> {
-        self.masters.iter().collect()
-    }
-
-    fn deadline(&self, deadline: Instant) -> Instant {
-        deadline.min(Instant::now() + self.node_timeout)
-    }
-
-    /// Each master's view of the lock, in the masters' order, all read at once (a thread per
-    /// master: inspection is rare), each by the node timeout: a frozen master costs the others
-    /// nothing.
-    fn views(&self, keys: &LockKeys, deadline: Instant) -> Vec<Result<LockState>> {
-        let node_deadline = self.deadline(deadline);
-        std::thread::scope(|scope| {
-            let readers: Vec<_> = self
-                .masters
-                .iter()
-                .map(|master| {
-                    std::thread::Builder::new()
-                        .name("lease-inspect".into())
-                        .spawn_scoped(scope, move || {
-                            master
-                                .pool
-                                .call(node_deadline, |con| scripts::inspect(con, keys))
-                        })
-                })
-                .collect();
-            readers
-                .into_iter()
-                .map(|reader| match reader {
-                    Ok(reader) => reader.join().unwrap_or_else(|_| {
-                        Err(Error::Protocol("reading a master's view panicked".into()))
-                    }),
-                    Err(error) => Err(Error::Spawn(error)),
-                })
-                .collect()
-        })
-    }
-
-    /// Sends `call` to `masters` and reads every reply.
-    fn everywhere(&self, masters: &[&Master], call: &Call, deadline: Instant) -> Vec<Answer> {
-        fanout::exchange(
-            masters,
-            call,
-            self.deadline(deadline),
-            &[],
-            &fanout::all_replies,
-        )
-    }
-}
-
-/// How long past a call's deadline the undoing of what it did on masters that have just
-/// answered may be waited for: enough for a master that answers, too little to stretch the call.
-const UNDO_GRACE: Duration = Duration::from_millis(50);
-
-/// The deadline of an undo that follows a call whose deadline is `deadline`. An undo whose
-/// reply misses it was written all the same, and runs when the master gets to it; one that
-/// could not even be written by then (no connection in time) leaves what it undoes to lapse
-/// with its lease.
-fn undo_deadline(deadline: Instant) -> Instant {
-    deadline.max(Instant::now() + UNDO_GRACE)
-}
-
-/// The release of a new hold `hold` of `owner` through its first acquisition, whose id is the
-/// hold's: it undoes an attempt or a grant wherever it went through, and changes nothing
-/// elsewhere.
-fn release_new_hold(keys: &LockKeys, owner: &str, hold: &str) -> Call {
-    scripts::release(keys, owner, hold, hold, None, Announce::Global, Epoch::None)
-}
 
 impl Backend for Quorum {
     fn fenced(&self) -> bool {
@@ -509,57 +327,5 @@ impl Backend for Quorum {
 
     fn waiters(&self, _: String) -> Result<Waiters> {
         Ok(Waiters::local())
-    }
-}
-
-/// Renewals over several masters: one batched call to every master at once; a lease is renewed
-/// when a quorum extended it, and gone when too few still could.
-struct QuorumRenewer {
-    masters: Arc<Vec<Master>>,
-    quorum: usize,
-    node_timeout: Duration,
-}
-
-impl Renewer for QuorumRenewer {
-    fn renew(&mut self, leases: &[Pending]) -> Vec<Renewed> {
-        let renewals: Vec<_> = leases.iter().map(Pending::renewal).collect();
-        let call = scripts::renew(&renewals);
-        let deadline = Instant::now() + self.node_timeout;
-        let masters: Vec<&Master> = self.masters.iter().collect();
-        let answers = fanout::exchange(&masters, &call, deadline, &[], &fanout::all_replies);
-        let mut extended = vec![0usize; leases.len()];
-        let mut failed = 0;
-        for answer in &answers {
-            match answer {
-                Answer::Reply(reply) => match scripts::parse_renew(reply, leases.len()) {
-                    Ok(flags) => {
-                        for (count, yes) in extended.iter_mut().zip(flags) {
-                            *count += usize::from(yes);
-                        }
-                    }
-                    Err(_) => failed += 1,
-                },
-                Answer::Failed(_) | Answer::Silent => failed += 1,
-            }
-        }
-        if failed > 0 {
-            log::warn!(
-                "renewing {} leases: {failed} of {} masters did not answer",
-                leases.len(),
-                self.masters.len()
-            );
-        }
-        extended
-            .into_iter()
-            .map(|count| {
-                if count >= self.quorum {
-                    Renewed::Yes
-                } else if count + failed < self.quorum {
-                    Renewed::Gone
-                } else {
-                    Renewed::Failed
-                }
-            })
-            .collect()
     }
 }
