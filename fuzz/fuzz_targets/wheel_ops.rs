@@ -1,8 +1,8 @@
 //! Random insert / cancel / advance sequences against the reference model: the same body as the
-//! property test in `hashwheel/tests/wheel_model.rs`.
+//! property test in `wheel/tests/wheel_model.rs`.
 #![no_main]
 
-#[path = "../../hashwheel/tests/support/model.rs"]
+#[path = "../../wheel/tests/support/model.rs"]
 mod model;
 
 use libfuzzer_sys::fuzz_target;
