@@ -47,7 +47,8 @@
 //!
 //! A client runs three threads whatever the number of locks: the watchdog's timer (unless one is
 //! given with [`ClientBuilder::timer`]), its renewal thread, and a pub/sub subscriber (on one
-//! server).
+//! server). Through Sentinels, one more per Sentinel listens for failovers, and each new
+//! connection asks the Sentinels on short-lived threads of its own, one per Sentinel.
 //!
 //! # Where things are
 //!
