@@ -331,6 +331,18 @@ impl ClientBuilder {
         self
     }
 
+    /// Whether threads' calls to a server share one connection, their commands written and
+    /// read in batches (pipelined); default on. Each call keeps its own deadline. Off, each
+    /// call has a pooled connection to itself: one system call on the server per command, which
+    /// costs the server more when many threads call at once. Calls that wait for replica
+    /// acknowledgements ([`ClientBuilder::replica_acks`]), follow a cluster's `ASK` redirect or
+    /// go over TLS always have a connection to themselves, as do RedLock's.
+    #[must_use = "a setting applies to the builder it returns"]
+    pub fn pipelining(mut self, on: bool) -> Self {
+        self.backend.pipelining = on;
+        self
+    }
+
     /// How many threads of this client may wait for one lock behind the one contending in Redis;
     /// more are refused at once with [`Error::QueueFull`]. Default 1024.
     #[must_use = "a setting applies to the builder it returns"]

@@ -96,6 +96,7 @@ mod lock;
 mod lost;
 mod multilock;
 mod owner;
+mod pipe;
 mod policy;
 mod pool;
 mod pubsub;

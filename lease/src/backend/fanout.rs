@@ -159,7 +159,7 @@ fn receive(con: &mut Pooled<'_>, call: &Call, bytes: &[u8], deadline: Instant) -
             Ok(value) => return Answer::Reply(value),
             Err(error) if scripts::is_noscript(&error) && !reloaded => {
                 reloaded = true;
-                if let Err(error) = call.load(con).and_then(|()| con.send(bytes)) {
+                if let Err(error) = call.load(&mut **con).and_then(|()| con.send(bytes)) {
                     return Answer::Failed(Error::unavailable_or_refused(error));
                 }
             }

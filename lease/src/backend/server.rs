@@ -4,7 +4,7 @@
 use super::{
     Attempt, Attempted, Backend, GrantFate, Release, ReleaseOutcome, Released, Rivals, Settings,
 };
-use crate::conn::{Conn, Endpoint};
+use crate::conn::{Conn, Endpoint, Link};
 use crate::error::{Error, Result};
 use crate::fencing::Epoch;
 use crate::keys::LockKeys;
@@ -76,7 +76,7 @@ fn undo_in(keys: &LockKeys, attempt: &Attempt<'_>, announce: Announce, hold: &st
 /// failure: on `con` if it still answers, waiting for the reply until the attempt's `deadline`
 /// or [`UNDO_GRACE`] from now, whichever is later; else written behind what `con` was sent.
 fn undo_acquired(
-    con: &mut Conn,
+    con: &mut dyn Link,
     keys: &LockKeys,
     attempt: &Attempt<'_>,
     announce: Announce,
@@ -136,7 +136,7 @@ pub(crate) fn attempt_on(
         attempt.reenter,
         con.epoch(),
     );
-    let reply = match call.run(&mut con, &keys.lock) {
+    let reply = match call.run(&mut *con, &keys.lock) {
         Ok(reply) => reply,
         Err(error) => {
             if error.is_unavailable() {
@@ -149,13 +149,13 @@ pub(crate) fn attempt_on(
     let (Attempted::Acquired { holds, .. }, Some(acks)) = (attempted, via.pool.acks()) else {
         return Ok(attempted);
     };
-    let failure = match acks.confirm(&mut con, &keys.lock) {
+    let failure = match acks.confirm(&mut *con, &keys.lock) {
         Ok(None) => return Ok(attempted),
         Ok(Some(shortfall)) => shortfall.error(&keys.name),
         Err(error) => error,
     };
     // Not handed out: undone on the primary, which ran it.
-    undo_acquired(&mut con, keys, attempt, announce, holds, deadline);
+    undo_acquired(&mut *con, keys, attempt, announce, holds, deadline);
     Err(failure)
 }
 
@@ -240,7 +240,7 @@ pub(crate) fn settle_grant_on(
     deadline: Instant,
 ) -> Result<GrantFate> {
     let mut con = via.get(deadline)?;
-    let claimed = match scripts::claim(keys, owner, hold).run(&mut con, &keys.lock) {
+    let claimed = match scripts::claim(keys, owner, hold).run(&mut *con, &keys.lock) {
         Ok(reply) => scripts::parse_claim(&reply)?,
         Err(error) => {
             if error.is_unavailable() {

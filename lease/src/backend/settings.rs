@@ -12,6 +12,8 @@ use std::time::Duration;
 pub(crate) struct Settings {
     /// Idle connections kept per server.
     pub(crate) pool_size: usize,
+    /// Whether threads' calls to a server share one pipelined connection.
+    pub(crate) pipelining: bool,
     pub(crate) connect_timeout: Duration,
     pub(crate) command_timeout: Duration,
     /// The replica acknowledgements asked for, unchecked: see [`Settings::primary_acks`].
@@ -32,6 +34,7 @@ impl Default for Settings {
     fn default() -> Settings {
         Settings {
             pool_size: 8,
+            pipelining: true,
             connect_timeout: Duration::from_secs(2),
             command_timeout: Duration::from_secs(2),
             acks: None,
@@ -75,8 +78,8 @@ impl Settings {
         Ok(endpoints)
     }
 
-    /// A pool of connections to `target`, of the pool size and timeouts asked for (without
-    /// replica acknowledgements: see [`Pool::with_acks`]).
+    /// A pool of connections to `target`, of the pool size, timeouts and sharing asked for
+    /// (without replica acknowledgements: see [`Pool::with_acks`]).
     pub(crate) fn pool(&self, target: Box<dyn Target>) -> Pool {
         Pool::to(
             target,
@@ -84,6 +87,7 @@ impl Settings {
             self.connect_timeout,
             self.command_timeout,
         )
+        .with_sharing(self.pipelining)
     }
 
     /// For a deployment whose every lock has one primary (all but RedLock): RedLock's own

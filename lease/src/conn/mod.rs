@@ -12,6 +12,7 @@
 //! is a replica (`READONLY`, `MASTERDOWN`): the next call must go to the primary.
 
 mod endpoint;
+mod link;
 mod open;
 mod redact;
 mod resolve;
@@ -19,18 +20,40 @@ mod stream;
 mod tls;
 
 pub(crate) use endpoint::{Addr, Endpoint};
+pub(crate) use link::{split_commands, transaction_replies, Link};
 pub use redact::redact;
+pub(crate) use stream::Timed;
 pub(crate) use tls::{config as tls_config, TlsFiles};
 
 use crate::fencing::Epoch;
 use redis::{ConnectionLike, RedisError, RedisResult, Value};
 use std::io::{self, Write};
 use std::time::{Duration, Instant};
-use stream::{Stream, Timed, TlsStream};
+use stream::{Stream, TlsStream};
 
 /// An I/O error as the `redis` crate reports one.
 pub(crate) fn io_error(kind: io::ErrorKind, text: impl Into<String>) -> RedisError {
     RedisError::from(io::Error::new(kind, text.into()))
+}
+
+/// A connection taken apart to be shared ([`Conn::split`]): a handle to read its socket and one
+/// to write it, the parser of what it reads, and what it was opened with.
+pub(crate) struct Halves {
+    pub(crate) reader: Timed,
+    pub(crate) writer: Timed,
+    /// A third handle, to close the socket while the others are in use.
+    pub(crate) closer: Timed,
+    pub(crate) parser: redis::Parser,
+    pub(crate) db: i64,
+    pub(crate) epoch: Epoch,
+    pub(crate) generation: u64,
+}
+
+/// What [`Conn::split`] made of a connection.
+pub(crate) enum Split {
+    Halves(Halves),
+    /// The connection itself, which cannot be split.
+    Whole(Conn),
 }
 
 /// A connection to one server.
@@ -94,6 +117,33 @@ impl Conn {
         self.epoch
     }
 
+    /// The connection in halves that two threads may use at once, one reading, one writing;
+    /// itself back if it cannot be split: a TLS session is one state for both directions, and
+    /// a connection in the middle of a call or asking (`ASKING`) is in no state to share.
+    pub(crate) fn split(self) -> Split {
+        let Stream::Plain(timed) = &self.stream else {
+            return Split::Whole(self);
+        };
+        if !self.open || self.asking || self.skip > 0 {
+            return Split::Whole(self);
+        }
+        let (Ok(writer), Ok(closer)) = (timed.try_clone(), timed.try_clone()) else {
+            return Split::Whole(self);
+        };
+        let Stream::Plain(reader) = self.stream else {
+            return Split::Whole(self);
+        };
+        Split::Halves(Halves {
+            reader,
+            writer,
+            closer,
+            parser: self.parser,
+            db: self.db,
+            epoch: self.epoch,
+            generation: self.generation,
+        })
+    }
+
     /// Sets the epoch of the fencing tokens handed out on this connection: the one the server
     /// was found to be the primary in when it was opened.
     pub(crate) fn set_epoch(&mut self, epoch: Epoch) {
@@ -103,6 +153,11 @@ impl Conn {
     /// Sets the deadline of the calls that follow.
     pub(crate) fn set_deadline(&mut self, deadline: Instant) {
         self.stream.set_deadline(deadline);
+    }
+
+    /// Whether it runs TLS.
+    pub(crate) fn is_tls(&self) -> bool {
+        matches!(self.stream, Stream::Tls(_))
     }
 
     /// The server's address as the socket sees it (after name resolution).
@@ -232,6 +287,28 @@ impl Conn {
     }
 }
 
+impl Link for Conn {
+    fn epoch(&self) -> Epoch {
+        Conn::epoch(self)
+    }
+
+    fn set_deadline(&mut self, deadline: Instant) {
+        Conn::set_deadline(self, deadline);
+    }
+
+    fn is_usable(&self) -> bool {
+        self.open
+    }
+
+    fn exchange(&mut self, commands: &[redis::Cmd]) -> RedisResult<Vec<Value>> {
+        Conn::exchange(self, commands)
+    }
+
+    fn send_behind(&mut self, bytes: &[u8]) {
+        Conn::send_behind(self, bytes);
+    }
+}
+
 impl ConnectionLike for Conn {
     fn req_packed_command(&mut self, cmd: &[u8]) -> RedisResult<Value> {
         self.send(cmd)?;
@@ -245,20 +322,10 @@ impl ConnectionLike for Conn {
         count: usize,
     ) -> RedisResult<Vec<Value>> {
         self.send(cmd)?;
-        let mut replies = Vec::with_capacity(count);
-        let mut refused = None;
-        for index in 0..offset + count {
-            let reply = self.receive()?;
-            if index < offset {
-                // MULTI and QUEUED; an error here means the transaction did not run.
-                if let Err(error) = reply.extract_error() {
-                    refused.get_or_insert(error);
-                }
-            } else {
-                replies.push(reply);
-            }
-        }
-        refused.map_or(Ok(replies), Err)
+        let replies = (0..offset + count)
+            .map(|_| self.receive())
+            .collect::<RedisResult<Vec<Value>>>()?;
+        link::transaction_replies(replies, offset)
     }
 
     fn get_db(&self) -> i64 {

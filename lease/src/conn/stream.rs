@@ -68,6 +68,24 @@ impl Timed {
         self.deadline = deadline;
     }
 
+    /// A second handle to the same socket, with timeouts of its own to set: one thread may read
+    /// through one handle while another writes through the other.
+    pub(crate) fn try_clone(&self) -> io::Result<Timed> {
+        let socket = match &self.socket {
+            Socket::Tcp(socket) => Socket::Tcp(socket.try_clone()?),
+            Socket::Unix(socket) => Socket::Unix(socket.try_clone()?),
+        };
+        Ok(Timed::new(socket, self.deadline))
+    }
+
+    /// Closes the socket for every handle to it: a read blocked on it returns at once.
+    pub(crate) fn shutdown(&self) {
+        let _ = match &self.socket {
+            Socket::Tcp(socket) => socket.shutdown(std::net::Shutdown::Both),
+            Socket::Unix(socket) => socket.shutdown(std::net::Shutdown::Both),
+        };
+    }
+
     /// The time left, or a timeout error if there is none.
     fn left(&self) -> io::Result<Duration> {
         let left = self.deadline.saturating_duration_since(Instant::now());

@@ -3,7 +3,7 @@
 
 use super::call::{millis, Call};
 use super::reply::unexpected;
-use crate::conn::Conn;
+use crate::conn::Link;
 use crate::error::{Error, Result};
 use redis::Value;
 use std::time::Duration;
@@ -14,7 +14,7 @@ impl Call {
     /// than `acks` asks (the call ran on the primary all the same).
     pub(crate) fn run_acked(
         &self,
-        con: &mut Conn,
+        con: &mut dyn Link,
         key: &str,
         acks: Option<Acks>,
     ) -> Result<(Value, Option<Shortfall>)> {
@@ -79,7 +79,7 @@ impl Acks {
     /// Waits for the replicas to acknowledge what the calls before on `con` wrote (`WAIT`): the
     /// shortfall if too few did, or the error if the server refused or did not answer (`key`
     /// as in [`Call::run`]).
-    pub(crate) fn confirm(self, con: &mut Conn, key: &str) -> Result<Option<Shortfall>> {
+    pub(crate) fn confirm(self, con: &mut dyn Link, key: &str) -> Result<Option<Shortfall>> {
         let sorted = |error| Error::from_redis(error, key);
         let replies = con.exchange(&[self.wait()]).map_err(sorted)?;
         match replies

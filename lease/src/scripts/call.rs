@@ -1,7 +1,7 @@
 //! A script call: EVALSHA of a script loaded once per server through [`redis::Script`], sent again
 //! after loading the script where the server answers NOSCRIPT.
 
-use crate::conn::Conn;
+use crate::conn::Link;
 use crate::error::{Error, Result};
 use redis::{ConnectionLike, RedisResult, Script, Value};
 use std::time::Duration;
@@ -60,12 +60,15 @@ impl Call {
     }
 
     /// Loads the call's script on `con`, after the server answered NOSCRIPT.
-    pub(crate) fn load(&self, con: &mut Conn) -> RedisResult<()> {
-        self.lua.script.load(con).map(drop)
+    pub(crate) fn load(&self, con: &mut dyn Link) -> RedisResult<()> {
+        self.lua
+            .script
+            .load(con as &mut dyn ConnectionLike)
+            .map(drop)
     }
 
     /// Runs the call on `con` and returns its reply; a refusal is an error.
-    pub(crate) fn invoke(&self, con: &mut Conn) -> RedisResult<Value> {
+    pub(crate) fn invoke(&self, con: &mut dyn Link) -> RedisResult<Value> {
         let bytes = self.bytes();
         match con.req_packed_command(&bytes)?.extract_error() {
             Err(error) if is_noscript(&error) => {
@@ -78,7 +81,7 @@ impl Call {
 
     /// [`Call::invoke`], with a refusal sorted into this crate's error (`key`: the lock's key,
     /// named in errors that do not name one).
-    pub(crate) fn run(&self, con: &mut Conn, key: &str) -> Result<Value> {
+    pub(crate) fn run(&self, con: &mut dyn Link, key: &str) -> Result<Value> {
         self.invoke(con)
             .map_err(|error| Error::from_redis(error, key))
     }

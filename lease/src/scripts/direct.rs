@@ -4,7 +4,7 @@
 //! wrong type. They are sent as one pipeline, which Redis runs back to back.
 
 use super::Announce;
-use crate::conn::Conn;
+use crate::conn::Link;
 use crate::error::{Error, Result};
 use crate::keys::LockKeys;
 use crate::state::LockState;
@@ -14,7 +14,7 @@ use std::time::Duration;
 /// The replies of `commands`, sent in one write. A command refused for a key of another type
 /// answers with its `Value::ServerError` among them; any other refusal (a redirect, a missing
 /// permission) is the error of the whole exchange.
-fn pipeline(con: &mut Conn, commands: Vec<redis::Cmd>, key: &str) -> Result<Vec<Value>> {
+fn pipeline(con: &mut dyn Link, commands: Vec<redis::Cmd>, key: &str) -> Result<Vec<Value>> {
     let replies = con
         .exchange(&commands)
         .map_err(|error| Error::from_redis(error, key))?;
@@ -38,7 +38,7 @@ fn text(value: &Value) -> Option<String> {
 }
 
 /// What Redis holds for the lock, read in one pipeline.
-pub(crate) fn inspect(con: &mut Conn, keys: &LockKeys) -> Result<LockState> {
+pub(crate) fn inspect(con: &mut dyn Link, keys: &LockKeys) -> Result<LockState> {
     let replies = pipeline(
         con,
         vec![
@@ -118,7 +118,11 @@ pub(crate) fn inspect(con: &mut Conn, keys: &LockKeys) -> Result<LockState> {
 
 /// Deletes the lock whatever holds it (whatever type its key has), and announces it. Returns
 /// whether there was a key.
-pub(crate) fn force_release(con: &mut Conn, keys: &LockKeys, announce: Announce) -> Result<bool> {
+pub(crate) fn force_release(
+    con: &mut dyn Link,
+    keys: &LockKeys,
+    announce: Announce,
+) -> Result<bool> {
     let replies = pipeline(
         con,
         vec![

@@ -70,6 +70,7 @@ pub(crate) fn build(settings: &Settings, seeds: Vec<Endpoint>) -> Result<Box<dyn
             connect_timeout: settings.connect_timeout,
             command_timeout: settings.command_timeout,
             acks,
+            pipelining: settings.pipelining,
         },
     );
     Ok(Box::new(Cluster {

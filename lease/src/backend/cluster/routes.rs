@@ -28,6 +28,8 @@ pub(crate) struct PoolSettings {
     pub(crate) command_timeout: Duration,
     /// The replica acknowledgements every write waits for.
     pub(crate) acks: Option<Acks>,
+    /// Whether threads' calls to a node share one pipelined connection.
+    pub(crate) pipelining: bool,
 }
 
 pub(crate) struct Routes {
@@ -86,6 +88,7 @@ impl Routes {
             self.settings.connect_timeout,
             self.settings.command_timeout,
         )
+        .with_sharing(self.settings.pipelining)
         .with_acks(self.settings.acks);
         let pool = Arc::new(pool);
         let name: Arc<str> = Arc::from(addr);

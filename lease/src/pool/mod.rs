@@ -14,13 +14,18 @@
 //! finds another policy. A server that refuses to tell (`CONFIG` is often renamed or denied) is
 //! not complained about.
 
-use crate::conn::{Conn, Endpoint};
+mod lend;
+
+pub(crate) use lend::{Lent, Pooled, Setup, Via};
+
+use crate::conn::{Conn, Endpoint, Split};
 use crate::error::{Error, Result};
 use crate::fencing::Epoch;
+use crate::pipe::Pipe;
 use crate::scripts::Acks;
-use parking_lot::Mutex;
+use lend::Shared;
+use parking_lot::{Mutex, RwLock};
 use redis::Value;
-use std::ops::{Deref, DerefMut};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -121,6 +126,11 @@ pub(crate) struct Pool {
     /// Raised when every connection must go ([`Pool::forget_connections`]); a connection opened
     /// under a lower value is closed instead of used again.
     generation: AtomicU64,
+    /// Whether operations that need no connection of their own share one ([`Pipe`]): not with
+    /// replica acknowledgements (`WAIT` holds up every command behind it), nor over TLS.
+    sharing: AtomicBool,
+    /// The connection they share now.
+    shared: RwLock<Option<Arc<Pipe>>>,
 }
 
 impl Pool {
@@ -152,7 +162,17 @@ impl Pool {
             policy_checked: AtomicBool::new(false),
             admission: None,
             generation: AtomicU64::new(0),
+            sharing: AtomicBool::new(false),
+            shared: RwLock::new(None),
         }
+    }
+
+    /// Has the operations that need no connection of their own share one (unless writes wait
+    /// for replica acknowledgements).
+    pub(crate) fn with_sharing(self, share: bool) -> Self {
+        self.sharing
+            .store(share && self.acks.is_none(), Ordering::Relaxed);
+        self
     }
 
     /// Has every new connection told to `admit` first.
@@ -164,6 +184,9 @@ impl Pool {
     /// Has every acquisition, release and renewal through the pool wait for `acks`.
     pub(crate) fn with_acks(mut self, acks: Option<Acks>) -> Self {
         self.acks = acks;
+        if acks.is_some() {
+            self.sharing.store(false, Ordering::Relaxed);
+        }
         self
     }
 
@@ -218,6 +241,9 @@ impl Pool {
     pub(crate) fn forget_connections(&self) {
         self.generation.fetch_add(1, Ordering::AcqRel);
         self.idle.lock().clear();
+        if let Some(pipe) = self.shared.write().take() {
+            pipe.retire();
+        }
     }
 
     /// Whether `conn`, opened by this pool, may still be used.
@@ -273,6 +299,70 @@ impl Pool {
         })
     }
 
+    /// A connection for one operation whose calls end by `deadline`: a handle on the shared
+    /// one if the pool shares one, else one of its own.
+    pub(crate) fn lend(&self, deadline: Instant) -> Result<Lent<'_>> {
+        if !self.sharing.load(Ordering::Relaxed) {
+            return Ok(Lent::Own(self.get(deadline)?));
+        }
+        let current = self.shared.read().as_ref().cloned();
+        let pipe = match current.filter(|pipe| self.is_current_pipe(pipe)) {
+            Some(pipe) => pipe,
+            None => {
+                let conn = self.open(deadline)?;
+                let halves = match conn.split() {
+                    Split::Halves(halves) => halves,
+                    Split::Whole(conn) => {
+                        if conn.is_tls() {
+                            // One TLS session cannot be read and written at once.
+                            self.sharing.store(false, Ordering::Relaxed);
+                        }
+                        let pooled = Pooled {
+                            pool: self,
+                            conn: Some(conn),
+                            undo: None,
+                        };
+                        return Ok(Lent::Own(pooled));
+                    }
+                };
+                let pipe = Arc::new(Pipe::new(halves));
+                *self.shared.write() = Some(pipe.clone());
+                pipe
+            }
+        };
+        Ok(Lent::Shared(Shared {
+            pool: self,
+            pipe,
+            deadline,
+        }))
+    }
+
+    fn is_current_pipe(&self, pipe: &Pipe) -> bool {
+        pipe.is_usable() && pipe.generation() == self.generation.load(Ordering::Acquire)
+    }
+
+    /// Stops sharing `pipe` (retired or failed): the next operation opens another.
+    fn discard(&self, pipe: &Arc<Pipe>) {
+        let mut shared = self.shared.write();
+        if shared
+            .as_ref()
+            .is_some_and(|current| Arc::ptr_eq(current, pipe))
+        {
+            *shared = None;
+        }
+    }
+
+    /// Takes back a connection lent for an operation: kept idle if it is usable, current and
+    /// wanted; a failed one takes the idle ones with it.
+    fn give_back(&self, conn: Conn) {
+        let mut idle = self.idle.lock();
+        if !conn.is_usable() {
+            idle.clear();
+        } else if self.is_current(&conn) && idle.len() < self.max_idle {
+            idle.push(conn);
+        }
+    }
+
     /// Runs `op` on a pooled connection, all of it by `deadline`.
     pub(crate) fn call<T>(
         &self,
@@ -281,87 +371,5 @@ impl Pool {
     ) -> Result<T> {
         let mut conn = self.get(deadline)?;
         op(&mut conn)
-    }
-}
-
-/// Something done to a connection lent for one operation, and undone when it is given back.
-#[derive(Clone, Copy)]
-pub(crate) struct Setup {
-    pub(crate) apply: fn(&mut Conn),
-    pub(crate) undo: fn(&mut Conn),
-}
-
-/// How an operation reaches a server: through its pool, each connection set up for it first if
-/// it needs that.
-#[derive(Clone, Copy)]
-pub(crate) struct Via<'a> {
-    pub(crate) pool: &'a Pool,
-    setup: Option<Setup>,
-}
-
-impl<'a> Via<'a> {
-    pub(crate) fn direct(pool: &'a Pool) -> Via<'a> {
-        Via { pool, setup: None }
-    }
-
-    /// Through `pool`, each connection set up by `setup` if there is one.
-    pub(crate) fn set_up(pool: &'a Pool, setup: Option<Setup>) -> Via<'a> {
-        Via { pool, setup }
-    }
-
-    /// A connection whose calls end by `deadline`.
-    pub(crate) fn get(self, deadline: Instant) -> Result<Pooled<'a>> {
-        let mut conn = self.pool.get(deadline)?;
-        if let Some(setup) = self.setup {
-            (setup.apply)(&mut conn);
-            conn.undo = Some(setup.undo);
-        }
-        Ok(conn)
-    }
-
-    /// Runs `op` on a connection, all of it by `deadline`.
-    pub(crate) fn call<T>(
-        self,
-        deadline: Instant,
-        op: impl FnOnce(&mut Conn) -> Result<T>,
-    ) -> Result<T> {
-        let mut conn = self.get(deadline)?;
-        op(&mut conn)
-    }
-}
-
-/// A connection on loan; back to the pool on drop if it is still usable, its setup undone.
-pub(crate) struct Pooled<'a> {
-    pool: &'a Pool,
-    conn: Option<Conn>,
-    undo: Option<fn(&mut Conn)>,
-}
-
-impl Deref for Pooled<'_> {
-    type Target = Conn;
-    fn deref(&self) -> &Conn {
-        self.conn.as_ref().expect("present until drop")
-    }
-}
-
-impl DerefMut for Pooled<'_> {
-    fn deref_mut(&mut self) -> &mut Conn {
-        self.conn.as_mut().expect("present until drop")
-    }
-}
-
-impl Drop for Pooled<'_> {
-    fn drop(&mut self) {
-        if let Some(mut conn) = self.conn.take() {
-            if let Some(undo) = self.undo.take() {
-                undo(&mut conn);
-            }
-            let mut idle = self.pool.idle.lock();
-            if !conn.is_usable() {
-                idle.clear();
-            } else if self.pool.is_current(&conn) && idle.len() < self.pool.max_idle {
-                idle.push(conn);
-            }
-        }
     }
 }
