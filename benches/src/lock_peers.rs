@@ -69,6 +69,48 @@ impl LockPeer for LeaseCluster {
     }
 }
 
+/// [`Lease`] with every call on a pooled connection of its own (no pipelining).
+pub struct LeaseUnpipelined(redis_lease::Client);
+
+impl LockPeer for LeaseUnpipelined {
+    const NAME: &'static str = "lease, unpipelined";
+    fn group(urls: &[String], threads: usize) -> Vec<Self> {
+        let client = redis_lease::Client::builder(urls[0].as_str())
+            .default_lease(LEASE)
+            .pool_size(threads.max(1))
+            .pipelining(false)
+            .build()
+            .expect("valid settings");
+        (0..threads)
+            .map(|_| LeaseUnpipelined(client.clone()))
+            .collect()
+    }
+    fn with_lock(&mut self, name: &str, critical: &mut dyn FnMut()) {
+        lease_section(&self.0, name, critical);
+    }
+}
+
+/// [`LeaseCluster`] with every call on a pooled connection of its own (no pipelining).
+pub struct LeaseClusterUnpipelined(redis_lease::Client);
+
+impl LockPeer for LeaseClusterUnpipelined {
+    const NAME: &'static str = "lease, cluster, unpipelined";
+    fn group(urls: &[String], threads: usize) -> Vec<Self> {
+        let client = redis_lease::Client::cluster(urls.iter().cloned())
+            .default_lease(LEASE)
+            .pool_size(threads.max(1))
+            .pipelining(false)
+            .build()
+            .expect("valid settings");
+        (0..threads)
+            .map(|_| LeaseClusterUnpipelined(client.clone()))
+            .collect()
+    }
+    fn with_lock(&mut self, name: &str, critical: &mut dyn FnMut()) {
+        lease_section(&self.0, name, critical);
+    }
+}
+
 /// [`LeaseCluster`] on a cluster of masters without replicas: the same client, so that beside
 /// it the cost of the slot routing shows apart from the cost of replication.
 pub struct LeaseClusterNoReplicas(LeaseCluster);

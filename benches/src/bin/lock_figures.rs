@@ -23,7 +23,8 @@
 
 use benches::figures::{quantile, Request};
 use benches::lock_peers::{
-    Lease, LeaseCluster, LeaseClusterNoReplicas, LeaseRedLock, LockPeer, Raw, Redlock, Rslock,
+    Lease, LeaseCluster, LeaseClusterNoReplicas, LeaseClusterUnpipelined, LeaseRedLock,
+    LeaseUnpipelined, LockPeer, Raw, Redlock, Rslock,
 };
 use benches::names;
 use parking_lot::Mutex;
@@ -314,30 +315,132 @@ fn many_names(quick: bool) {
         "## threads of one client on {} names ({run:?} each) against redis-benchmark's SET NX PX + EVALSHA with as many connections",
         names::NAMES
     );
-    println!("| where | threads | lease pairs/s | floor pairs/s | lease / floor | cores busy, lease run: servers + client | cores busy, floor run: servers + redis-benchmark |");
-    println!("|---|---|---|---|---|---|---|");
+    println!("| where | threads | client | pairs/s | / floor | server µs per pair | of which in scripts | client µs per pair | server reads per pair |");
+    println!("|---|---|---|---|---|---|---|---|---|");
     for threads in [16, 64] {
         let one = [server.port()];
-        let (lease, lease_cpu) = busy(&one, || {
-            names::lease_pairs::<Lease>(&[server.url()], threads, run)
-        });
-        let (floor, floor_cpu) = busy(&one, || names::floor_pairs(&one, false, threads, requests));
-        println!(
-            "| one server | {threads} | {lease:.0} | {floor:.0} | {:.2} | {lease_cpu} | {floor_cpu} |",
-            lease / floor
-        );
+        let urls = [server.url()];
         let ports = cluster.ports();
-        let (lease, lease_cpu) = busy(&ports, || {
-            names::lease_pairs::<LeaseCluster>(&cluster.seed_urls(), threads, run)
-        });
-        let (floor, floor_cpu) = busy(&ports, || {
-            names::floor_pairs(&cluster.masters(), true, threads, requests)
-        });
-        println!(
-            "| cluster (3 masters) | {threads} | {lease:.0} | {floor:.0} | {:.2} | {lease_cpu} | {floor_cpu} |",
-            lease / floor
-        );
+        let seeds = cluster.seed_urls();
+        let masters = cluster.masters();
+        for (place, ports, runs) in [
+            (
+                "one server",
+                &one[..],
+                [
+                    Box::new(|| names::lease_pairs::<Lease>(&urls, threads, run))
+                        as Box<dyn Fn() -> f64>,
+                    Box::new(|| names::lease_pairs::<LeaseUnpipelined>(&urls, threads, run)),
+                    Box::new(|| names::floor_pairs(&one, false, threads, requests)),
+                ],
+            ),
+            (
+                "cluster (3 masters)",
+                &ports[..],
+                [
+                    Box::new(|| names::lease_pairs::<LeaseCluster>(&seeds, threads, run)),
+                    Box::new(|| {
+                        names::lease_pairs::<LeaseClusterUnpipelined>(&seeds, threads, run)
+                    }),
+                    Box::new(|| names::floor_pairs(&masters, true, threads, requests)),
+                ],
+            ),
+        ] {
+            let figures: Vec<(f64, Load)> = runs.iter().map(|run| load(ports, run)).collect();
+            let floor = figures[2].0;
+            for ((pairs, load), client) in
+                figures
+                    .iter()
+                    .zip(["lease", "lease, unpipelined", "floor (redis-benchmark)"])
+            {
+                let done = pairs * load.wall;
+                println!(
+                    "| {place} | {threads} | {client} | {pairs:.0} | {:.2} | {:.1} | {:.1} | {:.1} | {:.2} |",
+                    pairs / floor,
+                    load.cores.servers / pairs * 1e6,
+                    load.script_usec / done,
+                    load.cores.own / pairs * 1e6,
+                    load.reads / done,
+                );
+            }
+        }
     }
+}
+
+/// What a run cost the servers and the client.
+struct Load {
+    cores: Cores,
+    wall: f64,
+    /// Reads from a socket the servers made: fewer per pair the deeper the calls are pipelined.
+    reads: f64,
+    /// The servers' time in scripts (`INFO commandstats`).
+    script_usec: f64,
+}
+
+/// Runs `run` (which returns pairs per second) and measures its [`Load`] on the servers on
+/// `ports`.
+fn load(ports: &[u16], run: &dyn Fn() -> f64) -> (f64, Load) {
+    reset_commandstats(ports);
+    let reads = servers_stat(ports, "total_reads_processed");
+    let began = Instant::now();
+    let (pairs, cores) = busy(ports, run);
+    let load = Load {
+        cores,
+        wall: began.elapsed().as_secs_f64(),
+        reads: servers_stat(ports, "total_reads_processed") - reads,
+        script_usec: script_usec(ports),
+    };
+    (pairs, load)
+}
+
+/// Zeroes the servers' statistics (`CONFIG RESETSTAT`).
+fn reset_commandstats(ports: &[u16]) {
+    for &port in ports {
+        let _: () = redis::cmd("CONFIG")
+            .arg("RESETSTAT")
+            .query(&mut stats_connection(port))
+            .expect("CONFIG RESETSTAT");
+    }
+}
+
+/// The servers' time in scripts (`EVALSHA`, with the commands they call) since their
+/// statistics were zeroed, in µs, from `INFO commandstats`.
+fn script_usec(ports: &[u16]) -> f64 {
+    ports
+        .iter()
+        .map(|&port| {
+            let info: String = redis::cmd("INFO")
+                .arg("commandstats")
+                .query(&mut stats_connection(port))
+                .expect("INFO commandstats");
+            info.lines()
+                .filter_map(|line| line.strip_prefix("cmdstat_evalsha:"))
+                .filter_map(|stats| {
+                    stats
+                        .split(',')
+                        .find_map(|pair| pair.strip_prefix("usec="))
+                        .and_then(|usec| usec.parse::<f64>().ok())
+                })
+                .sum::<f64>()
+        })
+        .sum()
+}
+
+/// The sum over the servers on `ports` of a counter of `INFO stats`.
+fn servers_stat(ports: &[u16], field: &str) -> f64 {
+    ports
+        .iter()
+        .map(|&port| {
+            let info: String = redis::cmd("INFO")
+                .arg("stats")
+                .query(&mut stats_connection(port))
+                .expect("INFO stats");
+            info.lines()
+                .find_map(|line| line.strip_prefix(field)?.strip_prefix(':'))
+                .and_then(|value| value.trim().parse::<f64>().ok())
+                .unwrap_or(0.0)
+        })
+        .sum()
 }
 
 /// How many cores were busy on average during a run.
