@@ -71,6 +71,19 @@ pub fn percentiles(
     chart.draw(path, &placed)
 }
 
+/// A count with its thousands grouped, for titles: 1,000,000.
+pub fn count(n: usize) -> String {
+    let digits = n.to_string();
+    let mut grouped = String::new();
+    for (at, digit) in digits.chars().enumerate() {
+        if at > 0 && (digits.len() - at).is_multiple_of(3) {
+            grouped.push(',');
+        }
+        grouped.push(digit);
+    }
+    grouped
+}
+
 /// How a quantile is written on an axis: "p50", "p99.9", "max".
 pub fn level_name(q: f64) -> String {
     if q >= 1.0 {
@@ -251,7 +264,7 @@ fn span(values: impl Iterator<Item = f64>, log: bool, whole: bool) -> Range<f64>
     }
     if log {
         // From a power of ten, where the axis's first label is.
-        return 10f64.powf((low / 1.2).log10().floor())..high * 1.5;
+        return 10f64.powf((low / 1.2).log10().floor()) * 0.999..high * 1.5;
     }
     let room = ((high - low) * 0.08).max(high.abs() * 0.05).max(1e-9);
     let bottom = if low >= 0.0 && low - room < 0.0 {
@@ -296,6 +309,8 @@ mod tests {
         assert_eq!(level_name(0.5), "p50");
         assert_eq!(level_name(0.999), "p99.9");
         assert_eq!(level_name(1.0), "max");
+        assert_eq!(count(1_000_000), "1,000,000");
+        assert_eq!(count(500), "500");
     }
 
     #[test]

@@ -247,7 +247,7 @@ fn lateness(scale: &Scale) {
     if scale.plots {
         let title = format!(
             "Lateness of {} timeouts, delays 10-500 ms, 1 ms tick",
-            scale.lateness
+            plot::count(scale.lateness)
         );
         write_plot(plot::percentiles(
             &plot::path("timer_lateness"),
@@ -424,7 +424,8 @@ fn threads(scale: &Scale) {
         let mut chart = plot::Chart::new(
             &format!(
                 "{what} into one shared timer, {} pending (best of {})",
-                scale.pending, scale.repeats
+                plot::count(scale.pending),
+                scale.repeats
             ),
             "caller threads (2 cores)",
             "wall time / operations, ns",
