@@ -1,5 +1,5 @@
-//! Shared pieces of the benchmarks: the peers behind one trait, a heap-and-condvar baseline, and
-//! workload helpers.
+//! Shared pieces of the benchmarks: the peers behind one trait, a heap-and-condvar baseline,
+//! workload helpers, and SVG charts of the figures.
 #![allow(missing_docs, clippy::unwrap_used)]
 
 pub mod baseline;
@@ -8,5 +8,6 @@ pub mod figures;
 pub mod lock_peers;
 pub mod names;
 pub mod peers;
+pub mod plot;
 pub mod threads;
 pub mod workload;

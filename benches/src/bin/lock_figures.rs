@@ -18,7 +18,8 @@
 //! replica acknowledgements.
 //!
 //! Run: `cargo run --release -p benches --bin lock_figures [quick] [single] [redlock] [cluster]
-//! [names] [acks]`.
+//! [names] [acks]`. A full run of `single` also charts the hand-off latency's percentiles into
+//! `docs/plots/lock_handoff.svg`.
 #![allow(clippy::print_stdout)]
 
 use benches::figures::{quantile, Request};
@@ -27,6 +28,7 @@ use benches::lock_peers::{
     LeaseUnpipelined, LockPeer, Raw, Redlock, Rslock,
 };
 use benches::names;
+use benches::plot;
 use parking_lot::Mutex;
 use std::io::{BufRead, BufReader, Write};
 use std::process::{Command, Stdio};
@@ -43,6 +45,8 @@ struct Scale {
     rounds: usize,
     /// How long a holder keeps the lock before a hand-off, so the waiter is surely waiting.
     hold: Duration,
+    /// Whether to draw charts into `docs/plots/` (full runs only).
+    plots: bool,
 }
 
 fn main() {
@@ -58,12 +62,14 @@ fn main() {
             contention: Duration::from_millis(500),
             rounds: 20,
             hold: Duration::from_millis(10),
+            plots: false,
         }
     } else {
         Scale {
             contention: Duration::from_secs(5),
             rounds: 500,
             hold: Duration::from_millis(10),
+            plots: true,
         }
     };
     let wanted = |name: &str| request.wants(name);
@@ -537,12 +543,43 @@ fn single_server(scale: &Scale) {
     );
     println!("| lock | where | p50 ms | p99 ms | max ms |");
     println!("|---|---|---|---|---|");
-    handoff_in_process::<Lease>(&urls, scale);
-    handoff_across_processes(&url, scale);
-    handoff_python_redis_lock(&url, scale);
-    handoff_in_process::<Raw>(&urls, scale);
-    handoff_in_process::<Rslock>(&urls, scale);
-    handoff_in_process::<Redlock>(&urls, scale);
+    let mut series = vec![
+        handoff_in_process::<Lease>(&urls, scale),
+        handoff_across_processes(&url, scale),
+    ];
+    series.extend(handoff_python_redis_lock(&url, scale));
+    series.push(handoff_in_process::<Raw>(&urls, scale));
+    series.push(handoff_in_process::<Rslock>(&urls, scale));
+    series.push(handoff_in_process::<Redlock>(&urls, scale));
+    if scale.plots {
+        let title = format!(
+            "Hand-off: release to the next waiter holding the lock ({} rounds)",
+            scale.rounds
+        );
+        let series: Vec<plot::Series<'_>> = series
+            .iter()
+            .map(|(name, points)| (name.as_str(), points.clone()))
+            .collect();
+        let chart = plot::percentiles(
+            &plot::path("lock_handoff"),
+            &title,
+            "ms",
+            HANDOFF_LEVELS,
+            true,
+            &series,
+        );
+        if let Err(error) = chart {
+            println!("(chart not written: {error})");
+        }
+    }
+}
+
+/// The percentiles of hand-off latency that the chart shows.
+const HANDOFF_LEVELS: &[f64] = &[0.5, 0.9, 0.99, 1.0];
+
+/// A hand-off chart's series for `samples` (sorted, in ms).
+fn handoff_series(name: String, samples: &[f64]) -> (String, Vec<(f64, f64)>) {
+    (name, plot::quantiles(samples, HANDOFF_LEVELS))
 }
 
 /// RedLock over three local masters: contention, then acquisition latency with one master
@@ -655,8 +692,8 @@ fn percentiles(mut samples: Vec<f64>) -> (f64, f64, f64) {
 }
 
 /// Holder and waiter are two threads of one process (for `redis-lease`, sharing one client: the local
-/// queue's path).
-fn handoff_in_process<P: LockPeer>(urls: &[String], scale: &Scale) {
+/// queue's path). Prints the row and returns the chart's series.
+fn handoff_in_process<P: LockPeer>(urls: &[String], scale: &Scale) -> (String, Vec<(f64, f64)>) {
     let name = format!("handoff:{}", P::NAME);
     let mut peers = P::group(urls, 2);
     let (mut waiter, mut holder) = (peers.pop().expect("two"), peers.pop().expect("two"));
@@ -685,11 +722,13 @@ fn handoff_in_process<P: LockPeer>(urls: &[String], scale: &Scale) {
     }
     drop(go);
     waiter_thread.join().expect("no panic");
-    let (p50, p99, max) = percentiles(samples);
+    samples.sort_by(f64::total_cmp);
+    let (p50, p99, max) = percentiles(samples.clone());
     println!(
         "| {} | one process | {p50:.3} | {p99:.3} | {max:.3} |",
         P::NAME
     );
+    handoff_series(format!("{}, one process", P::NAME), &samples)
 }
 
 fn wall_micros() -> u128 {
@@ -700,8 +739,9 @@ fn wall_micros() -> u128 {
 }
 
 /// The waiter is another process with its own client, woken by pub/sub. Both sides stamp with the
-/// system clock, which both processes of one host share.
-fn handoff_across_processes(url: &str, scale: &Scale) {
+/// system clock, which both processes of one host share. Prints the row and returns the chart's
+/// series.
+fn handoff_across_processes(url: &str, scale: &Scale) -> (String, Vec<(f64, f64)>) {
     let name = "handoff:processes";
     let mut child = Command::new(std::env::current_exe().expect("this binary"))
         .args(["child-waiter", url])
@@ -730,12 +770,15 @@ fn handoff_across_processes(url: &str, scale: &Scale) {
     }
     drop(to_child);
     let _ = child.wait();
-    let (p50, p99, max) = percentiles(samples);
+    samples.sort_by(f64::total_cmp);
+    let (p50, p99, max) = percentiles(samples.clone());
     println!("| lease | two processes | {p50:.3} | {p99:.3} | {max:.3} |");
+    handoff_series("lease, two processes".to_owned(), &samples)
 }
 
-/// python-redis-lock (BLPOP waiting), by `benches/python/handoff.py`, when Python has it.
-fn handoff_python_redis_lock(url: &str, scale: &Scale) {
+/// python-redis-lock (BLPOP waiting), by `benches/python/handoff.py`, when Python has it. Prints
+/// its rows and returns the chart's series (p50, p99 and max only: what the script reports).
+fn handoff_python_redis_lock(url: &str, scale: &Scale) -> Vec<(String, Vec<(f64, f64)>)> {
     let script = concat!(env!("CARGO_MANIFEST_DIR"), "/python/handoff.py");
     let output = Command::new("python3")
         .args([script, url, &scale.rounds.to_string()])
@@ -749,16 +792,23 @@ fn handoff_python_redis_lock(url: &str, scale: &Scale) {
             println!(
                 "| python-redis-lock | not run: `pip install python-redis-lock redis` | | | |"
             );
-            return;
+            return Vec::new();
         }
     };
+    let mut series = Vec::new();
     for line in lines.lines() {
         let fields: Vec<&str> = line.split_whitespace().collect();
         if let [place, p50, p99, max] = fields.as_slice() {
             let place = place.replace('-', " ");
             println!("| python-redis-lock | {place} | {p50} | {p99} | {max} |");
+            let points = [(0.5, p50), (0.99, p99), (1.0, max)]
+                .into_iter()
+                .filter_map(|(q, value)| Some((q, value.parse::<f64>().ok()?)))
+                .collect();
+            series.push((format!("python-redis-lock, {place}"), points));
         }
     }
+    series
 }
 
 /// The child side: on each "go", wait for the lock, stamp the acquisition, release, report.

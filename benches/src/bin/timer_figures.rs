@@ -7,13 +7,17 @@
 //! into one timer) and `busy` (the deadline and lateness figures while two threads schedule and
 //! cancel at full speed); all by default. Each figure is the median of three runs unless marked
 //! otherwise. `quick` shrinks every workload, for a smoke test.
+//!
+//! A full run also draws charts into `docs/plots/`: `timer_threads_schedule.svg` and
+//! `timer_threads_cancel.svg` (the `threads` section) and `timer_lateness.svg` (`lateness`).
 #![allow(clippy::print_stdout)]
 
 use benches::callers::{
-    bursts, keep_busy, SharedHeap, SharedHierarchical, SharedPeer, SharedWheel,
+    bursts, keep_busy, BurstFigures, SharedHeap, SharedHierarchical, SharedPeer, SharedWheel,
 };
 use benches::figures::{median, quantile, Request};
 use benches::peers::{DelayQueue, Heap, Hierarchical, Peer, TimerCrate, Wheel};
+use benches::plot;
 use benches::threads::{named_thread, ThreadSample};
 use benches::workload::{
     burst_done, burst_reset, burst_task, burst_times, delays, expiry_burst, noop,
@@ -37,6 +41,8 @@ struct Scale {
     operations: usize,
     /// Bursts of each kind per thread count; the best is quoted.
     repeats: usize,
+    /// Whether to draw charts into `docs/plots/` (full runs only).
+    plots: bool,
 }
 
 fn main() {
@@ -54,6 +60,7 @@ fn main() {
             far_cpu: Duration::from_millis(500),
             operations: 40_000,
             repeats: 2,
+            plots: false,
         }
     } else {
         Scale {
@@ -65,6 +72,7 @@ fn main() {
             far_cpu: Duration::from_secs(10),
             operations: 1_000_000,
             repeats: 5,
+            plots: true,
         }
     };
     println!("# timer figures ({})", if quick { "quick" } else { "full" });
@@ -228,22 +236,49 @@ fn lateness(scale: &Scale) {
     println!("run start minus requested deadline; one run each");
     println!("| timer | early | p50 ms | p99 ms | max ms |");
     println!("|---|---|---|---|---|");
-    lateness_of::<Wheel>(scale);
-    lateness_of::<Hierarchical>(scale);
-    lateness_of::<TimerCrate>(scale);
-    lateness_of::<Heap>(scale);
+    let series = vec![
+        lateness_of::<Wheel>(scale),
+        lateness_of::<Hierarchical>(scale),
+        lateness_of::<TimerCrate>(scale),
+        lateness_of::<Heap>(scale),
+    ];
     println!("(DelayQueue has no thread of its own; its lateness is the tokio runtime's.)");
     println!();
+    if scale.plots {
+        let title = format!(
+            "Lateness of {} timeouts, delays 10-500 ms, 1 ms tick",
+            plot::count(scale.lateness)
+        );
+        write_plot(plot::percentiles(
+            &plot::path("timer_lateness"),
+            &title,
+            "ms after the deadline (below 0: early)",
+            LATENESS_LEVELS,
+            false,
+            &series,
+        ));
+    }
 }
 
-fn lateness_of<P: Peer>(scale: &Scale) {
-    let row = lateness_on(&mut P::start(), scale.lateness);
+/// The percentiles of lateness that the chart shows.
+const LATENESS_LEVELS: &[f64] = &[0.0, 0.1, 0.5, 0.9, 0.99, 1.0];
+
+fn lateness_of<P: Peer>(scale: &Scale) -> plot::Series<'static> {
+    let (row, lates) = lateness_on(&mut P::start(), scale.lateness);
     println!("| {} | {row} |", P::NAME);
+    (P::NAME, plot::quantiles(&lates, LATENESS_LEVELS))
+}
+
+/// Reports a chart that could not be written; the figures are printed whether or not it was.
+fn write_plot(written: std::io::Result<()>) {
+    if let Err(error) = written {
+        println!("(chart not written: {error})");
+    }
 }
 
 /// Schedules `count` timeouts with delays spread over 10-500 ms and returns the row of their
-/// lateness: `early | p50 ms | p99 ms | max ms`.
-fn lateness_on<P: Peer>(peer: &mut P, count: usize) -> String {
+/// lateness, `early | p50 ms | p99 ms | max ms`, with every task's lateness in ms, sorted.
+fn lateness_on<P: Peer>(peer: &mut P, count: usize) -> (String, Vec<f64>) {
     let samples: Arc<Mutex<Vec<f64>>> = Arc::default();
     let mut handles = Vec::with_capacity(count);
     let mut rng = 0x2545_F491_4F6C_DD1Du64;
@@ -270,16 +305,17 @@ fn lateness_on<P: Peer>(peer: &mut P, count: usize) -> String {
     lates.sort_by(f64::total_cmp);
     drop(handles);
     if lates.is_empty() {
-        return "no task ran | | |".to_owned();
+        return ("no task ran | | |".to_owned(), lates);
     }
     let early = lates.iter().filter(|&&late| late < 0.0).count();
-    format!(
+    let row = format!(
         "{} | {:.3} | {:.3} | {:.3}",
         early,
         quantile(&lates, 0.5),
         quantile(&lates, 0.99),
         lates[lates.len() - 1]
-    )
+    );
+    (row, lates)
 }
 
 /// Wakeups and CPU of each timer's thread while nothing is due.
@@ -352,15 +388,62 @@ fn threads(scale: &Scale) {
     }
     println!("| threads | timer | schedule | cancel | schedule + cancel |");
     println!("|---|---|---|---|---|");
-    for threads in [1, 2, 4, 8] {
-        threads_of::<SharedWheel>(scale, threads);
-        threads_of::<SharedHeap>(scale, threads);
-        threads_of::<SharedHierarchical>(scale, threads);
+    let counts = [1, 2, 4, 8];
+    let mut figures: [(&str, Vec<BurstFigures>); 3] = [
+        (SharedWheel::NAME, Vec::new()),
+        (SharedHeap::NAME, Vec::new()),
+        (SharedHierarchical::NAME, Vec::new()),
+    ];
+    for threads in counts {
+        figures[0].1.push(threads_of::<SharedWheel>(scale, threads));
+        figures[1].1.push(threads_of::<SharedHeap>(scale, threads));
+        figures[2]
+            .1
+            .push(threads_of::<SharedHierarchical>(scale, threads));
     }
     println!();
+    if !scale.plots {
+        return;
+    }
+    let operations: [(&str, &str, Figure); 2] = [
+        ("schedule", "Schedule", |f| f.schedule),
+        ("cancel", "Cancel", |f| f.cancel),
+    ];
+    for (file, what, figure) in operations {
+        let series: Vec<plot::Series<'_>> = figures
+            .iter()
+            .map(|(name, runs)| {
+                let points = runs
+                    .iter()
+                    .enumerate()
+                    .map(|(at, run)| (at as f64, figure(run)))
+                    .collect();
+                (*name, points)
+            })
+            .collect();
+        let mut chart = plot::Chart::new(
+            &format!(
+                "{what} into one shared timer, {} pending (best of {})",
+                plot::count(scale.pending),
+                scale.repeats
+            ),
+            "caller threads (2 cores)",
+            "wall time / operations, ns",
+        );
+        chart.log_y = true;
+        chart.x_names = counts
+            .iter()
+            .enumerate()
+            .map(|(at, count)| (at as f64, count.to_string()))
+            .collect();
+        write_plot(chart.draw(&plot::path(&format!("timer_threads_{file}")), &series));
+    }
 }
 
-fn threads_of<P: SharedPeer>(scale: &Scale, threads: usize) {
+/// One of a burst's figures.
+type Figure = fn(&BurstFigures) -> f64;
+
+fn threads_of<P: SharedPeer>(scale: &Scale, threads: usize) -> BurstFigures {
     let timer = P::start();
     let mut prefill = timer.caller(usize::MAX >> 24);
     let _pending: Vec<P::Handle> = delays(scale.pending, 7)
@@ -381,6 +464,7 @@ fn threads_of<P: SharedPeer>(scale: &Scale, threads: usize) {
         figures.cancel,
         figures.schedule_cancel
     );
+    figures
 }
 
 /// The one-deadline and lateness figures of `hashwheel` again, while two other threads keep
@@ -420,7 +504,7 @@ fn busy(scale: &Scale) {
     let mut timer = Wheel::start();
     let load = keep_busy(&timer.0, callers, Arc::clone(&delays));
     thread::sleep(Duration::from_millis(100));
-    let row = lateness_on(&mut timer, scale.lateness);
+    let (row, _) = lateness_on(&mut timer, scale.lateness);
     let rate = load.stop();
     println!("| {} | {row} | {:.1} |", Wheel::NAME, rate / 1e6);
     println!();
