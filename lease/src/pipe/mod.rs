@@ -157,9 +157,7 @@ impl Pipe {
         }
         let id = state.queue.push(expected, Some(slot.clone()));
         self.queue_bytes(&mut state, bytes, deadline);
-        if !state.reading {
-            self.flush(&mut state);
-        }
+        self.flush(&mut state);
         drop(state);
         self.await_outcome(id, &slot, deadline)
     }
@@ -197,7 +195,6 @@ impl Pipe {
         }
         state.queue.push(count, None);
         state.outbox_deadline = state.outbox_deadline.max(Some(deadline));
-        // At once, even while someone reads: the call it follows may never be answered.
         self.flush(&mut state);
     }
 
@@ -207,11 +204,9 @@ impl Pipe {
         state.outbox_deadline = state.outbox_deadline.max(Some(deadline));
     }
 
-    /// Writes what is queued, and what is queued meanwhile, unless someone is writing already.
-    ///
-    /// A caller that queues its commands while someone is reading leaves them for the reader,
-    /// which writes them before it reads again: the commands of every caller woken by one
-    /// batch of replies go out in one write, not one each.
+    /// Writes what is queued, and what is queued meanwhile, unless someone is writing already
+    /// (who then writes it): the commands of the callers that queue theirs during a write go
+    /// out together in the next one.
     fn flush(&self, state: &mut MutexGuard<'_, State>) {
         if state.writing {
             return;
@@ -259,7 +254,6 @@ impl Pipe {
             }
             if now < deadline && !state.reading {
                 state.reading = true;
-                self.flush(&mut state);
                 drop(state);
                 let (values, error) = self.read(deadline);
                 let mut state = self.state.lock();
