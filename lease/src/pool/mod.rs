@@ -131,6 +131,8 @@ pub(crate) struct Pool {
     sharing: AtomicBool,
     /// The connection they share now.
     shared: RwLock<Option<Arc<Pipe>>>,
+    /// Held by the thread opening the next shared connection.
+    opening: Mutex<()>,
 }
 
 impl Pool {
@@ -164,6 +166,7 @@ impl Pool {
             generation: AtomicU64::new(0),
             sharing: AtomicBool::new(false),
             shared: RwLock::new(None),
+            opening: Mutex::new(()),
         }
     }
 
@@ -305,29 +308,39 @@ impl Pool {
         if !self.sharing.load(Ordering::Relaxed) {
             return Ok(Lent::Own(self.get(deadline)?));
         }
-        let current = self.shared.read().as_ref().cloned();
-        let pipe = match current.filter(|pipe| self.is_current_pipe(pipe)) {
+        let pipe = match self.current_pipe() {
             Some(pipe) => pipe,
             None => {
-                let conn = self.open(deadline)?;
-                let halves = match conn.split() {
-                    Split::Halves(halves) => halves,
-                    Split::Whole(conn) => {
-                        if conn.is_tls() {
-                            // One TLS session cannot be read and written at once.
-                            self.sharing.store(false, Ordering::Relaxed);
-                        }
-                        let pooled = Pooled {
-                            pool: self,
-                            conn: Some(conn),
-                            undo: None,
-                        };
-                        return Ok(Lent::Own(pooled));
-                    }
+                // One thread opens the next shared connection while the others wait for it
+                // (each until its deadline), rather than each opening one.
+                let Some(_opening) = self.opening.try_lock_until(deadline) else {
+                    return Err(Error::Unavailable(crate::conn::io_error(
+                        std::io::ErrorKind::TimedOut,
+                        "no connection before the call's deadline",
+                    )));
                 };
-                let pipe = Arc::new(Pipe::new(halves));
-                *self.shared.write() = Some(pipe.clone());
-                pipe
+                match self.current_pipe() {
+                    Some(pipe) => pipe,
+                    None => match self.open(deadline)?.split() {
+                        Split::Halves(halves) => {
+                            let pipe = Arc::new(Pipe::new(halves));
+                            *self.shared.write() = Some(pipe.clone());
+                            pipe
+                        }
+                        Split::Whole(conn) => {
+                            if conn.is_tls() {
+                                // One TLS session cannot be read and written at once.
+                                self.sharing.store(false, Ordering::Relaxed);
+                            }
+                            let pooled = Pooled {
+                                pool: self,
+                                conn: Some(conn),
+                                undo: None,
+                            };
+                            return Ok(Lent::Own(pooled));
+                        }
+                    },
+                }
             }
         };
         Ok(Lent::Shared(Shared {
@@ -335,6 +348,12 @@ impl Pool {
             pipe,
             deadline,
         }))
+    }
+
+    /// The shared connection, if there is one new calls may use.
+    fn current_pipe(&self) -> Option<Arc<Pipe>> {
+        let current = self.shared.read().as_ref().cloned();
+        current.filter(|pipe| self.is_current_pipe(pipe))
     }
 
     fn is_current_pipe(&self, pipe: &Pipe) -> bool {
