@@ -323,6 +323,7 @@ fn many_names(quick: bool) {
     );
     println!("| where | threads | client | pairs/s | / floor | server µs per pair | of which in scripts | client µs per pair | server reads per pair |");
     println!("|---|---|---|---|---|---|---|---|---|");
+    let mut chart: Vec<(String, Vec<(f64, f64)>)> = Vec::new();
     for threads in [16, 64] {
         let one = [server.port()];
         let urls = [server.url()];
@@ -359,6 +360,11 @@ fn many_names(quick: bool) {
                     .iter()
                     .zip(["lease", "lease, unpipelined", "floor (redis-benchmark)"])
             {
+                let line = format!("{client}, {place}");
+                match chart.iter_mut().find(|(name, _)| *name == line) {
+                    Some((_, points)) => points.push((threads as f64, *pairs)),
+                    None => chart.push((line, vec![(threads as f64, *pairs)])),
+                }
                 let done = pairs * load.wall;
                 println!(
                     "| {place} | {threads} | {client} | {pairs:.0} | {:.2} | {:.1} | {:.1} | {:.1} | {:.2} |",
@@ -369,6 +375,25 @@ fn many_names(quick: bool) {
                     load.reads / done,
                 );
             }
+        }
+    }
+    if !quick {
+        let series: Vec<plot::Series<'_>> = chart
+            .iter()
+            .map(|(name, points)| (name.as_str(), points.clone()))
+            .collect();
+        let drawn = plot::lines(
+            &plot::path("lock_names"),
+            &format!(
+                "Threads of one client on {} names: lock + unlock pairs per second",
+                names::NAMES
+            ),
+            "threads",
+            "pairs/s",
+            &series,
+        );
+        if let Err(error) = drawn {
+            println!("(chart not written: {error})");
         }
     }
 }
