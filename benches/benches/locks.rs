@@ -5,7 +5,9 @@
 //! Run: `cargo bench -p benches --bench locks`.
 #![allow(missing_docs)]
 
-use benches::lock_peers::{Lease, LeaseCluster, LeaseRedLock, LockPeer, Raw, Redlock, Rslock};
+use benches::lock_peers::{
+    Lease, LeaseCluster, LeaseRedLock, LeaseUnpipelined, LockPeer, Raw, Redlock, Rslock,
+};
 use criterion::measurement::WallTime;
 use criterion::{criterion_group, criterion_main, BenchmarkGroup, Criterion};
 use std::time::Duration;
@@ -28,6 +30,7 @@ fn uncontended(c: &mut Criterion) {
         .measurement_time(Duration::from_secs(3));
     pair::<Raw>(&mut group, &urls);
     pair::<Lease>(&mut group, &urls);
+    pair::<LeaseUnpipelined>(&mut group, &urls);
     pair::<Rslock>(&mut group, &urls);
     pair::<Redlock>(&mut group, &urls);
     group.finish();
