@@ -22,22 +22,20 @@ pub trait LockPeer: Send + 'static {
     fn with_lock(&mut self, name: &str, critical: &mut dyn FnMut());
 }
 
-/// `redis-lease`: one client shared by every thread, as an application would use it.
-pub struct Lease(redis_lease::Client);
-
-impl LockPeer for Lease {
-    const NAME: &'static str = "lease";
-    fn group(urls: &[String], threads: usize) -> Vec<Self> {
-        let client = redis_lease::Client::builder(urls[0].as_str())
-            .default_lease(LEASE)
-            .pool_size(threads.max(1))
-            .build()
-            .expect("valid settings");
-        (0..threads).map(|_| Lease(client.clone())).collect()
-    }
-    fn with_lock(&mut self, name: &str, critical: &mut dyn FnMut()) {
-        lease_section(&self.0, name, critical);
-    }
+/// `threads` handles on one `redis-lease` client built by `builder`, as the benchmarks set it up.
+fn lease_group<P>(
+    builder: redis_lease::ClientBuilder,
+    pipelining: bool,
+    threads: usize,
+    handle: impl Fn(redis_lease::Client) -> P,
+) -> Vec<P> {
+    let client = builder
+        .default_lease(LEASE)
+        .pool_size(threads.max(1))
+        .pipelining(pipelining)
+        .build()
+        .expect("valid settings");
+    (0..threads).map(|_| handle(client.clone())).collect()
 }
 
 /// One critical section under `redis-lease`'s lock `name`, on any deployment.
@@ -51,65 +49,53 @@ fn lease_section(client: &redis_lease::Client, name: &str, critical: &mut dyn Fn
     guard.unlock().expect("released");
 }
 
-/// `redis-lease` on a Redis Cluster (the URLs are seed nodes): one client shared by every thread.
-pub struct LeaseCluster(redis_lease::Client);
+/// A `redis-lease` peer: one client shared by every thread, as an application would use it.
+macro_rules! lease_peer {
+    ($(#[$doc:meta])* $peer:ident, $name:literal, $builder:expr, $pipelining:literal) => {
+        $(#[$doc])*
+        pub struct $peer(redis_lease::Client);
 
-impl LockPeer for LeaseCluster {
-    const NAME: &'static str = "lease, cluster";
-    fn group(urls: &[String], threads: usize) -> Vec<Self> {
-        let client = redis_lease::Client::cluster(urls.iter().cloned())
-            .default_lease(LEASE)
-            .pool_size(threads.max(1))
-            .build()
-            .expect("valid settings");
-        (0..threads).map(|_| LeaseCluster(client.clone())).collect()
-    }
-    fn with_lock(&mut self, name: &str, critical: &mut dyn FnMut()) {
-        lease_section(&self.0, name, critical);
-    }
+        impl LockPeer for $peer {
+            const NAME: &'static str = $name;
+            fn group(urls: &[String], threads: usize) -> Vec<Self> {
+                let builder: fn(&[String]) -> redis_lease::ClientBuilder = $builder;
+                lease_group(builder(urls), $pipelining, threads, $peer)
+            }
+            fn with_lock(&mut self, name: &str, critical: &mut dyn FnMut()) {
+                lease_section(&self.0, name, critical);
+            }
+        }
+    };
 }
 
-/// [`Lease`] with every call on a pooled connection of its own (no pipelining).
-pub struct LeaseUnpipelined(redis_lease::Client);
-
-impl LockPeer for LeaseUnpipelined {
-    const NAME: &'static str = "lease, unpipelined";
-    fn group(urls: &[String], threads: usize) -> Vec<Self> {
-        let client = redis_lease::Client::builder(urls[0].as_str())
-            .default_lease(LEASE)
-            .pool_size(threads.max(1))
-            .pipelining(false)
-            .build()
-            .expect("valid settings");
-        (0..threads)
-            .map(|_| LeaseUnpipelined(client.clone()))
-            .collect()
-    }
-    fn with_lock(&mut self, name: &str, critical: &mut dyn FnMut()) {
-        lease_section(&self.0, name, critical);
-    }
-}
-
-/// [`LeaseCluster`] with every call on a pooled connection of its own (no pipelining).
-pub struct LeaseClusterUnpipelined(redis_lease::Client);
-
-impl LockPeer for LeaseClusterUnpipelined {
-    const NAME: &'static str = "lease, cluster, unpipelined";
-    fn group(urls: &[String], threads: usize) -> Vec<Self> {
-        let client = redis_lease::Client::cluster(urls.iter().cloned())
-            .default_lease(LEASE)
-            .pool_size(threads.max(1))
-            .pipelining(false)
-            .build()
-            .expect("valid settings");
-        (0..threads)
-            .map(|_| LeaseClusterUnpipelined(client.clone()))
-            .collect()
-    }
-    fn with_lock(&mut self, name: &str, critical: &mut dyn FnMut()) {
-        lease_section(&self.0, name, critical);
-    }
-}
+lease_peer!(
+    /// `redis-lease` on one server, its calls pipelined (the default).
+    Lease,
+    "lease",
+    |urls| redis_lease::Client::builder(urls[0].as_str()),
+    true
+);
+lease_peer!(
+    /// [`Lease`] with every call on a pooled connection of its own.
+    LeaseUnpipelined,
+    "lease, unpipelined",
+    |urls| redis_lease::Client::builder(urls[0].as_str()),
+    false
+);
+lease_peer!(
+    /// `redis-lease` on a Redis Cluster (the URLs are seed nodes).
+    LeaseCluster,
+    "lease, cluster",
+    |urls| redis_lease::Client::cluster(urls.iter().cloned()),
+    true
+);
+lease_peer!(
+    /// [`LeaseCluster`] with every call on a pooled connection of its own.
+    LeaseClusterUnpipelined,
+    "lease, cluster, unpipelined",
+    |urls| redis_lease::Client::cluster(urls.iter().cloned()),
+    false
+);
 
 /// [`LeaseCluster`] on a cluster of masters without replicas: the same client, so that beside
 /// it the cost of the slot routing shows apart from the cost of replication.
