@@ -66,7 +66,8 @@
 //! * a deployment: its module under `backend/` (`server.rs`, `cluster/`, `sentinel/`,
 //!   `quorum` for RedLock), each built from the one `backend::Settings` (`backend/settings.rs`);
 //!   adding one is a module there and one line in `ClientBuilder::build` (`client.rs`);
-//!   connections and the transport: `conn/` and `pool.rs`; the fencing epoch: `fencing.rs`;
+//!   connections and the transport: `conn/` and `pool/` (a connection per call, or a handle
+//!   on the shared, pipelined one in `pipe/`); the fencing epoch: `fencing.rs`;
 //! * renewal cadence and deadlines: `watchdog/grid.rs`; the renewal thread:
 //!   `watchdog/renewal.rs`; the lost signal: `watchdog/` and `lost.rs`;
 //! * the dead-man's switch of `lease run`: `src/bin/lease/keeper.rs` (and `run.rs`, which arms
