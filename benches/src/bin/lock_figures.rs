@@ -240,13 +240,25 @@ struct ServerTime(Vec<(String, u64, u64)>);
 impl ServerTime {
     /// Calls of `command` and microseconds per call (0 when never called).
     fn per_call(&self, command: &str) -> (u64, f64) {
-        let (calls, usec) = self
-            .0
-            .iter()
-            .filter(|(name, _, _)| name == command)
-            .fold((0, 0), |(calls, usec), (_, c, u)| (calls + c, usec + u));
+        let (calls, usec) = self.total(command);
         (calls, usec as f64 / calls.max(1) as f64)
     }
+
+    /// Calls of `command` and the microseconds they took in all.
+    fn total(&self, command: &str) -> (u64, u64) {
+        self.0
+            .iter()
+            .filter(|(name, _, _)| name == command)
+            .fold((0, 0), |(calls, usec), (_, c, u)| (calls + c, usec + u))
+    }
+}
+
+/// The section `section` of the `INFO` of the server on `port`.
+fn info(port: u16, section: &str) -> String {
+    redis::cmd("INFO")
+        .arg(section)
+        .query(&mut stats_connection(port))
+        .unwrap_or_else(|error| panic!("INFO {section}: {error}"))
 }
 
 fn stats_connection(port: u16) -> redis::Connection {
@@ -267,11 +279,7 @@ fn reset_stats(ports: &[u16]) {
 fn server_time(ports: &[u16]) -> ServerTime {
     let mut all = Vec::new();
     for &port in ports {
-        let info: String = redis::cmd("INFO")
-            .arg("commandstats")
-            .query(&mut stats_connection(port))
-            .expect("INFO commandstats");
-        for line in info.lines() {
+        for line in info(port, "commandstats").lines() {
             let Some((name, fields)) = line
                 .strip_prefix("cmdstat_")
                 .and_then(|rest| rest.split_once(':'))
@@ -411,7 +419,7 @@ struct Load {
 /// Runs `run` (which returns pairs per second) and measures its [`Load`] on the servers on
 /// `ports`.
 fn load(ports: &[u16], run: &dyn Fn() -> f64) -> (f64, Load) {
-    reset_commandstats(ports);
+    reset_stats(ports);
     let reads = servers_stat(ports, "total_reads_processed");
     let began = Instant::now();
     let (pairs, cores) = busy(ports, run);
@@ -419,42 +427,9 @@ fn load(ports: &[u16], run: &dyn Fn() -> f64) -> (f64, Load) {
         cores,
         wall: began.elapsed().as_secs_f64(),
         reads: servers_stat(ports, "total_reads_processed") - reads,
-        script_usec: script_usec(ports),
+        script_usec: server_time(ports).total("evalsha").1 as f64,
     };
     (pairs, load)
-}
-
-/// Zeroes the servers' statistics (`CONFIG RESETSTAT`).
-fn reset_commandstats(ports: &[u16]) {
-    for &port in ports {
-        let _: () = redis::cmd("CONFIG")
-            .arg("RESETSTAT")
-            .query(&mut stats_connection(port))
-            .expect("CONFIG RESETSTAT");
-    }
-}
-
-/// The servers' time in scripts (`EVALSHA`, with the commands they call) since their
-/// statistics were zeroed, in µs, from `INFO commandstats`.
-fn script_usec(ports: &[u16]) -> f64 {
-    ports
-        .iter()
-        .map(|&port| {
-            let info: String = redis::cmd("INFO")
-                .arg("commandstats")
-                .query(&mut stats_connection(port))
-                .expect("INFO commandstats");
-            info.lines()
-                .filter_map(|line| line.strip_prefix("cmdstat_evalsha:"))
-                .filter_map(|stats| {
-                    stats
-                        .split(',')
-                        .find_map(|pair| pair.strip_prefix("usec="))
-                        .and_then(|usec| usec.parse::<f64>().ok())
-                })
-                .sum::<f64>()
-        })
-        .sum()
 }
 
 /// The sum over the servers on `ports` of a counter of `INFO stats`.
@@ -462,11 +437,8 @@ fn servers_stat(ports: &[u16], field: &str) -> f64 {
     ports
         .iter()
         .map(|&port| {
-            let info: String = redis::cmd("INFO")
-                .arg("stats")
-                .query(&mut stats_connection(port))
-                .expect("INFO stats");
-            info.lines()
+            info(port, "stats")
+                .lines()
                 .find_map(|line| line.strip_prefix(field)?.strip_prefix(':'))
                 .and_then(|value| value.trim().parse::<f64>().ok())
                 .unwrap_or(0.0)
@@ -507,11 +479,8 @@ fn servers_cpu(ports: &[u16]) -> f64 {
     ports
         .iter()
         .map(|&port| {
-            let info: String = redis::cmd("INFO")
-                .arg("cpu")
-                .query(&mut stats_connection(port))
-                .expect("INFO cpu");
-            info.lines()
+            info(port, "cpu")
+                .lines()
                 .filter_map(|line| {
                     let value = line
                         .strip_prefix("used_cpu_sys:")
