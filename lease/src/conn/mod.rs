@@ -31,6 +31,13 @@ use std::io::{self, Write};
 use std::time::{Duration, Instant};
 use stream::{Stream, TlsStream};
 
+/// Whether `reply` says the server is a replica (`READONLY`, `MASTERDOWN`: a primary turned
+/// replica by a failover, its clients not cut off). No lock call can succeed on that
+/// connection, and the next ones must look for the primary: it is used no more.
+pub(crate) fn is_from_a_replica(reply: &Value) -> bool {
+    matches!(reply, Value::ServerError(error) if matches!(error.code(), "READONLY" | "MASTERDOWN"))
+}
+
 /// An I/O error as the `redis` crate reports one.
 pub(crate) fn io_error(kind: io::ErrorKind, text: impl Into<String>) -> RedisError {
     RedisError::from(io::Error::new(kind, text.into()))
@@ -247,12 +254,8 @@ impl Conn {
         }
         let value = self.parser.parse_value(&mut self.stream);
         let value = self.closed_on_error(value)?;
-        if let Value::ServerError(error) = &value {
-            if matches!(error.code(), "READONLY" | "MASTERDOWN") {
-                // A replica (a primary turned replica by a failover, its clients not cut off):
-                // no lock call can succeed here, and the next ones must look for the primary.
-                self.open = false;
-            }
+        if is_from_a_replica(&value) {
+            self.open = false;
         }
         Ok(value)
     }

@@ -80,6 +80,12 @@ fn hash(bytes: &[u8]) -> u64 {
     hasher.finish()
 }
 
+/// Queues `bytes` for calls whose deadline is `deadline`.
+fn queue_bytes(state: &mut State, bytes: &[u8], deadline: Instant) {
+    state.outbox.extend_from_slice(bytes);
+    state.outbox_deadline = state.outbox_deadline.max(Some(deadline));
+}
+
 fn timed_out() -> redis::RedisError {
     io_error(
         io::ErrorKind::TimedOut,
@@ -156,7 +162,7 @@ impl Pipe {
             return Err(retired());
         }
         let id = state.queue.push(expected, Some(slot.clone()));
-        self.queue_bytes(&mut state, bytes, deadline);
+        queue_bytes(&mut state, bytes, deadline);
         self.flush(&mut state);
         drop(state);
         self.await_outcome(id, &slot, deadline)
@@ -178,6 +184,7 @@ impl Pipe {
             // this is never written, and nothing is written after it.
             return self.fail(state, io::ErrorKind::InvalidInput, "unreadable commands");
         };
+        let mut written = Vec::new();
         let mut count = 0;
         for command in commands {
             if command.starts_with(SCRIPT_LOAD) {
@@ -187,21 +194,15 @@ impl Pipe {
                 }
                 state.loaded_behind.push(script);
             }
-            state.outbox.extend_from_slice(command);
+            written.extend_from_slice(command);
             count += 1;
         }
         if count == 0 {
             return;
         }
         state.queue.push(count, None);
-        state.outbox_deadline = state.outbox_deadline.max(Some(deadline));
+        queue_bytes(&mut state, &written, deadline);
         self.flush(&mut state);
-    }
-
-    /// Queues `bytes` for the calls of `deadline`.
-    fn queue_bytes(&self, state: &mut State, bytes: &[u8], deadline: Instant) {
-        state.outbox.extend_from_slice(bytes);
-        state.outbox_deadline = state.outbox_deadline.max(Some(deadline));
     }
 
     /// Writes what is queued, and what is queued meanwhile, unless someone is writing already
@@ -227,11 +228,7 @@ impl Pipe {
             });
             bytes.clear();
             if let Err(error) = written {
-                let failure = Failure {
-                    kind: error.kind(),
-                    text: error.to_string(),
-                };
-                let woken = self.break_down(state, failure);
+                let woken = self.break_down(state, Failure::new(error.kind(), error.to_string()));
                 MutexGuard::unlocked(state, || woken.iter().for_each(|slot| slot.wake()));
             }
         }
@@ -264,10 +261,7 @@ impl Pipe {
                         redis::ErrorKind::Io => io::ErrorKind::ConnectionAborted,
                         _ => io::ErrorKind::InvalidData,
                     };
-                    let failure = Failure {
-                        kind,
-                        text: error.to_string(),
-                    };
+                    let failure = Failure::new(kind, error.to_string());
                     woken.extend(self.break_down(&mut state, failure));
                 }
                 let done = woken.iter().any(|woken| std::ptr::eq(&**woken, slot));
@@ -328,20 +322,16 @@ impl Pipe {
     fn deliver(&self, state: &mut MutexGuard<'_, State>, values: Vec<Value>) -> Vec<Arc<Slot>> {
         let mut done = Vec::new();
         for value in values {
-            if let Value::ServerError(error) = &value {
-                if matches!(error.code(), "READONLY" | "MASTERDOWN") {
-                    // A replica: no lock call can succeed here, and the next ones must look
-                    // for the primary.
-                    state.retired = true;
-                }
+            if crate::conn::is_from_a_replica(&value) {
+                state.retired = true;
             }
             match state.queue.deliver(value) {
                 Ok(slot) => done.extend(slot),
                 Err(_) => {
-                    let failure = Failure {
-                        kind: io::ErrorKind::InvalidData,
-                        text: "the server sent a reply nobody asked for".into(),
-                    };
+                    let failure = Failure::new(
+                        io::ErrorKind::InvalidData,
+                        "the server sent a reply nobody asked for",
+                    );
                     done.extend(self.break_down(state, failure));
                     break;
                 }
@@ -363,11 +353,7 @@ impl Pipe {
 
     /// [`Pipe::break_down`] with `kind` and `text`, waking the callers.
     fn fail(&self, mut state: MutexGuard<'_, State>, kind: io::ErrorKind, text: &str) {
-        let failure = Failure {
-            kind,
-            text: text.to_owned(),
-        };
-        let woken = self.break_down(&mut state, failure);
+        let woken = self.break_down(&mut state, Failure::new(kind, text));
         drop(state);
         woken.iter().for_each(|slot| slot.wake());
     }

@@ -18,6 +18,13 @@ pub(super) struct Failure {
 }
 
 impl Failure {
+    pub(super) fn new(kind: io::ErrorKind, text: impl Into<String>) -> Failure {
+        Failure {
+            kind,
+            text: text.into(),
+        }
+    }
+
     pub(super) fn error(&self) -> redis::RedisError {
         crate::conn::io_error(self.kind, self.text.clone())
     }
@@ -186,10 +193,7 @@ mod tests {
         queue.push(3, None);
         assert!(queue.awaited());
         assert!(queue.next_reader(u64::MAX).is_some());
-        let failure = Failure {
-            kind: io::ErrorKind::ConnectionReset,
-            text: "reset".into(),
-        };
+        let failure = Failure::new(io::ErrorKind::ConnectionReset, "reset");
         assert_eq!(queue.fail_all(&failure).len(), 1);
         assert!(matches!(slot.take(), Some(Err(_))));
         assert!(!queue.awaited());
