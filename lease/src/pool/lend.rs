@@ -88,9 +88,20 @@ impl<'a> DerefMut for Lent<'a> {
 
 /// A connection on loan; back to the pool on drop if it is still usable, its setup undone.
 pub(crate) struct Pooled<'a> {
-    pub(super) pool: &'a Pool,
-    pub(super) conn: Option<Conn>,
-    pub(super) undo: Option<fn(&mut Conn)>,
+    pool: &'a Pool,
+    conn: Option<Conn>,
+    undo: Option<fn(&mut Conn)>,
+}
+
+impl<'a> Pooled<'a> {
+    /// `conn`, lent by `pool`, given back to it on drop.
+    pub(super) fn new(pool: &'a Pool, conn: Conn) -> Pooled<'a> {
+        Pooled {
+            pool,
+            conn: Some(conn),
+            undo: None,
+        }
+    }
 }
 
 impl Deref for Pooled<'_> {

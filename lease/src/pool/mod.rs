@@ -295,11 +295,7 @@ impl Pool {
             }
             None => self.open(deadline)?,
         };
-        Ok(Pooled {
-            pool: self,
-            conn: Some(conn),
-            undo: None,
-        })
+        Ok(Pooled::new(self, conn))
     }
 
     /// A connection for one operation whose calls end by `deadline`: a handle on the shared
@@ -332,12 +328,7 @@ impl Pool {
                                 // One TLS session cannot be read and written at once.
                                 self.sharing.store(false, Ordering::Relaxed);
                             }
-                            let pooled = Pooled {
-                                pool: self,
-                                conn: Some(conn),
-                                undo: None,
-                            };
-                            return Ok(Lent::Own(pooled));
+                            return Ok(Lent::Own(Pooled::new(self, conn)));
                         }
                     },
                 }
