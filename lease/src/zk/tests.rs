@@ -206,6 +206,20 @@ fn nodes_are_created_read_listed_and_deleted() {
         .expect("exists")
         .is_some());
     zk.sync_ping(soon()).expect("ping");
+
+    // A server that refuses first in the list: the next one is tried. An idle session pings:
+    // nothing happens to it over several timeouts.
+    let closed = {
+        let listener = TcpListener::bind("127.0.0.1:0").expect("bind");
+        listener.local_addr().expect("addr").to_string()
+    };
+    let mut two = config(&closed, Duration::from_millis(300));
+    two.hosts.push(server.connect_string());
+    let (idle, events) = open(two);
+    assert_eq!(idle.server(), Some(server.connect_string()));
+    assert_eq!(next_event(&events, Duration::from_millis(1200)), None);
+    idle.sync_ping(soon()).expect("still alive");
+    assert!(idle.is_connected());
 }
 
 #[test]
@@ -321,6 +335,12 @@ fn the_chroot_is_prefixed_to_paths_sent_and_stripped_from_paths_received() {
     let (plain, _) = session_on(&server);
     let mut rooted = config(&server.connect_string(), Duration::from_secs(5));
     rooted.chroot = Some("/app/one".into());
+    rooted.digest = Some("user:secret".into());
+    let shown = format!("{rooted:?}");
+    assert!(
+        !shown.contains("secret") && shown.contains("/app/one"),
+        "{shown}"
+    );
     let (zk, events) = open(rooted);
 
     zk.ensure_path("/", soon()).expect("the chroot created");
@@ -481,6 +501,10 @@ fn a_server_paused_within_the_session_timeout_keeps_the_session() {
 
     let call = Instant::now();
     let deadline = call + Duration::from_millis(200);
+    let in_flight = {
+        let zk = zk.clone();
+        thread::spawn(move || zk.get_data("/held", false, Instant::now() + Duration::from_secs(4)))
+    };
     assert_eq!(zk.get_data("/held", false, deadline), Err(ZkError::Timeout));
     let late = Instant::now().saturating_duration_since(deadline);
     assert!(late < Duration::from_millis(50), "{late:?} late");
@@ -488,6 +512,10 @@ fn a_server_paused_within_the_session_timeout_keeps_the_session() {
     // Nothing read for two thirds of the timeout: the connection is taken for lost.
     assert_eq!(next_event(&events, timeout), Some(Event::Disconnected));
     assert!(!zk.is_connected());
+    assert_eq!(
+        in_flight.join().expect("the call in flight"),
+        Err(ZkError::ConnectionLoss)
+    );
     // A call made now waits for the connection to come back.
     let waiting = {
         let zk = zk.clone();
