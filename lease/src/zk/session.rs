@@ -592,23 +592,23 @@ impl Shared {
         }
     }
 
-    /// The end of the thread: the session expired (`expired`) or was closed; the event that
-    /// says which.
+    /// The end of the thread: the session expired (`expired`) or was closed. The event says
+    /// which came first.
     fn ended(&self, expired: bool) {
-        if expired && self.expire() {
+        let event = if expired && self.expire() {
             log::warn!(
                 "zookeeper session 0x{:x} expired: its ephemeral nodes are gone",
                 self.session_id()
             );
-            return self.emit(Event::Expired);
-        }
-        self.finish_close();
-        let expired_first = self.state.lock().phase == Phase::Expired;
-        self.emit(if expired_first {
             Event::Expired
         } else {
-            Event::Closed
-        });
+            self.finish_close();
+            match self.state.lock().phase {
+                Phase::Expired => Event::Expired,
+                _ => Event::Closed,
+            }
+        };
+        self.emit(event);
     }
 
     /// Reads connection `reading` until it is lost or the session ends.
@@ -754,28 +754,22 @@ impl Shared {
                         format!("to call {number}, which is not the next one awaiting its reply"),
                     );
                 };
-                let result = if header.err == code::OK {
-                    proto::reply(call.opcode, &mut body).map_err(|error| error.0)
-                } else {
-                    Ok(Reply::Done)
-                };
-                let result = match result {
-                    Ok(reply) => reply,
-                    Err(why) => {
-                        let why = format!("a reply's body: {why}");
-                        let error = ZkError::Protocol(format!("{server}: {why}"));
-                        let _ = call.reply.try_send(Err(error.clone()));
-                        return Some(End::Lost(error, why));
+                let outcome = if header.err == code::OK {
+                    match proto::reply(call.opcode, &mut body) {
+                        Ok(reply) => Ok(reply),
+                        Err(error) => {
+                            let why = format!("a reply's body: {}", error.0);
+                            let error = ZkError::Protocol(format!("{server}: {why}"));
+                            let _ = call.reply.try_send(Err(error.clone()));
+                            return Some(End::Lost(error, why));
+                        }
                     }
+                } else {
+                    Err(proto::error_of(header.err))
                 };
                 if let Some(watch) = call.watch {
                     self.state.lock().watches.armed(watch, header.err);
                 }
-                let outcome = if header.err == code::OK {
-                    Ok(result)
-                } else {
-                    Err(proto::error_of(header.err))
-                };
                 let _ = call.reply.try_send(outcome);
                 (header.err == code::SESSION_EXPIRED).then_some(End::Expired)
             }

@@ -583,3 +583,112 @@ fn a_server_paused_past_the_session_timeout_expires_it_for_good() {
     zk.close(soon());
     assert_eq!(zk.exists("/", false, soon()), Err(ZkError::SessionExpired));
 }
+
+/// The body of the next frame `socket` receives.
+fn read_frame(socket: &mut std::net::TcpStream) -> Vec<u8> {
+    let mut length = [0u8; 4];
+    socket.read_exact(&mut length).expect("a frame's length");
+    let mut body = vec![0u8; i32::from_be_bytes(length) as usize];
+    socket.read_exact(&mut body).expect("a frame's body");
+    body
+}
+
+/// A `ConnectResponse` frame.
+fn connect_response(timeout_ms: i32, session_id: i64) -> Vec<u8> {
+    let mut body = jute::Writer::new();
+    body.int(0)
+        .int(timeout_ms)
+        .long(session_id)
+        .buffer(&[7; 16])
+        .boolean(false);
+    body.frame().expect("small")
+}
+
+/// A reply header frame.
+fn reply(xid: i32) -> Vec<u8> {
+    let mut body = jute::Writer::new();
+    body.int(xid).long(1).int(0);
+    body.frame().expect("small")
+}
+
+/// A server of the test's own that opens session 0x55 on the first connection, answers its
+/// pings, and answers its first call with the xid of another; then says on every later
+/// connection that the session is gone. Sends what each connection asked (session id, xid
+/// of each frame) to `seen`.
+fn forgetful_server(seen: crossbeam_channel::Sender<(usize, i64, i32)>) -> String {
+    let listener = TcpListener::bind("127.0.0.1:0").expect("bind");
+    let addr = listener.local_addr().expect("addr").to_string();
+    thread::spawn(move || {
+        for (index, socket) in listener.incoming().enumerate() {
+            let Ok(mut socket) = socket else { return };
+            let connect = read_frame(&mut socket);
+            let mut request = jute::Reader::new(&connect);
+            let _version = request.int("version");
+            let _zxid = request.long("zxid");
+            let _timeout = request.int("timeout");
+            let session = request.long("session").expect("a session id");
+            let _ = seen.send((index, session, 0));
+            if index > 0 {
+                let _ = socket.write_all(&connect_response(0, 0));
+                continue;
+            }
+            let _ = socket.write_all(&connect_response(300, 0x55));
+            loop {
+                let frame = read_frame(&mut socket);
+                let xid = i32::from_be_bytes([frame[0], frame[1], frame[2], frame[3]]);
+                let _ = seen.send((index, session, xid));
+                if xid == proto::xid::PING {
+                    let _ = socket.write_all(&reply(xid));
+                } else {
+                    let _ = socket.write_all(&reply(xid + 1));
+                    thread::sleep(Duration::from_millis(200));
+                    break;
+                }
+            }
+        }
+    });
+    addr
+}
+
+#[test]
+fn a_reply_out_of_turn_fails_the_call_and_a_server_that_forgot_the_session_expires_it() {
+    let (tell, seen) = crossbeam_channel::unbounded();
+    let addr = forgetful_server(tell);
+    let (zk, events) = open(config(&addr, Duration::from_millis(300)));
+    assert_eq!(zk.session_id(), 0x55);
+    assert_eq!(zk.timeout(), Duration::from_millis(300));
+    assert_eq!(seen.recv_timeout(Duration::from_secs(1)), Ok((0, 0, 0)));
+    // Idle: the client pings within a third of the timeout, and again.
+    for _ in 0..2 {
+        let began = Instant::now();
+        assert_eq!(
+            seen.recv_timeout(Duration::from_secs(1)),
+            Ok((0, 0, proto::xid::PING))
+        );
+        assert!(
+            began.elapsed() < Duration::from_millis(180),
+            "{:?}",
+            began.elapsed()
+        );
+    }
+    match zk.exists("/x", false, soon()) {
+        Err(ZkError::Protocol(why)) => assert!(why.contains(&addr), "{why}"),
+        other => panic!("{other:?}"),
+    }
+    assert_eq!(
+        next_event(&events, Duration::from_secs(1)),
+        Some(Event::Disconnected)
+    );
+    assert_eq!(
+        next_event(&events, Duration::from_secs(1)),
+        Some(Event::Expired)
+    );
+    // The second connection asked for the same session, and nothing asked for a new one.
+    let asked: Vec<_> = seen
+        .try_iter()
+        .filter(|(index, _, xid)| *index > 0 && *xid == 0)
+        .collect();
+    assert_eq!(asked, [(1, 0x55, 0)]);
+    assert!(zk.is_expired());
+    assert_eq!(zk.exists("/x", false, soon()), Err(ZkError::SessionExpired));
+}
