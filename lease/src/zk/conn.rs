@@ -14,14 +14,18 @@ use std::time::Instant;
 /// What a session presents to a server: none yet (id 0, a zeroed password), or the one it has.
 #[derive(Debug, Clone)]
 pub(crate) struct Credentials {
+    /// The session's id; 0 for a new one.
     pub(crate) session_id: i64,
+    /// The password the server gave with the session.
     pub(crate) passwd: Vec<u8>,
+    /// The largest zxid the session has seen: a server that has seen less refuses it.
     pub(crate) last_zxid: i64,
     /// The session timeout asked for, in milliseconds.
     pub(crate) timeout_ms: i32,
 }
 
 impl Credentials {
+    /// The credentials of a session still to open, with the timeout asked for.
     pub(crate) fn new_session(timeout_ms: i32) -> Credentials {
         Credentials {
             session_id: 0,
@@ -36,16 +40,21 @@ impl Credentials {
 pub(crate) struct Conn {
     /// `host:port` as configured.
     pub(crate) server: String,
+    /// The handle the session's thread reads with.
     pub(crate) reader: Timed,
+    /// What was read past the handshake, if anything.
     pub(crate) frames: Frames,
+    /// The handle callers write with.
     pub(crate) writer: Timed,
     /// A third handle, to close the socket while the others are in use.
     pub(crate) closer: Timed,
+    /// The server's answer to the handshake.
     pub(crate) response: ConnectResponse,
 }
 
 /// How a handshake ended.
 pub(crate) enum Handshake {
+    /// The session is open on the connection.
     Open(Box<Conn>),
     /// The server answered that the session asked for is gone (expired, closed, or a wrong
     /// password).
@@ -66,6 +75,7 @@ pub(crate) enum ReadError {
 /// The frames read from a socket, and the bytes of the next one read so far.
 #[derive(Default)]
 pub(crate) struct Frames {
+    /// Bytes read and not yet cut into frames.
     buffer: Vec<u8>,
 }
 
@@ -106,6 +116,7 @@ impl Frames {
     }
 }
 
+/// Whether a read failed for its deadline.
 fn is_timeout(error: &io::Error) -> bool {
     matches!(
         error.kind(),
@@ -118,6 +129,7 @@ fn unavailable(server: &str, why: impl std::fmt::Display) -> ZkError {
     ZkError::Unavailable(format!("{server}: {why}"))
 }
 
+/// The error of a peer, `server`, that does not speak ZooKeeper.
 fn protocol(server: &str, why: impl std::fmt::Display) -> ZkError {
     ZkError::Protocol(format!("{server}: {why}"))
 }

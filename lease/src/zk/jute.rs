@@ -9,11 +9,14 @@ pub(crate) struct JuteError(pub(crate) String);
 
 /// Reads the fields of one frame's body in order.
 pub(crate) struct Reader<'a> {
+    /// The frame's body.
     bytes: &'a [u8],
+    /// Where the next field starts.
     at: usize,
 }
 
 impl<'a> Reader<'a> {
+    /// A reader of `bytes` from their start.
     pub(crate) fn new(bytes: &'a [u8]) -> Reader<'a> {
         Reader { bytes, at: 0 }
     }
@@ -23,6 +26,7 @@ impl<'a> Reader<'a> {
         self.bytes.len() - self.at
     }
 
+    /// The next `n` bytes, for the field `what`.
     fn take(&mut self, n: usize, what: &str) -> Result<&'a [u8], JuteError> {
         if self.left() < n {
             return Err(JuteError(format!(
@@ -35,20 +39,24 @@ impl<'a> Reader<'a> {
         Ok(taken)
     }
 
+    /// The next `N` bytes, for the field `what`.
     fn array<const N: usize>(&mut self, what: &str) -> Result<[u8; N], JuteError> {
         let mut array = [0u8; N];
         array.copy_from_slice(self.take(N, what)?);
         Ok(array)
     }
 
+    /// A 4-byte integer, for the field `what` (named in the error).
     pub(crate) fn int(&mut self, what: &str) -> Result<i32, JuteError> {
         Ok(i32::from_be_bytes(self.array(what)?))
     }
 
+    /// An 8-byte integer.
     pub(crate) fn long(&mut self, what: &str) -> Result<i64, JuteError> {
         Ok(i64::from_be_bytes(self.array(what)?))
     }
 
+    /// A one-byte boolean.
     #[cfg(test)]
     pub(crate) fn boolean(&mut self, what: &str) -> Result<bool, JuteError> {
         Ok(self.array::<1>(what)?[0] != 0)
@@ -99,24 +107,29 @@ impl<'a> Reader<'a> {
 /// Appends the fields of a record to a frame's body.
 #[derive(Default)]
 pub(crate) struct Writer {
+    /// The body so far.
     bytes: Vec<u8>,
 }
 
 impl Writer {
+    /// An empty body.
     pub(crate) fn new() -> Writer {
         Writer::default()
     }
 
+    /// A 4-byte integer.
     pub(crate) fn int(&mut self, value: i32) -> &mut Writer {
         self.bytes.extend_from_slice(&value.to_be_bytes());
         self
     }
 
+    /// An 8-byte integer.
     pub(crate) fn long(&mut self, value: i64) -> &mut Writer {
         self.bytes.extend_from_slice(&value.to_be_bytes());
         self
     }
 
+    /// A one-byte boolean.
     pub(crate) fn boolean(&mut self, value: bool) -> &mut Writer {
         self.bytes.push(u8::from(value));
         self
@@ -130,10 +143,12 @@ impl Writer {
         self
     }
 
+    /// A UTF-8 string, as a buffer.
     pub(crate) fn string(&mut self, value: &str) -> &mut Writer {
         self.buffer(value.as_bytes())
     }
 
+    /// A vector of strings, its count first.
     pub(crate) fn strings(&mut self, values: &[String]) -> &mut Writer {
         self.int(i32::try_from(values.len()).unwrap_or(i32::MAX));
         for value in values {

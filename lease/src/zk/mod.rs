@@ -62,15 +62,18 @@ impl fmt::Debug for ZkConfig {
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 #[cfg_attr(not(test), allow(dead_code))]
 pub(crate) enum CreateMode {
+    /// Kept until deleted.
     Persistent,
     /// Deleted when the session ends.
     Ephemeral,
     /// The server appends a 10-digit counter, unique under the parent, to the name.
     PersistentSequential,
+    /// Both: numbered, and deleted when the session ends.
     EphemeralSequential,
 }
 
 impl CreateMode {
+    /// The create request's flags for this mode.
     fn flags(self) -> i32 {
         match self {
             CreateMode::Persistent => 0,
@@ -80,6 +83,7 @@ impl CreateMode {
         }
     }
 
+    /// Whether the server numbers the name.
     fn is_sequential(self) -> bool {
         matches!(
             self,
@@ -107,7 +111,9 @@ pub(crate) struct Stat {
     pub(crate) aversion: i32,
     /// The session that owns it, for an ephemeral node; 0 otherwise.
     pub(crate) ephemeral_owner: i64,
+    /// How many bytes of data it holds.
     pub(crate) data_length: i32,
+    /// How many children it has.
     pub(crate) num_children: i32,
     /// The zxid of the change that last modified its children.
     pub(crate) pzxid: i64,
@@ -117,14 +123,19 @@ pub(crate) struct Stat {
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[cfg_attr(not(test), allow(dead_code))]
 pub(crate) enum ZkError {
+    /// The node (or, for a create, its parent) does not exist.
     #[error("no such node")]
     NoNode,
+    /// A create's node exists already.
     #[error("the node exists already")]
     NodeExists,
+    /// A delete's node has children.
     #[error("the node has children")]
     NotEmpty,
+    /// A delete's version is not the node's.
     #[error("the node's version is not the one given")]
     BadVersion,
+    /// The node's ACL does not allow the call.
     #[error("not allowed by the node's ACL")]
     NoAuth,
     /// The session is gone: its ephemeral nodes are deleted, and the `Session` is dead for good.
@@ -161,8 +172,11 @@ pub(crate) enum ZkError {
 pub(crate) enum Event {
     /// A watch fired: the node was created.
     NodeCreated(String),
+    /// A watch fired: the node was deleted.
     NodeDeleted(String),
+    /// A watch fired: the node's data changed.
     NodeDataChanged(String),
+    /// A watch fired: a child of the node was created or deleted.
     NodeChildrenChanged(String),
     /// The connection was lost; the session may live on. Calls in flight failed with
     /// `ConnectionLoss`.
@@ -180,12 +194,14 @@ pub(crate) enum Event {
 #[derive(Clone)]
 #[cfg_attr(not(test), allow(dead_code))]
 pub(crate) struct Session {
+    /// Shared by the clones.
     handle: Arc<Handle>,
 }
 
 /// What clones of a session share; closes the session when dropped. The session's thread holds
 /// the state it shares with this, not this: the thread does not keep the session open.
 struct Handle {
+    /// What the session's thread shares.
     shared: Arc<Shared>,
 }
 
@@ -235,10 +251,12 @@ impl Session {
         })
     }
 
+    /// The session's state and connection.
     fn shared(&self) -> &Shared {
         &self.handle.shared
     }
 
+    /// The session's id, as the server gave it (and shows it in its logs).
     pub(crate) fn session_id(&self) -> i64 {
         self.shared().session_id()
     }
@@ -253,6 +271,7 @@ impl Session {
         self.shared().is_expired()
     }
 
+    /// Whether the session has a connection now (and is not being closed).
     pub(crate) fn is_connected(&self) -> bool {
         self.shared().is_connected()
     }

@@ -61,27 +61,21 @@ const SET_WATCHES_BATCH: usize = 128 * 1024;
 /// A numbered request's body, with paths as the server sees them (the chroot prefixed).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) enum Request {
+    /// Create2, with the open ACL; `flags` as [`super::CreateMode`] gives them.
     Create {
         path: String,
         data: Vec<u8>,
         flags: i32,
     },
-    Delete {
-        path: String,
-        version: i32,
-    },
-    Exists {
-        path: String,
-        watch: bool,
-    },
-    GetData {
-        path: String,
-        watch: bool,
-    },
-    GetChildren {
-        path: String,
-        watch: bool,
-    },
+    /// Delete, at `version` (-1 for any).
+    Delete { path: String, version: i32 },
+    /// Exists, arming a watch if `watch`.
+    Exists { path: String, watch: bool },
+    /// GetData, arming a watch if `watch`.
+    GetData { path: String, watch: bool },
+    /// GetChildren2, arming a watch if `watch`.
+    GetChildren { path: String, watch: bool },
+    /// Ends the session.
     CloseSession,
 }
 
@@ -101,6 +95,7 @@ pub(crate) enum Reply {
 }
 
 impl Request {
+    /// Its type in the request header.
     pub(crate) fn opcode(&self) -> i32 {
         match self {
             Request::Create { .. } => op::CREATE2,
@@ -195,10 +190,13 @@ pub(crate) fn connect_request(
 pub(crate) struct ConnectResponse {
     /// The negotiated session timeout; 0 or less when the session asked for has expired.
     pub(crate) timeout_ms: i32,
+    /// The session's id; 0 when the session asked for has expired.
     pub(crate) session_id: i64,
+    /// The password to take the session up again on another connection.
     pub(crate) passwd: Vec<u8>,
 }
 
+/// Reads the body of a `ConnectResponse`.
 pub(crate) fn connect_response(body: &[u8]) -> Result<ConnectResponse, JuteError> {
     let mut body = Reader::new(body);
     let _protocol_version = body.int("protocolVersion")?;
@@ -217,11 +215,15 @@ pub(crate) fn connect_response(body: &[u8]) -> Result<ConnectResponse, JuteError
 /// The header of every frame the server sends once the session is open.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) struct ReplyHeader {
+    /// The call answered, or one of [`xid`]'s.
     pub(crate) xid: i32,
+    /// The last transaction the server had applied.
     pub(crate) zxid: i64,
+    /// 0, or an error code.
     pub(crate) err: i32,
 }
 
+/// Reads a `ReplyHeader`.
 pub(crate) fn reply_header(body: &mut Reader<'_>) -> Result<ReplyHeader, JuteError> {
     Ok(ReplyHeader {
         xid: body.int("xid")?,
@@ -233,7 +235,9 @@ pub(crate) fn reply_header(body: &mut Reader<'_>) -> Result<ReplyHeader, JuteErr
 /// A watch notification's body (`WatcherEvent`), its path as the server sent it.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) struct WatcherEvent {
+    /// One of [`event`]'s types.
     pub(crate) kind: i32,
+    /// The node's path, chroot included.
     pub(crate) path: String,
 }
 
@@ -245,6 +249,7 @@ pub(crate) mod event {
     pub(crate) const NODE_CHILDREN_CHANGED: i32 = 4;
 }
 
+/// Reads a `WatcherEvent`.
 pub(crate) fn watcher_event(body: &mut Reader<'_>) -> Result<WatcherEvent, JuteError> {
     let kind = body.int("event type")?;
     let _state = body.int("keeper state")?;
@@ -257,6 +262,7 @@ pub(crate) fn ping() -> Vec<u8> {
     header_only(xid::PING, op::PING)
 }
 
+/// A frame of a request header alone.
 fn header_only(xid: i32, opcode: i32) -> Vec<u8> {
     let mut frame = Vec::with_capacity(12);
     frame.extend_from_slice(&8i32.to_be_bytes());

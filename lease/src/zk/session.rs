@@ -43,7 +43,9 @@ pub(crate) type Events = Arc<dyn Fn(Event) + Send + Sync>;
 /// Where a session stands.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Phase {
+    /// A connection is open: calls are written at once.
     Connected,
+    /// The connection was lost and the thread looks for another: calls wait.
     Disconnected,
     /// The session is gone, for good.
     Expired,
@@ -53,19 +55,26 @@ enum Phase {
 
 /// One call awaiting its reply.
 struct Pending {
+    /// The call's number: its reply carries it.
     xid: i32,
+    /// The request's type, to decode its reply.
     opcode: i32,
+    /// The watch its reply arms, if any.
     watch: Option<Watch>,
+    /// Where its caller waits (or waited: a reply to a caller gone is dropped here).
     reply: Sender<Result<Reply, ZkError>>,
 }
 
 /// A request to make and the watch its reply arms, if any.
 pub(crate) struct Call {
+    /// The request, paths as the server sees them.
     pub(crate) request: Request,
+    /// The watch to note when the reply says it is armed.
     pub(crate) watch: Option<Watch>,
 }
 
 impl Call {
+    /// A call that arms no watch.
     pub(crate) fn new(request: Request) -> Call {
         Call {
             request,
@@ -74,7 +83,9 @@ impl Call {
     }
 }
 
+/// A session's state, under one lock.
 struct State {
+    /// Where the session stands.
     phase: Phase,
     /// Its owner is closing it: no new call but the `closeSession`.
     closing: bool,
@@ -82,21 +93,30 @@ struct State {
     generation: u64,
     /// A handle on the socket of the connection open now, to close it.
     closer: Option<Timed>,
+    /// The calls written and not yet answered, in the order written.
     pending: VecDeque<Pending>,
+    /// The number of the next call.
     next_xid: i32,
+    /// The largest zxid seen in a reply header.
     last_zxid: i64,
+    /// The session's id, to take it up again on another connection.
     session_id: i64,
+    /// The session's password, likewise.
     passwd: Vec<u8>,
     /// The negotiated session timeout.
     timeout: Duration,
+    /// The `host:port` of the connection open now, or of the last one.
     server: Option<String>,
+    /// The watches armed, to re-arm on another connection.
     watches: Watches,
     /// When a frame was last written.
     last_sent: Instant,
+    /// The session's thread.
     thread: Option<ThreadId>,
 }
 
 impl State {
+    /// Numbers a call: from 1, never one of the reserved negative xids.
     fn next_xid(&mut self) -> i32 {
         let xid = self.next_xid;
         self.next_xid = if xid == i32::MAX { 1 } else { xid + 1 };
@@ -106,15 +126,21 @@ impl State {
 
 /// The writing end of the connection open now.
 struct Out {
+    /// The handle to write with; none before the first connection.
     writer: Option<Timed>,
+    /// The number of the connection it writes to.
     generation: u64,
 }
 
 /// The reading end of a connection, for the session's thread.
 struct Reading {
+    /// The `host:port` it goes to.
     server: String,
+    /// The handle to read with.
     reader: Timed,
+    /// What was read of the next frame.
     frames: Frames,
+    /// The connection's number.
     generation: u64,
 }
 
@@ -122,30 +148,41 @@ struct Reading {
 enum End {
     /// Lost: the failure its calls in flight get, and why, for the log.
     Lost(ZkError, String),
+    /// The session expired (a reply said so).
     Expired,
+    /// Its owner closed the session.
     Closed,
 }
 
 /// How a reconnection ended.
 enum Reconnect {
+    /// The session is taken up again on this connection.
     Open(Reading),
+    /// A server said the session is gone, or none was reached for a session timeout.
     Expired,
+    /// Its owner closed the session meanwhile.
     Closed,
 }
 
 /// What a session's handles and its thread share.
 pub(crate) struct Shared {
+    /// The servers, in the order tried.
     hosts: Vec<String>,
+    /// The node all paths are relative to.
     pub(crate) chroot: Chroot,
+    /// `user:password` for the digest authentication; never logged.
     digest: Option<String>,
     /// The session timeout asked for, in milliseconds.
     requested_ms: i32,
+    /// How long one server is given to connect and answer the handshake.
     connect_timeout: Duration,
+    /// The session's state.
     state: Mutex<State>,
     /// Notified whenever the phase changes.
     changed: Condvar,
     /// Lock order: `out`, then `state`.
     out: Mutex<Out>,
+    /// The owner's event callback.
     events: Events,
     /// Wakes the thread from a pause between reconnection attempts.
     wake: (Sender<()>, Receiver<()>),
@@ -188,6 +225,7 @@ fn connect_failure(failures: Vec<(String, ZkError)>) -> ZkError {
     ZkError::Unavailable(whys.join("; "))
 }
 
+/// `duration` in whole milliseconds, at least 1, for the handshake.
 fn millis(duration: Duration) -> i32 {
     i32::try_from(duration.as_millis())
         .unwrap_or(i32::MAX)
@@ -303,23 +341,28 @@ impl Shared {
         }
     }
 
+    /// The session's id.
     pub(crate) fn session_id(&self) -> i64 {
         self.state.lock().session_id
     }
 
+    /// The negotiated session timeout.
     pub(crate) fn timeout(&self) -> Duration {
         self.state.lock().timeout
     }
 
+    /// Whether the session expired or was closed.
     pub(crate) fn is_expired(&self) -> bool {
         matches!(self.state.lock().phase, Phase::Expired | Phase::Closed)
     }
 
+    /// Whether a connection is open and the session not being closed.
     pub(crate) fn is_connected(&self) -> bool {
         let state = self.state.lock();
         state.phase == Phase::Connected && !state.closing
     }
 
+    /// The server connected now.
     pub(crate) fn server(&self) -> Option<String> {
         let state = self.state.lock();
         (state.phase == Phase::Connected)
@@ -491,6 +534,8 @@ impl Shared {
         let _ = self.wake.0.try_send(());
     }
 
+    /// Ends the session in `phase` (unless it has ended already): every call in flight fails
+    /// with `failure`, the socket is closed. Returns whether it ended it.
     fn end(&self, phase: Phase, failure: ZkError) -> bool {
         let mut state = self.state.lock();
         if matches!(state.phase, Phase::Expired | Phase::Closed) {

@@ -20,8 +20,11 @@ pub(crate) enum Watch {
 /// The paths (the client's, without the chroot) with a watch armed, by kind.
 #[derive(Debug, Default)]
 pub(crate) struct Watches {
+    /// Watches on the data of nodes that exist (`exists`, `getData`).
     data: BTreeSet<String>,
+    /// Watches on nodes that did not exist (`exists`).
     exist: BTreeSet<String>,
+    /// Watches on the children of nodes (`getChildren`).
     child: BTreeSet<String>,
 }
 
