@@ -5,9 +5,9 @@
 //!
 //! This module owns the client's API and its errors; the wire encoding is in `jute.rs`, the
 //! requests, replies and codes in `proto.rs`, path rules and the chroot in `path.rs`, one
-//! connection and its handshake in `conn.rs`, the armed watches in `watches.rs`, and the
-//! session's state, its thread and reconnection in `session.rs`, whose documentation tells what
-//! a call gets while the connection is lost.
+//! connection and its handshake in `conn.rs`, the armed watches in `watches.rs`, the session's
+//! state and calls in `session.rs` (whose documentation tells what a call gets while the
+//! connection is lost), and the session's thread, which reads and reconnects, in `thread.rs`.
 //!
 //! Nodes are created with the open ACL (`world:anyone`, all permissions); the digest
 //! credentials, if given, are sent after every handshake (`addauth digest`) and never logged.
@@ -17,6 +17,7 @@ mod jute;
 mod path;
 mod proto;
 mod session;
+mod thread;
 mod watches;
 
 #[cfg(test)]

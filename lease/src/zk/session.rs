@@ -1,9 +1,9 @@
-//! A session's shared state and its thread. Callers write their own request frames, under the
-//! write lock and by their own deadlines, and wait for their replies in a slot of their own (a
-//! one-place channel); the session's thread reads every frame, hands each reply to the call
-//! waiting on its xid (replies come in the order the calls were written), delivers watch
-//! events, pings when nothing was written for a third of the session timeout, and takes the
-//! connection for dead when nothing was read for two thirds of it.
+//! A session's shared state, its opening and closing, and its calls. Callers write their own
+//! request frames, under the write lock and by their own deadlines, and wait for their replies
+//! in a slot of their own (a one-place channel); the session's thread (`thread.rs`) reads every
+//! frame and hands each reply to the call waiting on its xid (replies come in the order the
+//! calls were written). A caller whose deadline passes gets `Timeout`; its reply, when it
+//! comes, is dropped.
 //!
 //! When a connection is lost, every call in flight fails with `ConnectionLoss`; calls made
 //! while there is no connection wait for the next one until their deadline, then fail with
@@ -12,10 +12,10 @@
 //! the session is gone, or no server reached for a whole session timeout after the loss, ends
 //! the session for good (`Expired`): the thread never opens a new session.
 
-use super::conn::{self, Credentials, Frames, Handshake, ReadError};
-use super::jute::Reader;
+use super::conn::{self, Credentials, Handshake};
 use super::path::Chroot;
-use super::proto::{self, code, event, xid, Reply, Request};
+use super::proto::{code, Reply, Request};
+use super::thread::Reading;
 use super::watches::{Watch, Watches};
 use super::{Event, ZkConfig, ZkError};
 use crate::conn::Timed;
@@ -28,21 +28,17 @@ use std::thread::ThreadId;
 use std::time::{Duration, Instant};
 
 /// The first pause after every server of the list failed once; it doubles each round.
-const FIRST_BACKOFF: Duration = Duration::from_millis(10);
+pub(super) const FIRST_BACKOFF: Duration = Duration::from_millis(10);
 
 /// The longest pause between two rounds of the server list.
-const LONGEST_BACKOFF: Duration = Duration::from_secs(1);
-
-/// How long a `closeSession` sent on a connection opened after its owner closed the session may
-/// take to be written.
-const LATE_CLOSE: Duration = Duration::from_millis(200);
+pub(super) const LONGEST_BACKOFF: Duration = Duration::from_secs(1);
 
 /// The callback that receives a session's events.
 pub(crate) type Events = Arc<dyn Fn(Event) + Send + Sync>;
 
 /// Where a session stands.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Phase {
+pub(super) enum Phase {
     /// A connection is open: calls are written at once.
     Connected,
     /// The connection was lost and the thread looks for another: calls wait.
@@ -54,15 +50,15 @@ enum Phase {
 }
 
 /// One call awaiting its reply.
-struct Pending {
+pub(super) struct Pending {
     /// The call's number: its reply carries it.
-    xid: i32,
+    pub(super) xid: i32,
     /// The request's type, to decode its reply.
-    opcode: i32,
+    pub(super) opcode: i32,
     /// The watch its reply arms, if any.
-    watch: Option<Watch>,
+    pub(super) watch: Option<Watch>,
     /// Where its caller waits (or waited: a reply to a caller gone is dropped here).
-    reply: Sender<Result<Reply, ZkError>>,
+    pub(super) reply: Sender<Result<Reply, ZkError>>,
 }
 
 /// A request to make and the watch its reply arms, if any.
@@ -84,40 +80,40 @@ impl Call {
 }
 
 /// A session's state, under one lock.
-struct State {
+pub(super) struct State {
     /// Where the session stands.
-    phase: Phase,
+    pub(super) phase: Phase,
     /// Its owner is closing it: no new call but the `closeSession`.
-    closing: bool,
+    pub(super) closing: bool,
     /// The number of the connection open now, or of the last one.
-    generation: u64,
+    pub(super) generation: u64,
     /// A handle on the socket of the connection open now, to close it.
-    closer: Option<Timed>,
+    pub(super) closer: Option<Timed>,
     /// The calls written and not yet answered, in the order written.
-    pending: VecDeque<Pending>,
+    pub(super) pending: VecDeque<Pending>,
     /// The number of the next call.
-    next_xid: i32,
+    pub(super) next_xid: i32,
     /// The largest zxid seen in a reply header.
-    last_zxid: i64,
+    pub(super) last_zxid: i64,
     /// The session's id, to take it up again on another connection.
-    session_id: i64,
+    pub(super) session_id: i64,
     /// The session's password, likewise.
-    passwd: Vec<u8>,
+    pub(super) passwd: Vec<u8>,
     /// The negotiated session timeout.
-    timeout: Duration,
+    pub(super) timeout: Duration,
     /// The `host:port` of the connection open now, or of the last one.
-    server: Option<String>,
+    pub(super) server: Option<String>,
     /// The watches armed, to re-arm on another connection.
-    watches: Watches,
+    pub(super) watches: Watches,
     /// When a frame was last written.
-    last_sent: Instant,
+    pub(super) last_sent: Instant,
     /// The session's thread.
-    thread: Option<ThreadId>,
+    pub(super) thread: Option<ThreadId>,
 }
 
 impl State {
     /// Numbers a call: from 1, never one of the reserved negative xids.
-    fn next_xid(&mut self) -> i32 {
+    pub(super) fn next_xid(&mut self) -> i32 {
         let xid = self.next_xid;
         self.next_xid = if xid == i32::MAX { 1 } else { xid + 1 };
         xid
@@ -125,67 +121,35 @@ impl State {
 }
 
 /// The writing end of the connection open now.
-struct Out {
+pub(super) struct Out {
     /// The handle to write with; none before the first connection.
-    writer: Option<Timed>,
+    pub(super) writer: Option<Timed>,
     /// The number of the connection it writes to.
-    generation: u64,
-}
-
-/// The reading end of a connection, for the session's thread.
-struct Reading {
-    /// The `host:port` it goes to.
-    server: String,
-    /// The handle to read with.
-    reader: Timed,
-    /// What was read of the next frame.
-    frames: Frames,
-    /// The connection's number.
-    generation: u64,
-}
-
-/// How serving a connection ended.
-enum End {
-    /// Lost: the failure its calls in flight get, and why, for the log.
-    Lost(ZkError, String),
-    /// The session expired (a reply said so).
-    Expired,
-    /// Its owner closed the session.
-    Closed,
-}
-
-/// How a reconnection ended.
-enum Reconnect {
-    /// The session is taken up again on this connection.
-    Open(Reading),
-    /// A server said the session is gone, or none was reached for a session timeout.
-    Expired,
-    /// Its owner closed the session meanwhile.
-    Closed,
+    pub(super) generation: u64,
 }
 
 /// What a session's handles and its thread share.
 pub(crate) struct Shared {
     /// The servers, in the order tried.
-    hosts: Vec<String>,
+    pub(super) hosts: Vec<String>,
     /// The node all paths are relative to.
     pub(crate) chroot: Chroot,
     /// `user:password` for the digest authentication; never logged.
-    digest: Option<String>,
+    pub(super) digest: Option<String>,
     /// The session timeout asked for, in milliseconds.
-    requested_ms: i32,
+    pub(super) requested_ms: i32,
     /// How long one server is given to connect and answer the handshake.
-    connect_timeout: Duration,
+    pub(super) connect_timeout: Duration,
     /// The session's state.
-    state: Mutex<State>,
+    pub(super) state: Mutex<State>,
     /// Notified whenever the phase changes.
-    changed: Condvar,
+    pub(super) changed: Condvar,
     /// Lock order: `out`, then `state`.
-    out: Mutex<Out>,
+    pub(super) out: Mutex<Out>,
     /// The owner's event callback.
-    events: Events,
+    pub(super) events: Events,
     /// Wakes the thread from a pause between reconnection attempts.
-    wake: (Sender<()>, Receiver<()>),
+    pub(super) wake: (Sender<()>, Receiver<()>),
 }
 
 /// The hosts in a random order (the order given if the system has no randomness).
@@ -225,6 +189,12 @@ fn connect_failure(failures: Vec<(String, ZkError)>) -> ZkError {
     ZkError::Unavailable(whys.join("; "))
 }
 
+/// `duration` after `now`, or a year after if that is beyond what an `Instant` holds.
+pub(super) fn later(now: Instant, duration: Duration) -> Instant {
+    now.checked_add(duration)
+        .unwrap_or(now + Duration::from_secs(365 * 24 * 3600))
+}
+
 /// `duration` in whole milliseconds, at least 1, for the handshake.
 fn millis(duration: Duration) -> i32 {
     i32::try_from(duration.as_millis())
@@ -255,7 +225,7 @@ impl Shared {
                 return Err(connect_failure(failures));
             }
             let server = &hosts[index];
-            let attempt = deadline.min(now + config.connect_timeout);
+            let attempt = deadline.min(later(now, config.connect_timeout));
             match conn::open(server, &credentials, config.digest.as_deref(), &[], attempt) {
                 Ok(Handshake::Open(conn)) => break *conn,
                 Ok(Handshake::Expired) => {
@@ -505,7 +475,7 @@ impl Shared {
 
     /// Takes connection `generation` for lost, if it is still the one open: its calls in flight
     /// fail with `failure` and its socket is closed.
-    fn break_connection(&self, generation: u64, failure: ZkError) {
+    pub(super) fn break_connection(&self, generation: u64, failure: ZkError) {
         let mut state = self.state.lock();
         if state.generation != generation || state.phase != Phase::Connected {
             return;
@@ -524,12 +494,12 @@ impl Shared {
 
     /// Ends the session for good as expired, unless its owner closed it first; returns whether
     /// it did.
-    fn expire(&self) -> bool {
+    pub(super) fn expire(&self) -> bool {
         self.end(Phase::Expired, ZkError::SessionExpired)
     }
 
     /// Ends the session as closed by its owner (unless it expired first).
-    fn finish_close(&self) {
+    pub(super) fn finish_close(&self) {
         self.end(Phase::Closed, ZkError::Closed);
         let _ = self.wake.0.try_send(());
     }
@@ -589,340 +559,11 @@ impl Shared {
     }
 
     /// Calls the event callback; a panic in it is logged, and does not end the thread.
-    fn emit(&self, event: Event) {
+    pub(super) fn emit(&self, event: Event) {
         let events = &self.events;
         let called = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| events(event)));
         if called.is_err() {
             log::error!("zookeeper: the session's event callback panicked");
         }
-    }
-
-    /// The session's thread: serves each connection, reconnects after each loss, and ends when
-    /// the session expires or is closed.
-    fn run(self: Arc<Shared>, first: Reading, mut index: usize) {
-        let mut reading = Some(first);
-        self.emit(Event::Connected);
-        loop {
-            if let Some(connection) = reading.take() {
-                let generation = connection.generation;
-                let server = connection.server.clone();
-                match self.serve(connection) {
-                    End::Lost(failure, why) => {
-                        self.break_connection(generation, failure);
-                        let (closing, session_id) = {
-                            let state = self.state.lock();
-                            (state.closing, state.session_id)
-                        };
-                        if closing || self.is_expired() {
-                            return self.ended(false);
-                        }
-                        log::warn!(
-                            "zookeeper session 0x{session_id:x}: connection to {server} lost: {why}"
-                        );
-                        self.emit(Event::Disconnected);
-                    }
-                    End::Expired => return self.ended(true),
-                    End::Closed => return self.ended(false),
-                }
-            }
-            let lost_at = Instant::now();
-            match self.reconnect(&mut index, lost_at) {
-                Reconnect::Open(connection) => {
-                    reading = Some(connection);
-                    self.emit(Event::Connected);
-                }
-                Reconnect::Expired => return self.ended(true),
-                Reconnect::Closed => return self.ended(false),
-            }
-        }
-    }
-
-    /// The end of the thread: the session expired (`expired`) or was closed. The event says
-    /// which came first.
-    fn ended(&self, expired: bool) {
-        let event = if expired && self.expire() {
-            log::warn!(
-                "zookeeper session 0x{:x} expired: its ephemeral nodes are gone",
-                self.session_id()
-            );
-            Event::Expired
-        } else {
-            self.finish_close();
-            match self.state.lock().phase {
-                Phase::Expired => Event::Expired,
-                _ => Event::Closed,
-            }
-        };
-        self.emit(event);
-    }
-
-    /// Reads connection `reading` until it is lost or the session ends.
-    fn serve(&self, reading: Reading) -> End {
-        let Reading {
-            server,
-            mut reader,
-            mut frames,
-            generation,
-        } = reading;
-        let mut last_heard = Instant::now();
-        loop {
-            let (phase, closing, timeout, last_sent) = {
-                let state = self.state.lock();
-                (state.phase, state.closing, state.timeout, state.last_sent)
-            };
-            match phase {
-                Phase::Closed => return End::Closed,
-                Phase::Expired => return End::Expired,
-                Phase::Connected | Phase::Disconnected => {}
-            }
-            let read_timeout = timeout * 2 / 3;
-            let ping_every = timeout / 3;
-            let dead_at = last_heard + read_timeout;
-            let now = Instant::now();
-            if now >= dead_at {
-                let why = format!("nothing read for {} ms", read_timeout.as_millis());
-                return End::Lost(ZkError::ConnectionLoss, why);
-            }
-            let mut next_ping = last_sent + ping_every;
-            if now >= next_ping {
-                self.ping(generation, dead_at);
-                next_ping = Instant::now() + ping_every;
-            }
-            reader.set_deadline(dead_at.min(next_ping));
-            match frames.next(&mut reader) {
-                Ok(frame) => {
-                    last_heard = Instant::now();
-                    if let Some(end) = self.handle(&frame, &server) {
-                        return end;
-                    }
-                }
-                Err(ReadError::Timeout) => {}
-                Err(ReadError::Lost(_)) if closing || self.state.lock().closing => {
-                    return End::Closed
-                }
-                Err(ReadError::Lost(why)) => return End::Lost(ZkError::ConnectionLoss, why),
-                Err(ReadError::Protocol(why)) => {
-                    return End::Lost(ZkError::Protocol(format!("{server}: {why}")), why)
-                }
-            }
-        }
-    }
-
-    /// Writes a ping on connection `generation` by `deadline`, unless a caller is writing (the
-    /// server hears from the session then anyway).
-    fn ping(&self, generation: u64, deadline: Instant) {
-        let Some(mut out) = self.out.try_lock() else {
-            return;
-        };
-        if out.generation != generation {
-            return;
-        }
-        let Some(writer) = out.writer.as_mut() else {
-            return;
-        };
-        writer.set_deadline(deadline);
-        let written = writer.write_all(&proto::ping());
-        drop(out);
-        match written {
-            Ok(()) => self.state.lock().last_sent = Instant::now(),
-            Err(error) => {
-                log::debug!("zookeeper: writing a ping: {error}");
-                self.break_connection(generation, ZkError::ConnectionLoss);
-            }
-        }
-    }
-
-    /// Handles one frame from `server`; returns how the connection ends if it does.
-    fn handle(&self, frame: &[u8], server: &str) -> Option<End> {
-        let garbage = |what: &str, why: String| {
-            let why = format!("{what}: {why}");
-            Some(End::Lost(
-                ZkError::Protocol(format!("{server}: {why}")),
-                why,
-            ))
-        };
-        let mut body = Reader::new(frame);
-        let header = match proto::reply_header(&mut body) {
-            Ok(header) => header,
-            Err(error) => return garbage("a reply header", error.0),
-        };
-        if header.zxid > 0 {
-            let mut state = self.state.lock();
-            state.last_zxid = state.last_zxid.max(header.zxid);
-        }
-        match header.xid {
-            xid::NOTIFICATION => {
-                let notification = match proto::watcher_event(&mut body) {
-                    Ok(notification) => notification,
-                    Err(error) => return garbage("a watch notification", error.0),
-                };
-                let path = self.chroot.strip(&notification.path);
-                self.state.lock().watches.fired(notification.kind, &path);
-                let event = match notification.kind {
-                    event::NODE_CREATED => Event::NodeCreated(path),
-                    event::NODE_DELETED => Event::NodeDeleted(path),
-                    event::NODE_DATA_CHANGED => Event::NodeDataChanged(path),
-                    event::NODE_CHILDREN_CHANGED => Event::NodeChildrenChanged(path),
-                    other => {
-                        log::debug!("zookeeper: a notification of type {other} on {path:?}");
-                        return None;
-                    }
-                };
-                self.emit(event);
-                None
-            }
-            xid::PING => None,
-            xid::AUTH | xid::SET_WATCHES if header.err != code::OK => {
-                let why = format!(
-                    "the server refused {} (code {})",
-                    if header.xid == xid::AUTH {
-                        "the authentication"
-                    } else {
-                        "to re-arm the watches"
-                    },
-                    header.err
-                );
-                Some(End::Lost(ZkError::ConnectionLoss, why))
-            }
-            xid::AUTH | xid::SET_WATCHES => None,
-            number => {
-                let call = {
-                    let mut state = self.state.lock();
-                    match state.pending.front() {
-                        Some(first) if first.xid == number => state.pending.pop_front(),
-                        _ => None,
-                    }
-                };
-                let Some(call) = call else {
-                    return garbage(
-                        "a reply",
-                        format!("to call {number}, which is not the next one awaiting its reply"),
-                    );
-                };
-                let outcome = if header.err == code::OK {
-                    match proto::reply(call.opcode, &mut body) {
-                        Ok(reply) => Ok(reply),
-                        Err(error) => {
-                            let why = format!("a reply's body: {}", error.0);
-                            let error = ZkError::Protocol(format!("{server}: {why}"));
-                            let _ = call.reply.try_send(Err(error.clone()));
-                            return Some(End::Lost(error, why));
-                        }
-                    }
-                } else {
-                    Err(proto::error_of(header.err))
-                };
-                if let Some(watch) = call.watch {
-                    self.state.lock().watches.armed(watch, header.err);
-                }
-                let _ = call.reply.try_send(outcome);
-                (header.err == code::SESSION_EXPIRED).then_some(End::Expired)
-            }
-        }
-    }
-
-    /// Connects again after a loss at `lost_at`, trying the servers in turn from the one after
-    /// `index`, until one takes the session up again, one says it is gone, no server was
-    /// reached for a session timeout, or its owner closes it.
-    fn reconnect(&self, index: &mut usize, lost_at: Instant) -> Reconnect {
-        let mut backoff = FIRST_BACKOFF;
-        let mut tried = 0;
-        loop {
-            let (credentials, watches, timeout) = {
-                let state = self.state.lock();
-                if state.phase == Phase::Closed {
-                    return Reconnect::Closed;
-                }
-                let credentials = Credentials {
-                    session_id: state.session_id,
-                    passwd: state.passwd.clone(),
-                    last_zxid: state.last_zxid,
-                    timeout_ms: self.requested_ms,
-                };
-                let watches = state.watches.frames(&self.chroot, state.last_zxid);
-                (credentials, watches, state.timeout)
-            };
-            let expires_at = lost_at + timeout;
-            let now = Instant::now();
-            if now >= expires_at {
-                log::warn!(
-                    "zookeeper session 0x{:x}: no server reached for {} ms; the ensemble has \
-                     expired it",
-                    credentials.session_id,
-                    timeout.as_millis()
-                );
-                return Reconnect::Expired;
-            }
-            *index = (*index + 1) % self.hosts.len();
-            let server = &self.hosts[*index];
-            let attempt = (now + self.connect_timeout).min(expires_at);
-            let digest = self.digest.as_deref();
-            match conn::open(server, &credentials, digest, &watches, attempt) {
-                Ok(Handshake::Open(conn)) => {
-                    return match self.install(*conn) {
-                        Some(reading) => Reconnect::Open(reading),
-                        None => Reconnect::Closed,
-                    };
-                }
-                Ok(Handshake::Expired) => {
-                    log::debug!("zookeeper: {server} says the session has expired");
-                    return Reconnect::Expired;
-                }
-                Err(error) => log::debug!("zookeeper: reconnecting to {server}: {error}"),
-            }
-            tried += 1;
-            if tried % self.hosts.len() == 0 {
-                let pause = backoff.min(expires_at.saturating_duration_since(Instant::now()));
-                let _ = self.wake.1.recv_timeout(pause);
-                backoff = (backoff * 2).min(LONGEST_BACKOFF).min(timeout / 4);
-            }
-        }
-    }
-
-    /// Makes `conn` the session's connection and returns its reading end; none if the owner
-    /// closed the session meanwhile (a `closeSession` is written on it then, best effort).
-    fn install(&self, conn: conn::Conn) -> Option<Reading> {
-        let conn::Conn {
-            server,
-            reader,
-            frames,
-            mut writer,
-            closer,
-            response,
-        } = conn;
-        let mut out = self.out.lock();
-        let mut state = self.state.lock();
-        if state.phase == Phase::Closed {
-            drop(state);
-            drop(out);
-            if let Some(frame) = Request::CloseSession.frame(1) {
-                writer.set_deadline(Instant::now() + LATE_CLOSE);
-                let _ = writer.write_all(&frame);
-            }
-            return None;
-        }
-        state.generation += 1;
-        let generation = state.generation;
-        out.generation = generation;
-        out.writer = Some(writer);
-        state.phase = Phase::Connected;
-        state.closer = Some(closer);
-        state.passwd = response.passwd;
-        state.timeout = Duration::from_millis(response.timeout_ms.unsigned_abs().into());
-        state.server = Some(server.clone());
-        state.last_sent = Instant::now();
-        log::info!(
-            "zookeeper session 0x{:x}: connected again, to {server}",
-            state.session_id
-        );
-        drop(state);
-        drop(out);
-        self.changed.notify_all();
-        Some(Reading {
-            server,
-            reader,
-            frames,
-            generation,
-        })
     }
 }
