@@ -304,9 +304,17 @@ pub(super) fn release(zk: &ZooKeeper, release: &Release<'_>, deadline: Instant) 
         // Its session expired, and its node with it.
         return forget(Released::NotOwner);
     };
-    match session.delete(&held.node.path, None, deadline) {
+    // A delete whose connection was lost may have been applied: it is sent again, once, within
+    // the same deadline (a call made while the session reconnects waits for it).
+    let mut deleted = session.delete(&held.node.path, None, deadline);
+    let mut sent_before = held.deleting;
+    if matches!(deleted, Err(ZkError::ConnectionLoss)) && Instant::now() < deadline {
+        sent_before = true;
+        deleted = session.delete(&held.node.path, None, deadline);
+    }
+    match deleted {
         Ok(()) => forget(Released::Applied { holds_left: 0 }),
-        Err(ZkError::NoNode) if held.deleting => forget(Released::AlreadyApplied),
+        Err(ZkError::NoNode) if sent_before => forget(Released::AlreadyApplied),
         Err(ZkError::NoNode | ZkError::SessionExpired | ZkError::Closed) => {
             forget(Released::NotOwner)
         }
