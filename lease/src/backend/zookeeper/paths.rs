@@ -96,9 +96,9 @@ mod tests {
 
     #[test]
     fn names_become_paths_under_the_root() {
-        assert_eq!(lock_path("", "jobs").unwrap(), "/lease/jobs");
+        assert_eq!(lock_path("", "jobs").expect("valid"), "/lease/jobs");
         assert_eq!(
-            lock_path("app/", "jobs/nightly").unwrap(),
+            lock_path("app/", "jobs/nightly").expect("valid"),
             "/lease/app/jobs/nightly"
         );
     }
@@ -106,7 +106,7 @@ mod tests {
     #[test]
     fn names_zookeeper_refuses_are_refused() {
         for name in ["/abs", "trailing/", "a//b", ".", "a/../b", "bad\u{0}"] {
-            let error = lock_path("", name).unwrap_err();
+            let error = lock_path("", name).expect_err("refused");
             assert!(
                 matches!(error, Error::InvalidArgument(_)),
                 "{name:?}: {error}"
