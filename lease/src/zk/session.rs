@@ -5,8 +5,9 @@
 //! calls were written). A caller whose deadline passes gets `Timeout`; its reply, when it
 //! comes, is dropped.
 //!
-//! When a connection is lost, every call in flight fails with `ConnectionLoss`; calls made
-//! while there is no connection wait for the next one until their deadline, then fail with
+//! When a connection is lost, every call in flight fails with `ConnectionLoss` (`Protocol` if
+//! the server sent what is not ZooKeeper, which drops the connection too); calls made while
+//! there is no connection wait for the next one until their deadline, then fail with
 //! `ConnectionLoss` (never sent). The thread tries the servers in turn with the session's id,
 //! password and last zxid seen, authenticates again and re-arms the watches. A server that says
 //! the session is gone, or no server reached for a whole session timeout after the loss, ends
