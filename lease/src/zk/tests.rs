@@ -213,13 +213,58 @@ fn nodes_are_created_read_listed_and_deleted() {
         let listener = TcpListener::bind("127.0.0.1:0").expect("bind");
         listener.local_addr().expect("addr").to_string()
     };
-    let mut two = config(&closed, Duration::from_millis(300));
+    let mut two = config(&closed, Duration::from_millis(800));
     two.hosts.push(server.connect_string());
     let (idle, events) = open(two);
     assert_eq!(idle.server(), Some(server.connect_string()));
-    assert_eq!(next_event(&events, Duration::from_millis(1200)), None);
+    assert_eq!(next_event(&events, Duration::from_millis(2500)), None);
     idle.sync_ping(soon()).expect("still alive");
     assert!(idle.is_connected());
+}
+
+/// Threads read nodes of their own through one session, some with deadlines too short for a
+/// reply: every reply a caller gets is its own, and the late ones reach nobody.
+#[test]
+fn every_reply_reaches_its_own_caller() {
+    let server = ZooKeeper::start();
+    let (zk, events) = session_on(&server);
+    let workers: Vec<_> = (0..8)
+        .map(|worker| {
+            let zk = zk.clone();
+            thread::spawn(move || {
+                let path = format!("/n{worker}");
+                zk.create(&path, path.as_bytes(), CreateMode::Ephemeral, soon())
+                    .expect("create");
+                let (mut answered, mut timed_out) = (0, 0);
+                for n in 0..60 {
+                    let bound = if n % 3 == 0 { 0 } else { 2000 };
+                    let deadline = Instant::now() + Duration::from_micros(bound * 1000 + 50);
+                    match zk.get_data(&path, false, deadline) {
+                        Ok((data, _)) => {
+                            assert_eq!(data, path.as_bytes(), "a reply reached another caller");
+                            answered += 1;
+                        }
+                        Err(ZkError::Timeout) => timed_out += 1,
+                        Err(other) => panic!("{other:?}"),
+                    }
+                }
+                (answered, timed_out)
+            })
+        })
+        .collect();
+    let mut answered = 0;
+    for worker in workers {
+        answered += worker.join().expect("a worker").0;
+    }
+    assert!(answered >= 8 * 40, "{answered}");
+    let paths: Vec<String> = (0..8).map(|worker| format!("/n{worker}")).collect();
+    let found = zk.exists_many(&paths, soon());
+    assert!(
+        found.iter().all(|found| matches!(found, Ok(Some(_)))),
+        "{found:?}"
+    );
+    // A deadline that passed before a byte was written did not cost the connection.
+    assert_eq!(events.try_iter().collect::<Vec<_>>(), []);
 }
 
 #[test]
