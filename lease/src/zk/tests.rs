@@ -509,7 +509,7 @@ fn a_silent_port_is_unavailable_by_the_deadline() {
     let result = Session::connect(silent, deadline, Arc::new(|_| {}));
     let took = began.elapsed();
     assert!(took >= Duration::from_millis(600), "{took:?}");
-    assert!(took <= Duration::from_millis(900), "{took:?}");
+    assert!(took <= Duration::from_millis(1000), "{took:?}");
     match result {
         Err(ZkError::Unavailable(why)) => assert!(why.contains(&addr), "{why}"),
         other => panic!("{other:?}"),
@@ -526,7 +526,7 @@ fn a_silent_port_is_unavailable_by_the_deadline() {
         Arc::new(|_| {}),
     );
     assert!(matches!(result, Err(ZkError::Unavailable(_))), "{result:?}");
-    assert!(Instant::now() <= deadline + Duration::from_millis(100));
+    assert!(Instant::now() <= deadline + Duration::from_millis(200));
 }
 
 #[test]
@@ -552,7 +552,7 @@ fn a_server_paused_within_the_session_timeout_keeps_the_session() {
     };
     assert_eq!(zk.get_data("/held", false, deadline), Err(ZkError::Timeout));
     let late = Instant::now().saturating_duration_since(deadline);
-    assert!(late < Duration::from_millis(50), "{late:?} late");
+    assert!(late < Duration::from_millis(150), "{late:?} late");
 
     // Nothing read for two thirds of the timeout: the connection is taken for lost.
     assert_eq!(next_event(&events, timeout), Some(Event::Disconnected));
