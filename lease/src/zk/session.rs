@@ -343,6 +343,7 @@ impl Shared {
     }
 
     /// Whether a connection is open and the session not being closed.
+    #[cfg_attr(not(test), allow(dead_code))]
     pub(crate) fn is_connected(&self) -> bool {
         let state = self.state.lock();
         state.phase == Phase::Connected && !state.closing
