@@ -162,7 +162,9 @@ fn main() {
         Some("cluster") => Deployment::Cluster(RedisCluster::start(3, 1)),
         Some("zookeeper") => Deployment::ZooKeeper(ZooKeeper::start()),
         None => Deployment::Server(RedisServer::start()),
-        Some(other) => panic!("usage: demo PATH-TO-LEASE-BINARY [cluster|zookeeper], not {other:?}"),
+        Some(other) => {
+            panic!("usage: demo PATH-TO-LEASE-BINARY [cluster|zookeeper], not {other:?}")
+        }
     };
     match &on {
         Deployment::Server(server) => {
@@ -253,7 +255,9 @@ fn main() {
     .finish();
     long.finish();
 
-    heading("3. The server freezes under a holder: it is told it lost the lease and stops its command");
+    heading(
+        "3. The server freezes under a holder: it is told it lost the lease and stops its command",
+    );
     let fragile = Run::start(
         &tool,
         &on,

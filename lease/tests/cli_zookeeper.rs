@@ -41,7 +41,11 @@ fn runs_on_one_name_never_overlap_and_their_tokens_rise() {
     assert_eq!(lines.len(), 6, "{log}");
     let mut last_token = 0;
     for pair in lines.chunks(2) {
-        assert_eq!((pair[0][0], pair[1][0]), ("start", "end"), "interleaved:\n{log}");
+        assert_eq!(
+            (pair[0][0], pair[1][0]),
+            ("start", "end"),
+            "interleaved:\n{log}"
+        );
         assert_eq!(pair[0][1], pair[1][1], "one run per pair:\n{log}");
         let token: u64 = pair[0][1].parse().expect("a token");
         assert!(token > last_token, "tokens rise:\n{log}");
@@ -80,10 +84,7 @@ fn status_names_the_holding_session_and_unlock_force_clears_it() {
 #[test]
 fn zookeeper_excludes_the_redis_options() {
     let zk = ZooKeeper::start_with(&["forceSync=no"]);
-    let refused = output(
-        lease(&zk)
-            .args(["--url", "redis://127.0.0.1:6379", "status", "x"]),
-    );
+    let refused = output(lease(&zk).args(["--url", "redis://127.0.0.1:6379", "status", "x"]));
     assert_eq!(refused.status.code(), Some(USAGE), "{refused:?}");
     assert!(stderr_of(&refused).contains("--zookeeper excludes"));
 }

@@ -192,7 +192,11 @@ fn a_session_that_reconnects_within_its_timeout_keeps_its_hold() {
     proxy.heal();
     thread::sleep(SESSION * 2);
     assert!(!guard.is_lost(), "{:?}", guard.lost());
-    let state = client.lock("blip").expect("valid").inspect().expect("reachable");
+    let state = client
+        .lock("blip")
+        .expect("valid")
+        .inspect()
+        .expect("reachable");
     assert_eq!(state.hold_token, token);
     guard.unlock().expect("still held");
 }
