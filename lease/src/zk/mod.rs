@@ -32,7 +32,6 @@ use watches::Watch;
 
 /// How a session is opened.
 #[derive(Clone)]
-#[cfg_attr(not(test), allow(dead_code))]
 pub(crate) struct ZkConfig {
     /// The servers, `host:port` each: tried in a shuffled order, then in turn on reconnection.
     pub(crate) hosts: Vec<String>,
@@ -122,7 +121,6 @@ pub(crate) struct Stat {
 
 /// What went wrong with a ZooKeeper call.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[cfg_attr(not(test), allow(dead_code))]
 pub(crate) enum ZkError {
     /// The node (or, for a create, its parent) does not exist.
     #[error("no such node")]
@@ -169,7 +167,6 @@ pub(crate) enum ZkError {
 
 /// What a session tells its event callback.
 #[derive(Debug, Clone, PartialEq, Eq)]
-#[cfg_attr(not(test), allow(dead_code))]
 pub(crate) enum Event {
     /// A watch fired: the node was created.
     NodeCreated(String),
@@ -193,7 +190,6 @@ pub(crate) enum Event {
 
 /// A ZooKeeper session. Clones share it; the last one dropped closes it (within a second).
 #[derive(Clone)]
-#[cfg_attr(not(test), allow(dead_code))]
 pub(crate) struct Session {
     /// Shared by the clones.
     handle: Arc<Handle>,
@@ -230,7 +226,6 @@ fn unexpected(reply: Reply) -> ZkError {
     ZkError::Protocol(format!("a reply of an unexpected shape: {reply:?}"))
 }
 
-#[cfg_attr(not(test), allow(dead_code))]
 impl Session {
     /// Opens a new session: tries the hosts until one accepts, all by `deadline`. `events` is
     /// called on the session's thread for every watch notification and state change; it must
@@ -273,6 +268,7 @@ impl Session {
     }
 
     /// Whether the session has a connection now (and is not being closed).
+    #[cfg_attr(not(test), allow(dead_code))]
     pub(crate) fn is_connected(&self) -> bool {
         self.shared().is_connected()
     }
@@ -484,6 +480,7 @@ impl Session {
     /// # Errors
     ///
     /// A session or connection error.
+    #[cfg_attr(not(test), allow(dead_code))]
     pub(crate) fn sync_ping(&self, deadline: Instant) -> Result<(), ZkError> {
         let request = Request::Exists {
             path: self.shared().chroot.prefix("/"),
@@ -498,6 +495,7 @@ impl Session {
     /// Ends the session (`closeSession`, its reply awaited by `deadline`): its ephemeral nodes
     /// go at once. Later calls fail with `Closed`. Waits for a connection if there is none now;
     /// if none comes by `deadline`, the session is closed here and the ensemble expires it.
+    #[cfg_attr(not(test), allow(dead_code))]
     pub(crate) fn close(&self, deadline: Instant) {
         self.shared().close(deadline);
     }

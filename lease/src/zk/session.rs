@@ -5,8 +5,9 @@
 //! calls were written). A caller whose deadline passes gets `Timeout`; its reply, when it
 //! comes, is dropped.
 //!
-//! When a connection is lost, every call in flight fails with `ConnectionLoss`; calls made
-//! while there is no connection wait for the next one until their deadline, then fail with
+//! When a connection is lost, every call in flight fails with `ConnectionLoss` (`Protocol` if
+//! the server sent what is not ZooKeeper, which drops the connection too); calls made while
+//! there is no connection wait for the next one until their deadline, then fail with
 //! `ConnectionLoss` (never sent). The thread tries the servers in turn with the session's id,
 //! password and last zxid seen, authenticates again and re-arms the watches. A server that says
 //! the session is gone, or no server reached for a whole session timeout after the loss, ends
@@ -195,6 +196,21 @@ pub(super) fn later(now: Instant, duration: Duration) -> Instant {
         .unwrap_or(now + Duration::from_secs(365 * 24 * 3600))
 }
 
+/// Writes `bytes` until all are written or a write fails; returns how many were written, and
+/// the failure.
+fn write_out(writer: &mut Timed, bytes: &[u8]) -> (usize, Option<io::Error>) {
+    let mut written = 0;
+    while written < bytes.len() {
+        match writer.write(&bytes[written..]) {
+            Ok(0) => return (written, Some(io::ErrorKind::WriteZero.into())),
+            Ok(n) => written += n,
+            Err(error) if error.kind() == io::ErrorKind::Interrupted => {}
+            Err(error) => return (written, Some(error)),
+        }
+    }
+    (written, None)
+}
+
 /// `duration` in whole milliseconds, at least 1, for the handshake.
 fn millis(duration: Duration) -> i32 {
     i32::try_from(duration.as_millis())
@@ -327,6 +343,7 @@ impl Shared {
     }
 
     /// Whether a connection is open and the session not being closed.
+    #[cfg_attr(not(test), allow(dead_code))]
     pub(crate) fn is_connected(&self) -> bool {
         let state = self.state.lock();
         state.phase == Phase::Connected && !state.closing
@@ -412,8 +429,10 @@ impl Shared {
             }
             let mut bytes = Vec::with_capacity(frames.iter().map(Vec::len).sum());
             let mut replies = Vec::with_capacity(calls.len());
+            let mut xids = Vec::with_capacity(calls.len());
             for (call, mut frame) in calls.into_iter().zip(frames) {
                 let xid = state.next_xid();
+                xids.push(xid);
                 frame[4..8].copy_from_slice(&xid.to_be_bytes());
                 bytes.extend_from_slice(&frame);
                 let (reply, replied) = crossbeam_channel::bounded(1);
@@ -429,17 +448,26 @@ impl Shared {
             let generation = state.generation;
             let server = state.server.clone().unwrap_or_default();
             drop(state);
-            let written = match out.writer.as_mut() {
+            let (written, failed) = match out.writer.as_mut() {
                 Some(writer) => {
                     writer.set_deadline(deadline);
-                    writer.write_all(&bytes)
+                    write_out(writer, &bytes)
                 }
-                None => Err(io::Error::from(io::ErrorKind::NotConnected)),
+                None => (0, Some(io::Error::from(io::ErrorKind::NotConnected))),
             };
-            drop(out);
-            if let Err(error) = written {
-                // A frame cut short must never be followed by another: the connection goes.
+            if let Some(error) = failed {
                 let timed_out = error.kind() == io::ErrorKind::TimedOut;
+                if written == 0 && timed_out {
+                    // The deadline passed before a byte went out: the calls are taken back,
+                    // and the connection stays as it was.
+                    self.state
+                        .lock()
+                        .pending
+                        .retain(|call| !xids.contains(&call.xid));
+                    return Err(ZkError::Timeout);
+                }
+                drop(out);
+                // A frame cut short must never be followed by another: the connection goes.
                 log::warn!("zookeeper: writing to {server}: {error}; the connection is dropped");
                 self.break_connection(generation, ZkError::ConnectionLoss);
                 return Err(if timed_out {

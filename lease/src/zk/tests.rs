@@ -9,94 +9,7 @@ use std::io::{Read, Write};
 use std::net::TcpListener;
 use std::thread;
 
-/// A standalone ZooKeeper server of the test's own.
-struct ZooKeeper {
-    child: std::process::Child,
-    port: u16,
-    _dir: tempfile::TempDir,
-}
-
-impl ZooKeeper {
-    fn start() -> ZooKeeper {
-        let dir = tempfile::tempdir().expect("a temporary directory");
-        let port = TcpListener::bind("127.0.0.1:0")
-            .and_then(|listener| listener.local_addr())
-            .expect("a free port")
-            .port();
-        let config = dir.path().join("zoo.cfg");
-        std::fs::write(
-            &config,
-            format!(
-                "tickTime=100\nminSessionTimeout=200\nmaxSessionTimeout=60000\n\
-                 dataDir={}\nclientPort={port}\nclientPortAddress=127.0.0.1\n\
-                 4lw.commands.whitelist=*\nadmin.enableServer=false\n",
-                dir.path().display()
-            ),
-        )
-        .expect("write zoo.cfg");
-        let child = std::process::Command::new("java")
-            .arg("-cp")
-            .arg("/etc/zookeeper/conf:/usr/share/java/zookeeper.jar")
-            .arg("org.apache.zookeeper.server.quorum.QuorumPeerMain")
-            .arg(&config)
-            .stdout(std::process::Stdio::null())
-            .stderr(std::process::Stdio::null())
-            .spawn()
-            .expect("start java");
-        let server = ZooKeeper {
-            child,
-            port,
-            _dir: dir,
-        };
-        let began = Instant::now();
-        while began.elapsed() < Duration::from_secs(30) {
-            if server.four_letters("ruok") == "imok" {
-                return server;
-            }
-            thread::sleep(Duration::from_millis(50));
-        }
-        panic!("zookeeper did not start on port {port}");
-    }
-
-    fn connect_string(&self) -> String {
-        format!("127.0.0.1:{}", self.port)
-    }
-
-    fn four_letters(&self, word: &str) -> String {
-        let Ok(mut socket) = std::net::TcpStream::connect(("127.0.0.1", self.port)) else {
-            return String::new();
-        };
-        let _ = socket.set_read_timeout(Some(Duration::from_secs(2)));
-        let _ = socket.write_all(word.as_bytes());
-        let mut answer = String::new();
-        let _ = socket.read_to_string(&mut answer);
-        answer
-    }
-
-    fn signal(&self, signal: &str) {
-        let status = std::process::Command::new("kill")
-            .arg(signal)
-            .arg(self.child.id().to_string())
-            .status()
-            .expect("kill");
-        assert!(status.success());
-    }
-
-    fn pause(&self) {
-        self.signal("-STOP");
-    }
-
-    fn resume(&self) {
-        self.signal("-CONT");
-    }
-}
-
-impl Drop for ZooKeeper {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
+use testkit::{Proxy, ZooKeeper, ZooKeeperEnsemble};
 
 fn config(hosts: &str, session_timeout: Duration) -> ZkConfig {
     ZkConfig {
@@ -213,13 +126,58 @@ fn nodes_are_created_read_listed_and_deleted() {
         let listener = TcpListener::bind("127.0.0.1:0").expect("bind");
         listener.local_addr().expect("addr").to_string()
     };
-    let mut two = config(&closed, Duration::from_millis(300));
+    let mut two = config(&closed, Duration::from_millis(800));
     two.hosts.push(server.connect_string());
     let (idle, events) = open(two);
     assert_eq!(idle.server(), Some(server.connect_string()));
-    assert_eq!(next_event(&events, Duration::from_millis(1200)), None);
+    assert_eq!(next_event(&events, Duration::from_millis(2500)), None);
     idle.sync_ping(soon()).expect("still alive");
     assert!(idle.is_connected());
+}
+
+/// Threads read nodes of their own through one session, some with deadlines too short for a
+/// reply: every reply a caller gets is its own, and the late ones reach nobody.
+#[test]
+fn every_reply_reaches_its_own_caller() {
+    let server = ZooKeeper::start();
+    let (zk, events) = session_on(&server);
+    let workers: Vec<_> = (0..8)
+        .map(|worker| {
+            let zk = zk.clone();
+            thread::spawn(move || {
+                let path = format!("/n{worker}");
+                zk.create(&path, path.as_bytes(), CreateMode::Ephemeral, soon())
+                    .expect("create");
+                let (mut answered, mut timed_out) = (0, 0);
+                for n in 0..60 {
+                    let bound = if n % 3 == 0 { 0 } else { 2000 };
+                    let deadline = Instant::now() + Duration::from_micros(bound * 1000 + 50);
+                    match zk.get_data(&path, false, deadline) {
+                        Ok((data, _)) => {
+                            assert_eq!(data, path.as_bytes(), "a reply reached another caller");
+                            answered += 1;
+                        }
+                        Err(ZkError::Timeout) => timed_out += 1,
+                        Err(other) => panic!("{other:?}"),
+                    }
+                }
+                (answered, timed_out)
+            })
+        })
+        .collect();
+    let mut answered = 0;
+    for worker in workers {
+        answered += worker.join().expect("a worker").0;
+    }
+    assert!(answered >= 8 * 40, "{answered}");
+    let paths: Vec<String> = (0..8).map(|worker| format!("/n{worker}")).collect();
+    let found = zk.exists_many(&paths, soon());
+    assert!(
+        found.iter().all(|found| matches!(found, Ok(Some(_)))),
+        "{found:?}"
+    );
+    // A deadline that passed before a byte was written did not cost the connection.
+    assert_eq!(events.try_iter().collect::<Vec<_>>(), []);
 }
 
 #[test]
@@ -464,7 +422,7 @@ fn a_silent_port_is_unavailable_by_the_deadline() {
     let result = Session::connect(silent, deadline, Arc::new(|_| {}));
     let took = began.elapsed();
     assert!(took >= Duration::from_millis(600), "{took:?}");
-    assert!(took <= Duration::from_millis(900), "{took:?}");
+    assert!(took <= Duration::from_millis(1000), "{took:?}");
     match result {
         Err(ZkError::Unavailable(why)) => assert!(why.contains(&addr), "{why}"),
         other => panic!("{other:?}"),
@@ -481,7 +439,7 @@ fn a_silent_port_is_unavailable_by_the_deadline() {
         Arc::new(|_| {}),
     );
     assert!(matches!(result, Err(ZkError::Unavailable(_))), "{result:?}");
-    assert!(Instant::now() <= deadline + Duration::from_millis(100));
+    assert!(Instant::now() <= deadline + Duration::from_millis(200));
 }
 
 #[test]
@@ -507,7 +465,7 @@ fn a_server_paused_within_the_session_timeout_keeps_the_session() {
     };
     assert_eq!(zk.get_data("/held", false, deadline), Err(ZkError::Timeout));
     let late = Instant::now().saturating_duration_since(deadline);
-    assert!(late < Duration::from_millis(50), "{late:?} late");
+    assert!(late < Duration::from_millis(150), "{late:?} late");
 
     // Nothing read for two thirds of the timeout: the connection is taken for lost.
     assert_eq!(next_event(&events, timeout), Some(Event::Disconnected));
@@ -691,4 +649,137 @@ fn a_reply_out_of_turn_fails_the_call_and_a_server_that_forgot_the_session_expir
     assert_eq!(asked, [(1, 0x55, 0)]);
     assert!(zk.is_expired());
     assert_eq!(zk.exists("/x", false, soon()), Err(ZkError::SessionExpired));
+}
+
+#[test]
+fn a_server_restarted_within_the_session_timeout_keeps_the_session() {
+    let mut server = ZooKeeper::start();
+    let (zk, events) = open(config(&server.connect_string(), Duration::from_secs(6)));
+    let id = zk.session_id();
+    zk.create("/held", b"", CreateMode::Ephemeral, soon())
+        .expect("create");
+    server.stop();
+    assert_eq!(
+        next_event(&events, Duration::from_secs(2)),
+        Some(Event::Disconnected)
+    );
+    // Refused meanwhile: the call waits for the server, by its deadline.
+    let waiting = {
+        let zk = zk.clone();
+        thread::spawn(move || zk.exists("/held", true, Instant::now() + Duration::from_secs(8)))
+    };
+    assert_eq!(
+        zk.exists("/held", false, Instant::now() + Duration::from_millis(100)),
+        Err(ZkError::ConnectionLoss)
+    );
+    server.start_again();
+    assert_eq!(
+        next_event(&events, Duration::from_secs(5)),
+        Some(Event::Connected)
+    );
+    assert_eq!(zk.session_id(), id);
+    assert!(waiting
+        .join()
+        .expect("the waiting call")
+        .expect("exists")
+        .is_some());
+    zk.delete("/held", None, soon()).expect("delete");
+    assert_eq!(
+        next_event(&events, Duration::from_secs(2)),
+        Some(Event::NodeDeleted("/held".into()))
+    );
+}
+
+#[test]
+fn a_cut_network_is_seen_at_once_and_a_silent_one_past_the_timeout_expires_the_session() {
+    let server = ZooKeeper::start();
+    let proxy = Proxy::start(([127, 0, 0, 1], server.port()).into());
+    let (zk, events) = open(config(&proxy.addr(), Duration::from_millis(1500)));
+    let id = zk.session_id();
+    zk.create("/held", b"", CreateMode::Ephemeral, soon())
+        .expect("create");
+
+    proxy.cut();
+    let cut = Instant::now();
+    assert_eq!(
+        next_event(&events, Duration::from_secs(1)),
+        Some(Event::Disconnected)
+    );
+    assert!(
+        cut.elapsed() < Duration::from_millis(300),
+        "{:?}",
+        cut.elapsed()
+    );
+    proxy.heal();
+    assert_eq!(
+        next_event(&events, Duration::from_secs(2)),
+        Some(Event::Connected)
+    );
+    assert_eq!(zk.session_id(), id);
+    assert!(zk.exists("/held", false, soon()).expect("exists").is_some());
+
+    proxy.freeze();
+    assert_eq!(
+        next_event(&events, Duration::from_secs(2)),
+        Some(Event::Disconnected)
+    );
+    assert_eq!(
+        next_event(&events, Duration::from_secs(3)),
+        Some(Event::Expired)
+    );
+    assert_eq!(
+        zk.create("/x", b"", CreateMode::Persistent, soon()),
+        Err(ZkError::SessionExpired)
+    );
+    proxy.heal();
+    let (other, _) = session_on(&server);
+    let began = Instant::now();
+    while other.exists("/held", false, soon()) != Ok(None) {
+        assert!(
+            began.elapsed() < Duration::from_secs(5),
+            "the ephemeral node stayed"
+        );
+        thread::sleep(Duration::from_millis(50));
+    }
+    // Nothing of the expired session's connects again: the server has one session, the other.
+    assert_eq!(next_event(&events, Duration::from_millis(500)), None);
+    let connections =
+        testkit::zookeeper_four_letter_word(server.port(), "cons").unwrap_or_default();
+    let sessions = connections.matches("sid=0x").count();
+    assert_eq!(sessions, 1, "{connections}");
+}
+
+#[test]
+fn a_session_moves_to_another_server_of_the_ensemble() {
+    let mut ensemble = ZooKeeperEnsemble::start(3);
+    let mut settings = config(&ensemble.connect_string(), Duration::from_secs(6));
+    settings.hosts = ensemble
+        .connect_string()
+        .split(',')
+        .map(str::to_owned)
+        .collect();
+    let (zk, events) = open(settings);
+    let id = zk.session_id();
+    zk.create("/held", b"", CreateMode::Ephemeral, soon())
+        .expect("create");
+    let first = zk.server().expect("a server");
+    let index = (0..ensemble.len())
+        .find(|&i| first.ends_with(&format!(":{}", ensemble.port(i))))
+        .expect("one of the ensemble");
+    ensemble.stop(index);
+    assert_eq!(
+        next_event(&events, Duration::from_secs(2)),
+        Some(Event::Disconnected)
+    );
+    assert_eq!(
+        next_event(&events, Duration::from_secs(8)),
+        Some(Event::Connected)
+    );
+    assert_eq!(zk.session_id(), id);
+    assert_ne!(zk.server(), Some(first));
+    let deadline = Instant::now() + Duration::from_secs(5);
+    assert!(zk
+        .exists("/held", false, deadline)
+        .expect("exists")
+        .is_some());
 }
