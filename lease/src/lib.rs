@@ -43,12 +43,21 @@
 //! token: no single counter exists across them), with the same [`Lock`] and [`LeaseGuard`];
 //! [`MultiLock`] takes several locks all or nothing, in a stable order.
 //!
+//! # ZooKeeper
+//!
+//! With the `zookeeper` feature, `Client::zookeeper` takes the same locks on a ZooKeeper
+//! ensemble: ephemeral sequential nodes (Curator's and kazoo's recipe), the client's session as
+//! every hold's lease, the holder node's creation zxid as its fencing token. Consensus keeps the
+//! holds through a leader's failure; see [`guarantees`].
+//!
 //! # Threads
 //!
 //! A client runs three threads whatever the number of locks: the watchdog's timer (unless one is
 //! given with [`ClientBuilder::timer`]), its renewal thread, and a pub/sub subscriber (on one
 //! server). Through Sentinels, one more per Sentinel listens for failovers, and each new
-//! connection asks the Sentinels on short-lived threads of its own, one per Sentinel.
+//! connection asks the Sentinels on short-lived threads of its own, one per Sentinel. On
+//! ZooKeeper, the session's thread reads replies and watch events, and a reaper deletes nodes
+//! the client no longer wants (instead of a subscriber).
 //!
 //! # Where things are
 //!
@@ -64,7 +73,8 @@
 //!   fairness): `lock/handoff.rs`;
 //! * a script: its `.lua` file in `scripts/` and the arguments it takes in `scripts/mod.rs`;
 //! * a deployment: its module under `backend/` (`server.rs`, `cluster/`, `sentinel/`,
-//!   `quorum` for RedLock), each built from the one `backend::Settings` (`backend/settings.rs`);
+//!   `quorum` for RedLock, `zookeeper/` for ZooKeeper's recipe over the crate's own ZooKeeper
+//!   client in `zk/`), each built from the one `backend::Settings` (`backend/settings.rs`);
 //!   adding one is a module there and one line in `ClientBuilder::build` (`client.rs`);
 //!   connections and the transport: `conn/` and `pool/` (a connection per call, or a handle
 //!   on the shared, pipelined one in `pipe/`); the fencing epoch: `fencing.rs`;
