@@ -3,6 +3,7 @@
 
 use crossbeam_channel::{Receiver, Sender};
 use parking_lot::Mutex;
+use std::sync::Arc;
 use std::time::Instant;
 
 /// Why a hold can no longer be trusted.
@@ -48,6 +49,8 @@ pub struct Lost {
     pub reason: LostReason,
     /// The local deadline the hold had when it was lost: until then it was known valid.
     pub valid_until: Instant,
+    /// The id of the hold that was lost, for the backend that ends it in the server.
+    pub(crate) hold: Arc<str>,
 }
 
 /// One hold's standing, shared by the watchdog and the hold's guards.
@@ -133,6 +136,7 @@ mod tests {
             owner: "me".into(),
             reason,
             valid_until,
+            hold: Arc::from("h"),
         }
     }
 

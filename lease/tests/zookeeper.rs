@@ -234,6 +234,53 @@ fn a_hold_survives_the_loss_of_its_server_in_an_ensemble_and_tokens_keep_rising(
 }
 
 #[test]
+fn a_fixed_lease_frees_the_lock_when_it_runs_out_though_its_guard_lives() {
+    let zk = ZooKeeper::start_with(&["forceSync=no"]);
+    let (holder, other) = (client(&zk.connect_string()), client(&zk.connect_string()));
+    let lease = SESSION / 2;
+    let guard = holder
+        .lock("fixed")
+        .expect("valid")
+        .lock_with_lease(lease)
+        .expect("free");
+    let told = guard.lost_signal();
+    let next = other
+        .lock("fixed")
+        .expect("valid")
+        .try_lock_for(Duration::from_secs(10))
+        .expect("reachable")
+        .expect("free once the lease ran out");
+    let lost = told.try_recv().expect("the holder was told first");
+    assert_eq!(lost.reason, LostReason::Expired);
+    assert!(next.fencing_token() > guard.fencing_token());
+    assert!(matches!(guard.unlock(), Err(Error::NotOwner { .. })));
+    next.unlock().expect("held");
+}
+
+#[test]
+fn an_owner_that_takes_the_lock_again_after_a_loss_keeps_its_new_hold() {
+    let zk = ZooKeeper::start_with(&["forceSync=no"]);
+    let client = client(&zk.connect_string());
+    let lock = client.lock("again").expect("valid");
+    for _ in 0..5 {
+        let fixed = lock.lock_with_lease(SESSION / 4).expect("free");
+        let lost = fixed.lost_signal().recv_timeout(SESSION * 2);
+        assert!(lost.is_ok(), "the fixed lease ran out");
+        // The same owner, at once: the old hold's end in the server must not end this one.
+        let renewed = lock
+            .try_lock_for(Duration::from_secs(5))
+            .expect("reachable");
+        let renewed = renewed.expect("acquired");
+        thread::sleep(SESSION);
+        assert!(!renewed.is_lost(), "{:?}", renewed.lost());
+        let state = lock.inspect().expect("reachable");
+        assert_eq!(state.hold_token, renewed.fencing_token());
+        drop(fixed);
+        renewed.unlock().expect("held");
+    }
+}
+
+#[test]
 fn names_that_are_not_node_paths_are_refused() {
     let zk = ZooKeeper::start_with(&["forceSync=no"]);
     let client = client(&zk.connect_string());

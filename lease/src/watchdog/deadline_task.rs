@@ -25,6 +25,7 @@ pub(super) struct DeadlineTask {
     pub(super) entry: EntryRef,
     pub(super) keys: Arc<LockKeys>,
     pub(super) owner: Arc<str>,
+    pub(super) hold: Arc<str>,
     pub(super) status: Arc<Status>,
     pub(super) ran: bool,
 }
@@ -67,6 +68,7 @@ impl Drop for DeadlineTask {
             owner: self.owner.to_string(),
             reason,
             valid_until: self.status.valid_until(),
+            hold: Arc::clone(&self.hold),
         });
     }
 }

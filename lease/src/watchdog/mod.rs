@@ -298,6 +298,7 @@ impl Shared {
                     entry,
                     keys: Arc::clone(&found.keys),
                     owner: Arc::clone(&found.owner),
+                    hold: Arc::clone(&found.hold),
                     status: Arc::clone(&found.status),
                     ran: false,
                 };

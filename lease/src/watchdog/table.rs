@@ -201,6 +201,7 @@ impl Table {
             owner: found.owner.to_string(),
             reason,
             valid_until: found.valid_until,
+            hold: Arc::clone(&found.hold),
         };
         log::warn!("lock {:?} is lost: {reason}", lost.name);
         found.status.mark_lost(lost);

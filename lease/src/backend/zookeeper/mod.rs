@@ -107,7 +107,6 @@ pub(crate) fn build(
         reaper::Context {
             ensemble: Arc::downgrade(&ensemble),
             table: Arc::clone(&table),
-            prefix: prefix.to_owned(),
             call_timeout: settings.command_timeout,
         },
         settings.thread_name("zk-reap"),

@@ -58,7 +58,6 @@ pub(super) struct Reaper {
 pub(super) struct Context {
     pub(super) ensemble: Weak<Ensemble>,
     pub(super) table: Arc<Mutex<Table>>,
-    pub(super) prefix: String,
     pub(super) call_timeout: Duration,
 }
 
@@ -134,14 +133,11 @@ fn far_future() -> Instant {
     Instant::now() + Duration::from_secs(86_400 * 365)
 }
 
-/// The node of the hold that `lost` tells of, if this client still has it.
+/// The node of the hold that `lost` tells of, if this client still has it: that hold's, never
+/// a later hold's of the same owner.
 fn lost_node(context: &Context, lost: &Lost) -> Option<Job> {
-    let lock = paths::lock_path(&context.prefix, &lost.name).ok()?;
     let table = context.table.lock();
-    let held = table
-        .held
-        .values()
-        .find(|held| held.owner == lost.owner && paths::parent(&held.node.path) == lock)?;
+    let held = table.held.get(&*lost.hold)?;
     log::debug!(
         "lock {:?} is lost ({}): its node goes",
         lost.name,
