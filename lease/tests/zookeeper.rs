@@ -281,6 +281,24 @@ fn an_owner_that_takes_the_lock_again_after_a_loss_keeps_its_new_hold() {
 }
 
 #[test]
+fn digest_credentials_are_sent_and_never_shown() {
+    let zk = ZooKeeper::start_with(&["forceSync=no"]);
+    let builder = Client::zookeeper([format!("{}/app/locks", zk.connect_string())])
+        .zookeeper_auth("locker", "s3cret-digest")
+        .default_lease(SESSION);
+    assert!(!format!("{builder:?}").contains("s3cret"), "{builder:?}");
+    let client = builder.build().expect("valid settings");
+    assert!(!format!("{client:?}").contains("s3cret"));
+    let guard = client.lock("jobs/nightly").expect("valid").lock().expect("free");
+    // Under the chroot: another client of the same chroot sees it, one without does not.
+    let same = self::client(&format!("{}/app/locks", zk.connect_string()));
+    let root = self::client(&zk.connect_string());
+    assert!(same.lock("jobs/nightly").expect("valid").is_locked().expect("reachable"));
+    assert!(!root.lock("jobs/nightly").expect("valid").is_locked().expect("reachable"));
+    guard.unlock().expect("held");
+}
+
+#[test]
 fn names_that_are_not_node_paths_are_refused() {
     let zk = ZooKeeper::start_with(&["forceSync=no"]);
     let client = client(&zk.connect_string());
