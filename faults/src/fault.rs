@@ -127,6 +127,9 @@ pub enum Evidence {
     Symptom,
     /// Some client's wall clock moving against its monotonic clock (the clients record both).
     WallClockJump,
+    /// On ZooKeeper, fencing tokens of a new epoch handed to the clients within two leases of
+    /// the fault's end: a new leader, whom the sessions followed.
+    NewEpoch,
     /// Being in place: the clients see nothing of it by design.
     InPlace,
 }
@@ -246,8 +249,11 @@ impl Fault {
             // Also for the Sentinels' turning the old primary into a replica (8 s).
             FreezePrimary => Traits::on(SENTINELS).ends_logs().room(16),
             // Also for the search for a long hold, and the killed server's start (a JVM, 1 to 3 s
-            // on two busy cores).
-            KillLeader(leases) => Traits::on(ZOOKEEPER).room(SEARCH_LEASES + leases + 4),
+            // on two busy cores). Sessions ride over an election that ends within their timeout
+            // (ZooKeeper's design), so a symptom may not show; the new leader's epoch does.
+            KillLeader(leases) => Traits::on(ZOOKEEPER)
+                .shown_by(Evidence::NewEpoch)
+                .room(SEARCH_LEASES + leases + 4),
             CutOffHolder(leases) => Traits::on(ZOOKEEPER)
                 .client_proxies()
                 .room(SEARCH_LEASES + leases + 2),

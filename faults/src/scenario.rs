@@ -314,6 +314,7 @@ pub fn run(scenario: &Scenario, settings: &Settings) -> std::io::Result<Outcome>
             |&(&window, &fault)| match fault.traits(scenario.mode).evidence {
                 Evidence::InPlace => true,
                 Evidence::WallClockJump => jumped,
+                Evidence::NewEpoch => checker::new_epoch(&events, window, horizon),
                 Evidence::Symptom => checker::seen(&events, window, horizon),
             },
         )
