@@ -108,6 +108,26 @@ pub fn seen(events: &[Event], window: (u64, u64), after: u64) -> bool {
         })
 }
 
+/// Whether clients were handed fencing tokens of a newer ZooKeeper epoch (a zxid's high 32 bits,
+/// which every newly elected leader raises) from `window.0` to `after` ns past `window.1` than
+/// any before it (`false` if none was handed out before). `events` are in time order.
+pub fn new_epoch(events: &[Event], window: (u64, u64), after: u64) -> bool {
+    let (start, end) = window;
+    let epoch = |event: &Event| match event {
+        Event::AcquireOk { token, .. } => Some(token >> 32),
+        _ => None,
+    };
+    let first = events.partition_point(|event| event.t() < start);
+    let Some(before) = events[..first].iter().filter_map(epoch).max() else {
+        return false;
+    };
+    events[first..]
+        .iter()
+        .take_while(|event| event.t() <= end + after)
+        .filter_map(epoch)
+        .any(|during| during > before)
+}
+
 fn percentile(sorted: &[f64], q: f64) -> f64 {
     sorted[((sorted.len() - 1) as f64 * q) as usize]
 }
@@ -301,6 +321,26 @@ mod tests {
             !seen(&events[..1], (0, 100), 0),
             "an acquisition is no symptom"
         );
+    }
+
+    #[test]
+    fn a_new_leader_shows_in_the_epoch_of_the_tokens_handed_out() {
+        let epoch = |epoch: u64, counter: u64| (epoch << 32) | counter;
+        let events = vec![
+            ok(10, "a", epoch(1, 5)),
+            ok(20, "b", epoch(1, 9)),
+            ok(50, "c", epoch(2, 1)),
+        ];
+        assert!(new_epoch(&events, (15, 40), 10), "epoch 2 after epoch 1");
+        assert!(
+            !new_epoch(&events, (15, 30), 10),
+            "too late to be this fault's"
+        );
+        assert!(
+            !new_epoch(&events, (0, 25), 10),
+            "no token before to compare with"
+        );
+        assert!(!new_epoch(&events, (55, 60), 10), "none handed out after");
     }
 
     #[test]

@@ -13,8 +13,8 @@ use redis::Commands;
 use std::path::PathBuf;
 use std::process::Command;
 use std::thread;
-use std::time::Duration;
-use testkit::{Failover, RedisCluster, RedisServer, SentinelSet};
+use std::time::{Duration, Instant};
+use testkit::{Failover, RedisCluster, RedisServer, SentinelSet, ZooKeeperEnsemble};
 
 /// The fault a scenario injects, again and again.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -27,6 +27,8 @@ pub enum Fault {
     /// `DEBUG SLEEP` on the lock server for this many leases.
     DebugSleep(u32),
     /// SIGSTOP of the client process holding the lock, for this many leases (the long-GC case).
+    /// On ZooKeeper, past the session timeout (one lease): the ensemble expires the session; the
+    /// holder is one of the long holds, looked for in the histories.
     FreezeHolder(u32),
     /// The lock key's TTL cut to 1 ms while it is held (a key expiring early).
     ExpireKey,
@@ -77,6 +79,18 @@ pub enum Fault {
     /// believing it is the primary until the Sentinels make it a replica; then its copy of the
     /// lock is compared with the new primary's.
     FreezePrimary,
+    /// On ZooKeeper: the leader killed (SIGKILL) while one of the long holds is renewed, and
+    /// started again with its data after this many leases; the two others elect a new leader
+    /// meanwhile.
+    KillLeader(u32),
+    /// On ZooKeeper: every connection of the client process in one of the long holds frozen (its
+    /// own proxies in front of the three servers pass nothing on, either way) for this many
+    /// leases, past its session timeout, then healed.
+    CutOffHolder(u32),
+    /// On ZooKeeper: the follower that serves the most client sessions killed (SIGKILL) and
+    /// started again with its data at once; then every client's connections to the leader cut
+    /// for a quarter lease, so that the sessions it gathered move on to the followers.
+    RestartFollower,
     /// Each time one of [`Fault::mix`], drawn from the seed: the soak.
     Mix,
 }
@@ -101,6 +115,9 @@ pub struct Traits {
     /// Whether the data servers stand behind gates that can partition them from the Sentinels
     /// (`SentinelSet::start_partitionable`).
     pub partitionable: bool,
+    /// Whether each client process reaches the ZooKeeper servers through proxies of its own
+    /// (`testkit::Proxy`, one per server), which the fault freezes.
+    pub client_proxies: bool,
 }
 
 /// What tells that an injected fault took effect.
@@ -110,6 +127,9 @@ pub enum Evidence {
     Symptom,
     /// Some client's wall clock moving against its monotonic clock (the clients record both).
     WallClockJump,
+    /// On ZooKeeper, fencing tokens of a new epoch handed to the clients within two leases of
+    /// the fault's end: a new leader, whom the sessions followed.
+    NewEpoch,
     /// Being in place: the clients see nothing of it by design.
     InPlace,
 }
@@ -120,8 +140,10 @@ const ALL: &[Mode] = &[
     Mode::Cluster,
     Mode::Sentinel { acks: false },
     Mode::Sentinel { acks: true },
+    Mode::ZooKeeper,
 ];
 const ONE_SERVER: &[Mode] = &[Mode::Single];
+const HOLDERS: &[Mode] = &[Mode::Single, Mode::ZooKeeper];
 const SERVERS: &[Mode] = &[Mode::Single, Mode::Red];
 const REDLOCK: &[Mode] = &[Mode::Red];
 const CLUSTER: &[Mode] = &[Mode::Cluster];
@@ -129,6 +151,7 @@ const SENTINELS: &[Mode] = &[
     Mode::Sentinel { acks: false },
     Mode::Sentinel { acks: true },
 ];
+const ZOOKEEPER: &[Mode] = &[Mode::ZooKeeper];
 
 impl Traits {
     /// A fault of `modes` on direct connections, whose logs replay, shown by a symptom, with
@@ -142,6 +165,14 @@ impl Traits {
             evidence: Evidence::Symptom,
             room_leases: 4,
             partitionable: false,
+            client_proxies: false,
+        }
+    }
+
+    const fn client_proxies(self) -> Traits {
+        Traits {
+            client_proxies: true,
+            ..self
         }
     }
 
@@ -186,7 +217,12 @@ impl Fault {
         let traits = match self {
             None => Traits::on(ALL),
             FreezeServer(_) => Traits::on(SERVERS),
-            ClientPause(_) | DebugSleep(_) | FreezeHolder(_) | ExpireKey => Traits::on(ONE_SERVER),
+            ClientPause(_) | DebugSleep(_) | ExpireKey => Traits::on(ONE_SERVER),
+            // On ZooKeeper, also for the search for a long hold.
+            FreezeHolder(leases) if mode == Mode::ZooKeeper => {
+                Traits::on(HOLDERS).room(SEARCH_LEASES + leases + 2)
+            }
+            FreezeHolder(_) => Traits::on(HOLDERS),
             KillMaster(_) | RestartMasterNow => Traits::on(REDLOCK).ends_logs(),
             DelayReplies(_) | HoldReplies(_) => Traits::on(ONE_SERVER).proxied(),
             SlowMaster(_) => Traits::on(REDLOCK).proxied(),
@@ -212,8 +248,24 @@ impl Fault {
                 .room(12),
             // Also for the Sentinels' turning the old primary into a replica (8 s).
             FreezePrimary => Traits::on(SENTINELS).ends_logs().room(16),
+            // Also for the search for a long hold, and the killed server's start (a JVM, 1 to 3 s
+            // on two busy cores). Sessions ride over an election that ends within their timeout
+            // (ZooKeeper's design), so a symptom may not show; the new leader's epoch does.
+            KillLeader(leases) => Traits::on(ZOOKEEPER)
+                .shown_by(Evidence::NewEpoch)
+                .room(SEARCH_LEASES + leases + 4),
+            CutOffHolder(leases) => Traits::on(ZOOKEEPER)
+                .client_proxies()
+                .room(SEARCH_LEASES + leases + 2),
+            // The sessions the follower served move to another server within their timeout:
+            // by design the clients see nothing (the follower chosen is one that serves some).
+            RestartFollower => Traits::on(ZOOKEEPER)
+                .client_proxies()
+                .shown_by(InPlace)
+                .room(6),
             Mix => Traits {
                 proxied: true,
+                client_proxies: mode == Mode::ZooKeeper,
                 fakes_clock: mode == Mode::Single,
                 ends_logs: matches!(mode, Mode::Red | Mode::Sentinel { .. }),
                 room_leases: Fault::mix(mode)
@@ -256,6 +308,7 @@ impl Fault {
             // Without the replica's acknowledgement a failover may lose a hold: outside.
             Mode::Sentinel { acks: false } => &[SentinelFailover],
             Mode::Sentinel { acks: true } => &[KillUnreplicated, SentinelFailover, FreezePrimary],
+            Mode::ZooKeeper => &[KillLeader(2), CutOffHolder(3), RestartFollower],
         }
     }
 
@@ -272,11 +325,14 @@ impl Fault {
             servers,
             cluster,
             sentinels,
+            ensemble,
             proxies,
+            client_proxies,
             histories,
             diverged,
         } = targets;
-        let start = now_ns();
+        // Later for a fault that first looks for the holder.
+        let mut start = now_ns();
         match self {
             Fault::None | Fault::Mix => return None,
             Fault::FreezeServer(leases) => {
@@ -303,7 +359,12 @@ impl Fault {
                     .query(&mut servers[0].connection());
             }
             Fault::FreezeHolder(leases) => {
-                let pid = holder_pid(&servers[0], histories)?;
+                let pid = match ensemble {
+                    // No lock key to read the owner from: the histories tell the holder.
+                    Some(_) => holding(histories, lease)?.pid,
+                    None => holder_pid(&servers[0], histories)?,
+                };
+                start = now_ns();
                 signal(pid, "-STOP");
                 thread::sleep(lease * leases);
                 signal(pid, "-CONT");
@@ -389,6 +450,56 @@ impl Fault {
                 failover::partition_primary(sentinels?, lease * leases)
             }
             Fault::FreezePrimary => diverged.extend(failover::freeze_primary(sentinels?)),
+            Fault::KillLeader(leases) => {
+                let ensemble = ensemble?;
+                // Killed whether a long hold turns up or not.
+                let _ = holding(histories, lease);
+                let leader = ensemble.wait_for_leader(lease * 10)?;
+                start = now_ns();
+                ensemble.stop(leader);
+                thread::sleep(lease * leases);
+                ensemble.start_again(leader);
+            }
+            Fault::CutOffHolder(leases) => {
+                let holder = holding(histories, lease)?;
+                // The histories are each process's threads' in turn.
+                let threads = histories.len() / client_proxies.len().max(1);
+                let own = client_proxies.get(holder.index / threads.max(1))?;
+                start = now_ns();
+                own.iter().for_each(testkit::Proxy::freeze);
+                thread::sleep(lease * leases);
+                own.iter().for_each(testkit::Proxy::heal);
+            }
+            Fault::RestartFollower => {
+                let ensemble = ensemble?;
+                let leader = ensemble.wait_for_leader(lease * 10)?;
+                // The follower serving the most client sessions, taking turns when they tie.
+                let (served, _, victim) = (0..ensemble.len())
+                    .filter(|&node| node != leader)
+                    .map(|node| {
+                        let turn = (node + count) % ensemble.len();
+                        (sessions_served(ensemble.port(node)), turn, node)
+                    })
+                    .max()?;
+                if served == 0 {
+                    return None;
+                }
+                start = now_ns();
+                ensemble.stop(victim);
+                ensemble.start_again(victim);
+                // Sessions leave a server that fails and never come back by themselves: the
+                // leader, never restarted here, would soon serve them all, and a follower's
+                // restart would reach nobody. So every client's connection to the leader is cut
+                // for a moment, and the sessions it served move on to the followers.
+                let leader = ensemble.wait_for_leader(lease * 10).unwrap_or(leader);
+                let to_leader: Vec<&testkit::Proxy> = client_proxies
+                    .iter()
+                    .filter_map(|own| own.get(leader))
+                    .collect();
+                to_leader.iter().for_each(|proxy| proxy.cut());
+                thread::sleep(lease / 4);
+                to_leader.iter().for_each(|proxy| proxy.heal());
+            }
         }
         Some((start, now_ns()))
     }
@@ -399,7 +510,10 @@ pub(crate) struct Targets<'a> {
     pub servers: &'a mut [RedisServer],
     pub cluster: Option<&'a mut RedisCluster>,
     pub sentinels: Option<&'a mut SentinelSet>,
+    pub ensemble: Option<&'a mut ZooKeeperEnsemble>,
     pub proxies: &'a [Proxy],
+    /// On ZooKeeper, each client process's own proxies in front of the servers, by process.
+    pub client_proxies: &'a [Vec<testkit::Proxy>],
     pub histories: &'a [PathBuf],
     /// Where a failover that brings the old primary back tells how its copy differed.
     pub diverged: &'a mut Vec<String>,
@@ -417,6 +531,49 @@ fn holder_pid(server: &RedisServer, histories: &[PathBuf]) -> Option<u32> {
             Event::Start { owner: o, pid, .. } if &o == owner => Some(pid),
             _ => None,
         })
+}
+
+/// How many leases a fault looks for a long hold before it strikes. They come in bunches, 7 to
+/// 10 s apart: one acquisition in twenty of each client is long, and while one is held the
+/// others' waits fail, which draws their turns together.
+const SEARCH_LEASES: u32 = 8;
+
+/// The hold open now that the histories tell of, preferring one open for a tenth to a half of a
+/// lease: one of the long holds (half a lease per step, a lease and a half in all), which will
+/// still be held, and renewed, a lease from now; the others last a few ms. Looks for
+/// [`SEARCH_LEASES`] leases, then takes the latest open hold; `None` if there is none.
+fn holding(histories: &[PathBuf], lease: Duration) -> Option<history::OpenHold> {
+    let give_up = Instant::now() + lease * SEARCH_LEASES;
+    let (young, old) = (
+        (lease / 10).as_nanos() as u64,
+        (lease / 2).as_nanos() as u64,
+    );
+    loop {
+        let now = now_ns();
+        let holds = history::open_holds(histories);
+        let long = holds
+            .iter()
+            .filter(|hold| (young..=old).contains(&now.saturating_sub(hold.since)))
+            .max_by_key(|hold| hold.since);
+        if let Some(hold) = long {
+            return Some(hold.clone());
+        }
+        if Instant::now() >= give_up {
+            return holds.into_iter().max_by_key(|hold| hold.since);
+        }
+        thread::sleep(Duration::from_millis(20));
+    }
+}
+
+/// How many client connections with a session the ZooKeeper server on `port` serves, from its
+/// `cons` (the connection asking has no session yet).
+fn sessions_served(port: u16) -> usize {
+    testkit::zookeeper_four_letter_word(port, "cons").map_or(0, |answer| {
+        answer
+            .lines()
+            .filter(|line| line.contains("sid=0x"))
+            .count()
+    })
 }
 
 fn signal(pid: u32, signal: &str) {

@@ -119,6 +119,54 @@ impl Recorder {
     }
 }
 
+/// A hold a client's history shows open: acquired, and neither told lost nor released since.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct OpenHold {
+    /// The history file's index among those read.
+    pub index: usize,
+    pub client: String,
+    /// The process id the client recorded when it started.
+    pub pid: u32,
+    /// When it acquired.
+    pub since: u64,
+}
+
+/// The holds open now in the history files at `paths`, as far as they tell. Each file is one
+/// client's: its first event (the start, with its process id) and its last acquisition, loss or
+/// release say whether it holds. Only those events are parsed, from the file's end, so that
+/// this can be called often while the clients run; a line still being written is skipped.
+pub fn open_holds(paths: &[std::path::PathBuf]) -> Vec<OpenHold> {
+    paths
+        .iter()
+        .enumerate()
+        .filter_map(|(index, path)| {
+            let text = std::fs::read_to_string(path).ok()?;
+            let pid = match serde_json::from_str(text.lines().next()?).ok()? {
+                Event::Start { pid, .. } => pid,
+                _ => return None,
+            };
+            let last = text
+                .lines()
+                .rev()
+                .filter(|line| {
+                    ["acquire_ok", "lost", "release_invoke"]
+                        .iter()
+                        .any(|kind| line.contains(&format!("\"kind\":\"{kind}\"")))
+                })
+                .find_map(|line| serde_json::from_str::<Event>(line).ok())?;
+            match last {
+                Event::AcquireOk { t, client, .. } => Some(OpenHold {
+                    index,
+                    client,
+                    pid,
+                    since: t,
+                }),
+                _ => None,
+            }
+        })
+        .collect()
+}
+
 /// Reads every history file and merges them in time order. Lines that do not parse (a client
 /// killed in the middle of one) are skipped.
 pub fn merge(paths: &[std::path::PathBuf]) -> Vec<Event> {
@@ -135,4 +183,97 @@ pub fn merge(paths: &[std::path::PathBuf]) -> Vec<Event> {
         .collect();
     events.sort_by_key(Event::t);
     events
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_hold_is_open_from_its_acquisition_until_it_is_lost_or_released() {
+        let dir = tempfile_dir();
+        let path = |name: &str| dir.join(name);
+        let start = |client: &str, pid| Event::Start {
+            t: 1,
+            client: client.into(),
+            owner: format!("owner-{client}"),
+            pid,
+        };
+        let ok = |t, client: &str| Event::AcquireOk {
+            t,
+            client: client.into(),
+            token: t,
+            valid_until: t + 1000,
+            wall_ms: 0,
+        };
+        let write = |name: &str, events: &[Event]| {
+            let mut recorder = Recorder::create(&path(name)).expect("a history file");
+            events.iter().for_each(|event| recorder.record(event));
+        };
+        write(
+            "held.jsonl",
+            &[
+                start("a", 7),
+                ok(10, "a"),
+                Event::Increment {
+                    t: 11,
+                    client: "a".into(),
+                },
+            ],
+        );
+        write(
+            "released.jsonl",
+            &[
+                start("b", 8),
+                ok(20, "b"),
+                Event::ReleaseInvoke {
+                    t: 21,
+                    client: "b".into(),
+                },
+            ],
+        );
+        write(
+            "lost.jsonl",
+            &[
+                start("c", 9),
+                ok(30, "c"),
+                Event::Lost {
+                    t: 31,
+                    client: "c".into(),
+                    reason: "Unconfirmed".into(),
+                    valid_until: 30,
+                },
+            ],
+        );
+        std::fs::write(
+            path("cut.jsonl"),
+            "{\"kind\":\"start\",\"t\":1,\"client\":\"d\",\"owner\":\"o\",\"pid\":10}\n{\"kind\":\"acquire_ok\",\"t\":40,\"cli",
+        )
+        .expect("a history file");
+        let paths: Vec<_> = ["released.jsonl", "held.jsonl", "lost.jsonl", "cut.jsonl"]
+            .iter()
+            .map(|name| path(name))
+            .collect();
+        let open = open_holds(&paths);
+        assert_eq!(
+            open,
+            [OpenHold {
+                index: 1,
+                client: "a".into(),
+                pid: 7,
+                since: 10,
+            }]
+        );
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+
+    fn tempfile_dir() -> std::path::PathBuf {
+        let dir = std::env::temp_dir().join(format!(
+            "faults-history-test-{}-{}",
+            std::process::id(),
+            crate::clock::now_ns()
+        ));
+        std::fs::create_dir_all(&dir).expect("a temporary directory");
+        dir
+    }
 }

@@ -14,6 +14,9 @@ pub enum Mode {
     /// fencing tokens; with `acks`, every acquisition, renewal and release waits for the
     /// replica's acknowledgement (`WAIT`) before it counts.
     Sentinel { acks: bool },
+    /// `redis_lease::Client::zookeeper` on an ensemble of three ZooKeeper servers, with fencing
+    /// tokens (the holder nodes' creation zxids); the session is every hold's lease.
+    ZooKeeper,
 }
 
 impl Mode {
@@ -30,6 +33,12 @@ impl Mode {
             Mode::Cluster => "cluster",
             Mode::Sentinel { acks: false } => "sentinel",
             Mode::Sentinel { acks: true } => "sentinel-acks",
+            Mode::ZooKeeper => "zookeeper",
         }
+    }
+
+    /// Whether the lock lives on Redis servers, whose `MONITOR` logs can be replayed.
+    pub(crate) fn on_redis(self) -> bool {
+        self != Mode::ZooKeeper
     }
 }

@@ -185,6 +185,34 @@ pub fn all() -> Vec<Scenario> {
             ForceFailover,
             false,
         ),
+        // On a ZooKeeper ensemble of three, the session is the lease: a holder is told lost by
+        // its deadline, before the ensemble can expire its session and hand the lock on.
+        scenario(
+            "zookeeper: the leader killed while holds are renewed and waiters wait, restarted after 2 leases",
+            true,
+            ZooKeeper,
+            KillLeader(2),
+        ),
+        scenario(
+            "zookeeper: the holder cut off from the ensemble past its session timeout (proxies frozen 3 leases)",
+            true,
+            ZooKeeper,
+            CutOffHolder(3),
+        ),
+        failover(
+            "zookeeper: holder frozen (SIGSTOP) past its session timeout",
+            false,
+            ZooKeeper,
+            FreezeHolder(3),
+            false,
+        ),
+        failover(
+            "zookeeper: a follower killed and restarted",
+            true,
+            ZooKeeper,
+            RestartFollower,
+            false,
+        ),
     ]
 }
 
@@ -246,8 +274,8 @@ mod tests {
         }
         assert_eq!(
             all().len() - short().len(),
-            7,
-            "the other failovers run by default"
+            9,
+            "the other failovers and two ZooKeeper scenarios run by default"
         );
     }
 
@@ -264,6 +292,31 @@ mod tests {
             ) && scenario.mode != Mode::Sentinel { acks: true };
             assert_eq!(scenario.inside, !may_lose, "{}", scenario.name);
         }
+    }
+
+    #[test]
+    fn zookeeper_is_fenced_and_only_a_frozen_holder_is_outside_the_assumptions() {
+        let zookeeper: Vec<Scenario> = all()
+            .into_iter()
+            .filter(|scenario| scenario.mode == Mode::ZooKeeper)
+            .collect();
+        assert_eq!(zookeeper.len(), 4);
+        for scenario in &zookeeper {
+            assert!(scenario.mode.fenced());
+            assert!(
+                scenario.name.starts_with("zookeeper: "),
+                "{}",
+                scenario.name
+            );
+            let outside = matches!(scenario.fault, Fault::FreezeHolder(_));
+            assert_eq!(scenario.inside, !outside, "{}", scenario.name);
+        }
+        let short: Vec<Fault> = short()
+            .into_iter()
+            .filter(|scenario| scenario.mode == Mode::ZooKeeper)
+            .map(|scenario| scenario.fault)
+            .collect();
+        assert_eq!(short, [Fault::KillLeader(2), Fault::CutOffHolder(3)]);
     }
 
     #[test]

@@ -16,7 +16,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::thread;
 use std::time::{Duration, Instant};
-use testkit::{Lcg, Monitor, RedisCluster, RedisServer, SentinelSet};
+use testkit::{Lcg, Monitor, RedisCluster, RedisServer, SentinelSet, ZooKeeperEnsemble};
 
 #[derive(Debug, Clone)]
 pub struct Scenario {
@@ -108,6 +108,12 @@ fn room(scenario: &Scenario, lease: Duration) -> Duration {
 /// How long the clients are given to start before the first fault.
 const START: Duration = Duration::from_millis(500);
 
+/// The `zoo.cfg` lines of the ZooKeeper servers beyond testkit's: no fsync of the transaction
+/// log. The faults kill server processes, not the host, and what a killed process had written
+/// is in the page cache: it survives as it would with fsync. Three servers fsyncing on one
+/// shared disk would only add latency that varies with the other builds on the machine.
+const ZOOKEEPER_SETTINGS: &[&str] = &["forceSync=no"];
+
 pub fn run(scenario: &Scenario, settings: &Settings) -> std::io::Result<Outcome> {
     let settings = &Settings {
         duration: duration(scenario, settings),
@@ -122,7 +128,7 @@ pub fn run(scenario: &Scenario, settings: &Settings) -> std::io::Result<Outcome>
     let mut lock_servers: Vec<RedisServer> = match scenario.mode {
         Mode::Single => vec![RedisServer::start()],
         Mode::Red => (0..3).map(|_| RedisServer::start()).collect(),
-        Mode::Cluster | Mode::Sentinel { .. } => Vec::new(),
+        Mode::Cluster | Mode::Sentinel { .. } | Mode::ZooKeeper => Vec::new(),
     };
     let mut cluster = (scenario.mode == Mode::Cluster).then(|| RedisCluster::start(3, 1));
     let mut sentinels = matches!(scenario.mode, Mode::Sentinel { .. }).then(|| {
@@ -132,6 +138,25 @@ pub fn run(scenario: &Scenario, settings: &Settings) -> std::io::Result<Outcome>
             SentinelSet::start()
         }
     });
+    let mut ensemble = (scenario.mode == Mode::ZooKeeper)
+        .then(|| ZooKeeperEnsemble::start_with(3, ZOOKEEPER_SETTINGS));
+    // Each client process's own proxies in front of every ZooKeeper server, for faults that cut
+    // one process off.
+    let client_proxies: Vec<Vec<testkit::Proxy>> = match &ensemble {
+        Some(ensemble) if traits.client_proxies => (0..settings.clients)
+            .map(|_| {
+                (0..ensemble.len())
+                    .map(|node| {
+                        testkit::Proxy::start(SocketAddr::from((
+                            [127, 0, 0, 1],
+                            ensemble.port(node),
+                        )))
+                    })
+                    .collect()
+            })
+            .collect(),
+        _ => Vec::new(),
+    };
     let proxies: Vec<Proxy> = if traits.proxied {
         lock_servers
             .iter()
@@ -146,6 +171,12 @@ pub fn run(scenario: &Scenario, settings: &Settings) -> std::io::Result<Outcome>
         // The name the Sentinels know the primary by, then the Sentinels.
         std::iter::once(set.master_name().to_owned())
             .chain(set.sentinel_urls())
+            .collect()
+    } else if let Some(ensemble) = &ensemble {
+        ensemble
+            .connect_string()
+            .split(',')
+            .map(str::to_owned)
             .collect()
     } else if proxies.is_empty() {
         lock_servers.iter().map(RedisServer::url).collect()
@@ -178,7 +209,7 @@ pub fn run(scenario: &Scenario, settings: &Settings) -> std::io::Result<Outcome>
     // that was not its caller's; on a cluster, the log of the master of the lock's slot; with
     // Sentinels, that of the primary.
     let monitors: Option<Vec<Monitor>> =
-        (!traits.ends_logs).then(|| match (&cluster, &sentinels) {
+        (!traits.ends_logs && scenario.mode.on_redis()).then(|| match (&cluster, &sentinels) {
             (Some(cluster), _) => {
                 vec![cluster.server(cluster.master_for_key(LOCK_KEY)).monitor()]
             }
@@ -189,13 +220,21 @@ pub fn run(scenario: &Scenario, settings: &Settings) -> std::io::Result<Outcome>
         .iter()
         .enumerate()
         .map(|(n, history)| {
+            let own: Vec<String>;
+            let urls = match client_proxies.get(n) {
+                Some(proxies) => {
+                    own = proxies.iter().map(testkit::Proxy::addr).collect();
+                    &own
+                }
+                None => &urls,
+            };
             spawn_client(
                 settings,
                 scenario.mode,
                 n,
                 history,
                 &resource_server.url(),
-                &urls,
+                urls,
                 faked,
             )
         })
@@ -230,7 +269,9 @@ pub fn run(scenario: &Scenario, settings: &Settings) -> std::io::Result<Outcome>
                 servers: &mut lock_servers,
                 cluster: cluster.as_mut(),
                 sentinels: sentinels.as_mut(),
+                ensemble: ensemble.as_mut(),
                 proxies: &proxies,
+                client_proxies: &client_proxies,
                 histories: &histories,
                 diverged: &mut diverged,
             };
@@ -273,6 +314,7 @@ pub fn run(scenario: &Scenario, settings: &Settings) -> std::io::Result<Outcome>
             |&(&window, &fault)| match fault.traits(scenario.mode).evidence {
                 Evidence::InPlace => true,
                 Evidence::WallClockJump => jumped,
+                Evidence::NewEpoch => checker::new_epoch(&events, window, horizon),
                 Evidence::Symptom => checker::seen(&events, window, horizon),
             },
         )

@@ -6,9 +6,10 @@
 //!
 //! `fault_client CLIENT HISTORY RESOURCE_URL MODE LEASE_MS RUN_MS THREADS URL...`
 //!
-//! `MODE` is `single` (one URL), `redlock` (the masters' URLs), `cluster` (seed URLs), or
+//! `MODE` is `single` (one URL), `redlock` (the masters' URLs), `cluster` (seed URLs),
 //! `sentinel` or `sentinel-acks` (the name the Sentinels know the primary by, then the Sentinels'
-//! URLs; with `-acks`, every acquisition, renewal and release waits for one replica).
+//! URLs; with `-acks`, every acquisition, renewal and release waits for one replica), or
+//! `zookeeper` (the servers' `host:port`s; the lease is the session timeout).
 
 #![allow(clippy::print_stderr, clippy::print_stdout, missing_docs)]
 
@@ -28,7 +29,7 @@ const WAIT: Duration = Duration::from_secs(1);
 const LOOK: Duration = Duration::from_millis(50);
 
 /// What the threads of the process share: one client, of one server, of RedLock's masters, of
-/// a cluster or of a Sentinel-managed primary.
+/// a cluster, of a Sentinel-managed primary or of a ZooKeeper ensemble.
 fn open(mode: &str, lease: Duration, urls: &[String]) -> redis_lease::Result<redis_lease::Client> {
     match mode {
         "sentinel" | "sentinel-acks" => {
@@ -52,6 +53,12 @@ fn open(mode: &str, lease: Duration, urls: &[String]) -> redis_lease::Result<red
             .connect_timeout(lease / 2)
             .build(),
         "cluster" => redis_lease::Client::cluster(urls.iter().cloned())
+            .default_lease(lease)
+            .command_timeout(lease / 2)
+            .connect_timeout(lease / 2)
+            .build(),
+        // The default lease is the session timeout the client asks for.
+        "zookeeper" => redis_lease::Client::zookeeper(urls.iter().cloned())
             .default_lease(lease)
             .command_timeout(lease / 2)
             .connect_timeout(lease / 2)
@@ -81,7 +88,7 @@ fn main() {
     let args: Vec<String> = std::env::args().skip(1).collect();
     if args.len() < 8 {
         eprintln!(
-            "usage: fault_client CLIENT HISTORY RESOURCE_URL single|redlock|cluster|sentinel|sentinel-acks LEASE_MS RUN_MS THREADS URL..."
+            "usage: fault_client CLIENT HISTORY RESOURCE_URL single|redlock|cluster|sentinel|sentinel-acks|zookeeper LEASE_MS RUN_MS THREADS URL..."
         );
         std::process::exit(64);
     }

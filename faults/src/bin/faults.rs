@@ -7,8 +7,9 @@
 //! The soak runs a random mix of the faults inside the timing assumptions, for one server, for
 //! RedLock and for a Sentinel-managed primary, `--minutes` each (10 unless told).
 //!
-//! Needs `fault_client` beside it (`cargo build --release -p faults` builds both) and
-//! `redis-server` on PATH.
+//! Needs `fault_client` beside it (`cargo build --release -p faults` builds both),
+//! `redis-server` on PATH and, for the ZooKeeper scenarios, Debian's `zookeeper` package (run
+//! with `java`, as testkit does).
 
 #![allow(clippy::print_stderr, clippy::print_stdout, missing_docs)]
 
