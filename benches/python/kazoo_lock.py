@@ -1,0 +1,190 @@
+"""kazoo's `Lock` on a ZooKeeper, measured the way zk_figures measures `redis-lease`'s ZooKeeper lock:
+
+- uncontended: one thread, one client, one `Lock` object reused, acquire + release pairs for
+  SECONDS;
+- contended8: 8 threads sharing one `KazooClient`, each with its own `Lock` on one path (kazoo's
+  `Lock` is not meant to be shared between threads), an empty critical section, for SECONDS;
+- handoff-processes: a holder keeps the lock 10 ms, stamps `time.time()` just before its release;
+  the waiter, another process with its own `KazooClient` already waiting in `acquire()`, stamps
+  when it holds the lock; ROUNDS rounds.
+
+Run by `cargo run --release -p benches --bin zk_figures`; by hand:
+    python3 benches/python/kazoo_lock.py 127.0.0.1:2181 500 5
+Prints one line per figure:
+    uncontended <pairs/s> <requests per pair> <writes per pair> <CPU µs per pair>
+    contended8 <sections/s> <min per thread> <max per thread> <hand-offs> <sections> <requests per section> <CPU µs per section>
+    handoff-processes <p50 ms> <p99 ms> <max ms>
+Requests and writes are the server's own counts (the `srvr` command's `Received` and `Zxid`)
+over the measured window, from all its clients; CPU is this process's (all its threads).
+"""
+
+import multiprocessing
+import socket
+import sys
+import threading
+import time
+
+from kazoo.client import KazooClient
+
+THREADS = 8
+HOLD = 0.010
+ROOT = "/kazoo-bench"
+
+
+def percentiles(samples):
+    samples = sorted(samples)
+    at = lambda q: samples[int((len(samples) - 1) * q)]
+    return at(0.5), at(0.99), samples[-1]
+
+
+def server_counts(hosts):
+    """The server's requests received and its last transaction id, by the `srvr` command."""
+    host, port = hosts.split(",")[0].rsplit(":", 1)
+    with socket.create_connection((host, int(port)), timeout=5) as conn:
+        conn.sendall(b"srvr")
+        reply = b""
+        while chunk := conn.recv(4096):
+            reply += chunk
+    fields = dict(
+        line.split(": ", 1) for line in reply.decode().splitlines() if ": " in line
+    )
+    return int(fields["Received"]), int(fields["Zxid"], 16)
+
+
+def connect(hosts):
+    client = KazooClient(hosts=hosts)
+    client.start(timeout=15)
+    return client
+
+
+def uncontended(hosts, seconds):
+    client = connect(hosts)
+    lock = client.Lock(ROOT + "/uncontended")
+    warm_until = time.monotonic() + min(seconds / 10, 0.5)
+    while time.monotonic() < warm_until:
+        lock.acquire()
+        lock.release()
+    received, zxid = server_counts(hosts)
+    cpu = time.process_time()
+    pairs = 0
+    began = time.monotonic()
+    deadline = began + seconds
+    while time.monotonic() < deadline:
+        lock.acquire()
+        lock.release()
+        pairs += 1
+    elapsed = time.monotonic() - began
+    cpu = time.process_time() - cpu
+    received_after, zxid_after = server_counts(hosts)
+    client.stop()
+    client.close()
+    return (
+        pairs / elapsed,
+        (received_after - received) / pairs,
+        (zxid_after - zxid) / pairs,
+        cpu / pairs * 1e6,
+    )
+
+
+def contended(hosts, seconds):
+    client = connect(hosts)
+    path = ROOT + "/contended"
+    client.ensure_path(path)
+    order = []
+    stop = threading.Event()
+    start = threading.Barrier(THREADS + 1)
+
+    def worker(ident):
+        lock = client.Lock(path)
+        start.wait()
+        while not stop.is_set():
+            lock.acquire()
+            order.append(ident)
+            lock.release()
+
+    threads = [threading.Thread(target=worker, args=(i,)) for i in range(THREADS)]
+    for thread in threads:
+        thread.start()
+    received, _ = server_counts(hosts)
+    start.wait()
+    began = time.monotonic()
+    cpu = time.process_time()
+    time.sleep(seconds)
+    stop.set()
+    counted = len(order)
+    elapsed = time.monotonic() - began
+    cpu = time.process_time() - cpu
+    received_after, _ = server_counts(hosts)
+    for thread in threads:
+        thread.join()
+    client.stop()
+    client.close()
+    order = order[:counted]
+    per_thread = [0] * THREADS
+    for ident in order:
+        per_thread[ident] += 1
+    handoffs = sum(1 for a, b in zip(order, order[1:]) if a != b)
+    sections = max(counted, 1)
+    requests = (received_after - received) / sections
+    return (
+        counted / elapsed,
+        min(per_thread),
+        max(per_thread),
+        handoffs,
+        counted,
+        requests,
+        cpu / sections * 1e6,
+    )
+
+
+def child(hosts, pipe):
+    client = connect(hosts)
+    lock = client.Lock(ROOT + "/handoff")
+    pipe.send("ready")
+    while pipe.recv() == "go":
+        lock.acquire()
+        pipe.send(time.time())
+        lock.release()
+    client.stop()
+    client.close()
+
+
+def across_processes(hosts, rounds):
+    context = multiprocessing.get_context("spawn")
+    parent_end, child_end = context.Pipe()
+    process = context.Process(target=child, args=(hosts, child_end), daemon=True)
+    process.start()
+    parent_end.recv()
+    client = connect(hosts)
+    lock = client.Lock(ROOT + "/handoff")
+    samples = []
+    for _ in range(rounds):
+        # Blocks until the waiter of the previous round has released.
+        lock.acquire()
+        parent_end.send("go")
+        time.sleep(HOLD)
+        released = time.time()
+        lock.release()
+        samples.append((parent_end.recv() - released) * 1e3)
+    parent_end.send("stop")
+    process.join(timeout=5)
+    client.stop()
+    client.close()
+    return percentiles(samples)
+
+
+def main():
+    hosts, rounds, seconds = sys.argv[1], int(sys.argv[2]), float(sys.argv[3])
+    rate, requests, writes, cpu = uncontended(hosts, seconds)
+    print(f"uncontended {rate:.1f} {requests:.2f} {writes:.2f} {cpu:.0f}", flush=True)
+    rate, low, high, handoffs, sections, requests, cpu = contended(hosts, seconds)
+    print(
+        f"contended8 {rate:.1f} {low} {high} {handoffs} {sections} {requests:.2f} {cpu:.0f}",
+        flush=True,
+    )
+    p50, p99, worst = across_processes(hosts, rounds)
+    print(f"handoff-processes {p50:.3f} {p99:.3f} {worst:.3f}", flush=True)
+
+
+if __name__ == "__main__":
+    main()
