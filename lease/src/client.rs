@@ -145,13 +145,63 @@ impl Client {
         ))
     }
 
-    /// A lock by name: 1 to 1024 bytes, without `{` or `}`.
+    /// Settings for a client that takes its locks on a ZooKeeper ensemble (feature
+    /// `zookeeper`), given as `host:port` items, or as one connect string
+    /// (`"zk1:2181,zk2:2181,zk3:2181/chroot"`). Each hold is an ephemeral sequential node; the
+    /// client's session is every hold's lease, so the default lease is the session timeout the
+    /// client asks for (the ensemble may grant less; a lease longer than the session's timeout
+    /// is refused). Fencing tokens are the holder nodes' creation zxids.
+    ///
+    /// ```no_run
+    /// use std::time::Duration;
+    /// use redis_lease::Client;
+    ///
+    /// let client = Client::zookeeper(["10.0.0.1:2181", "10.0.0.2:2181", "10.0.0.3:2181"])
+    ///     .default_lease(Duration::from_secs(10))
+    ///     .build()?;
+    /// let guard = client.lock("billing/invoices")?.lock()?;
+    /// let token = guard.fencing_token();
+    /// guard.unlock()?;
+    /// # let _ = token;
+    /// # Ok::<(), redis_lease::Error>(())
+    /// ```
+    #[cfg(feature = "zookeeper")]
+    pub fn zookeeper<I, S>(hosts: I) -> ClientBuilder
+    where
+        I: IntoIterator<Item = S>,
+        S: Into<String>,
+    {
+        let mut zk = crate::backend::zookeeper::ZooKeeperSettings::default();
+        for item in hosts {
+            let item: String = item.into();
+            let hosts = match item.split_once('/') {
+                Some((hosts, chroot)) => {
+                    zk.chroot = Some(format!("/{chroot}"));
+                    hosts.to_owned()
+                }
+                None => item,
+            };
+            zk.hosts.extend(
+                hosts
+                    .split(',')
+                    .map(str::trim)
+                    .filter(|host| !host.is_empty())
+                    .map(str::to_owned),
+            );
+        }
+        ClientBuilder::new(Topology::ZooKeeper(zk))
+    }
+
+    /// A lock by name: 1 to 1024 bytes, without `{` or `}`; on ZooKeeper, also a relative node
+    /// path (segments separated by single `/`, none `.` or `..`).
     ///
     /// # Errors
     ///
-    /// [`Error::InvalidArgument`] for a name that is empty, longer than 1024 bytes, or has `{` or `}`.
+    /// [`Error::InvalidArgument`] for a name that is empty, longer than 1024 bytes, or has `{` or
+    /// `}`, or that ZooKeeper cannot take as a node name.
     pub fn lock(&self, name: &str) -> Result<Lock> {
         let keys = LockKeys::new(self.core.prefix(), name)?;
+        self.core.backend().admit(&keys)?;
         Ok(Lock::new(Arc::clone(&self.core), keys))
     }
 
@@ -205,7 +255,12 @@ enum Topology {
     Server(String),
     Cluster(Vec<String>),
     RedLock(Vec<String>),
-    Sentinel { master: String, urls: Vec<String> },
+    Sentinel {
+        master: String,
+        urls: Vec<String>,
+    },
+    #[cfg(feature = "zookeeper")]
+    ZooKeeper(crate::backend::zookeeper::ZooKeeperSettings),
 }
 
 impl Topology {
@@ -216,6 +271,8 @@ impl Topology {
             Topology::Cluster(urls) | Topology::RedLock(urls) | Topology::Sentinel { urls, .. } => {
                 urls
             }
+            #[cfg(feature = "zookeeper")]
+            Topology::ZooKeeper(zk) => &zk.hosts,
         }
     }
 }
@@ -289,6 +346,17 @@ impl ClientBuilder {
     #[must_use = "a setting applies to the builder it returns"]
     pub fn password(mut self, password: impl Into<String>) -> Self {
         self.backend.password = Some(password.into());
+        self
+    }
+
+    /// On ZooKeeper: the user and password to authenticate the session with (the `digest`
+    /// scheme), for nodes whose ACLs ask for them. Never shown. Ignored on Redis.
+    #[cfg(feature = "zookeeper")]
+    #[must_use = "a setting applies to the builder it returns"]
+    pub fn zookeeper_auth(mut self, user: &str, password: &str) -> Self {
+        if let Topology::ZooKeeper(zk) = &mut self.topology {
+            zk.digest = Some(format!("{user}:{password}"));
+        }
         self
     }
 
@@ -433,12 +501,16 @@ impl ClientBuilder {
             client_id: owner::random_id()?,
             ..self.backend
         };
-        let endpoints = settings.endpoints(self.topology.urls())?;
+        let endpoints = || settings.endpoints(self.topology.urls());
         let backend = match &self.topology {
-            Topology::Server(_) => server::build(&settings, endpoints)?,
-            Topology::Cluster(_) => cluster::build(&settings, endpoints)?,
-            Topology::Sentinel { master, .. } => sentinel::build(&settings, master, endpoints)?,
-            Topology::RedLock(_) => quorum::build(&settings, endpoints)?,
+            Topology::Server(_) => server::build(&settings, endpoints()?)?,
+            Topology::Cluster(_) => cluster::build(&settings, endpoints()?)?,
+            Topology::Sentinel { master, .. } => sentinel::build(&settings, master, endpoints()?)?,
+            Topology::RedLock(_) => quorum::build(&settings, endpoints()?)?,
+            #[cfg(feature = "zookeeper")]
+            Topology::ZooKeeper(zk) => {
+                crate::backend::zookeeper::build(&settings, zk, &self.prefix, default_lease)?
+            }
         };
         let timer = watchdog::timer_or_new(self.timer, settings.thread_name("timer"))?;
         let watchdog = Watchdog::start(

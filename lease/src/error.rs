@@ -88,6 +88,14 @@ pub enum Error {
         /// Why.
         reason: crate::LostReason,
     },
+    /// No server of the ZooKeeper ensemble answered by the call's deadline, the connection was
+    /// lost, or the client's session expired. The operation may or may not have taken effect.
+    /// Retrying later may succeed (on a new session, if the old one expired).
+    #[error("zookeeper unavailable: {0}")]
+    ZooKeeperUnavailable(String),
+    /// ZooKeeper refused the call (no permission for the node, an authentication failure).
+    #[error("zookeeper refused the call: {0}")]
+    ZooKeeperRefused(String),
     /// Redis answered something this crate does not expect (a bug, or a foreign script).
     #[error("unexpected reply from redis: {0}")]
     Protocol(String),
@@ -143,7 +151,7 @@ impl Error {
 
     /// Whether the operation failed for want of an answer, so that it may have taken effect.
     pub(crate) fn is_unavailable(&self) -> bool {
-        matches!(self, Error::Unavailable(_))
+        matches!(self, Error::Unavailable(_) | Error::ZooKeeperUnavailable(_))
     }
 }
 

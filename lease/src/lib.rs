@@ -104,6 +104,8 @@ mod pubsub;
 mod scripts;
 mod state;
 mod watchdog;
+#[cfg(feature = "zookeeper")]
+pub(crate) mod zk;
 
 #[doc = include_str!("guarantees.md")]
 pub mod guarantees {}

@@ -86,7 +86,7 @@ impl Wait {
         let Wait::Until(Some(deadline)) = self else {
             return None;
         };
-        let passing = matches!(error, Error::Unavailable(_) | Error::NotReplicated { .. });
+        let passing = error.is_unavailable() || matches!(error, Error::NotReplicated { .. });
         let at = Instant::now() + RETRY_PAUSE;
         (passing && at < deadline).then_some(at)
     }

@@ -24,6 +24,14 @@ pub struct LockState {
     /// What is wrong with the lock's keys, if anything: a key of another type, a fencing counter
     /// a lock cannot use. Empty for a sound lock.
     pub problems: Vec<String>,
+    /// On ZooKeeper, the session that holds the lock (its id, in hex); `None` on Redis.
+    pub holder_session: Option<String>,
+    /// On ZooKeeper, when the holder's node was created (on the server's clock); `None` on
+    /// Redis.
+    pub held_since: Option<std::time::SystemTime>,
+    /// On ZooKeeper, how many contenders wait behind the holder; `None` on Redis, where
+    /// waiters do not queue in the server.
+    pub waiting: Option<u64>,
     /// Whether a fencing counter read for this lock is at the largest token.
     exhausted: bool,
 }
@@ -38,6 +46,9 @@ impl LockState {
             hold_token: None,
             last_token: None,
             problems: Vec::new(),
+            holder_session: None,
+            held_since: None,
+            waiting: None,
             exhausted: false,
         }
     }

@@ -6,7 +6,7 @@
 mod common;
 mod support;
 
-use common::methods::every_public_method;
+use common::methods::{every_public_method, Offers};
 use redis_lease::{Client, LeaseGuard};
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
@@ -113,7 +113,7 @@ fn two_clients_of_eight_threads_over_names_in_every_slot_range_never_overlap() {
 fn every_public_method_works_on_a_cluster() {
     let cluster = RedisCluster::start(3, 1);
     let client = client(&cluster, Duration::from_millis(300));
-    every_public_method(&client, true);
+    every_public_method(&client, Offers::redis(true));
     let state = client
         .lock("methods")
         .expect("valid")

@@ -4,7 +4,7 @@
 mod common;
 mod support;
 
-use common::methods::every_public_method;
+use common::methods::{every_public_method, Offers};
 use redis_lease::Client;
 use std::time::Duration;
 use support::RedisServer;
@@ -18,7 +18,7 @@ fn every_public_method_works_on_one_server() {
         .default_lease(LEASE)
         .build()
         .expect("valid settings");
-    every_public_method(&client, true);
+    every_public_method(&client, Offers::redis(true));
 }
 
 #[test]
@@ -29,5 +29,5 @@ fn every_public_method_works_on_redlock() {
         .command_timeout(Duration::from_millis(100))
         .build()
         .expect("valid settings");
-    every_public_method(&client, false);
+    every_public_method(&client, Offers::redis(false));
 }

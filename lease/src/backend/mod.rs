@@ -20,6 +20,8 @@ pub(crate) mod quorum;
 pub(crate) mod sentinel;
 pub(crate) mod server;
 mod settings;
+#[cfg(feature = "zookeeper")]
+pub(crate) mod zookeeper;
 
 pub(crate) use settings::Settings;
 
@@ -167,6 +169,11 @@ pub(crate) trait Backend: Send + Sync + 'static {
     /// The longest one call may take (the command timeout, or RedLock's node timeout).
     fn call_timeout(&self) -> Duration;
 
+    /// Checks that a lock with these keys can live here (a name ZooKeeper accepts as a node).
+    fn admit(&self, _keys: &LockKeys) -> Result<()> {
+        Ok(())
+    }
+
     /// One attempt. An attempt that got no answer may still land later; the backend makes sure
     /// it is then undone.
     fn attempt(
@@ -175,6 +182,24 @@ pub(crate) trait Backend: Send + Sync + 'static {
         attempt: &Attempt<'_>,
         deadline: Instant,
     ) -> Result<Attempted>;
+
+    /// Withdraws `owner`'s place in the lock's queue when its acquisition ends without the lock,
+    /// for a backend that keeps a place while a contender waits (ZooKeeper's nodes). Returns at
+    /// once: the withdrawal may finish in the background.
+    fn abandon(&self, _keys: &LockKeys, _owner: &str) {}
+
+    /// The client stops keeping `hold` alive (its guard abandoned it): the hold must be gone
+    /// after `at`, as a lease that lapses in Redis is. A backend whose holds lapse by themselves
+    /// does nothing; one whose holds live as long as a session (ZooKeeper) deletes the hold
+    /// then, unless it is released first.
+    fn lapse(&self, _keys: &LockKeys, _hold: &str, _at: Instant) {}
+
+    /// Where a backend whose holds do not lapse by themselves (ZooKeeper's live as long as the
+    /// session) hears of every hold's loss (a fixed lease run out, a `max_hold` reached, an
+    /// unconfirmed lease), to end the hold in the server once its holder was told.
+    fn losses(&self) -> Option<crossbeam_channel::Sender<crate::lost::Lost>> {
+        None
+    }
 
     /// Releases one acquisition (and grants the lock at the hold's last, if asked to).
     fn release(&self, keys: &LockKeys, release: &Release<'_>, deadline: Instant) -> ReleaseOutcome;

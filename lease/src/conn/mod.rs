@@ -22,6 +22,10 @@ mod tls;
 pub(crate) use endpoint::{Addr, Endpoint};
 pub(crate) use link::{split_commands, transaction_replies, Link};
 pub use redact::redact;
+#[cfg(feature = "zookeeper")]
+pub(crate) use resolve::resolve;
+#[cfg(feature = "zookeeper")]
+pub(crate) use stream::Socket;
 pub(crate) use stream::Timed;
 pub(crate) use tls::{config as tls_config, TlsFiles};
 

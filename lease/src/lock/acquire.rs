@@ -42,6 +42,17 @@ pub(crate) fn acquire(
     kind: LeaseKind,
     wait: Wait,
 ) -> Result<Option<LeaseGuard>> {
+    let acquired = contend(lock, kind, wait);
+    if !matches!(acquired, Ok(Some(_))) {
+        // A backend that keeps a contender's place in the server while it waits (ZooKeeper's
+        // nodes) gives it up, or it would stand in the queue ahead of later contenders.
+        lock.core.backend().abandon(lock.keys, &lock.owner);
+    }
+    acquired
+}
+
+/// The acquisition itself: the local queue, then attempts until held or given up.
+fn contend(lock: &Request<'_>, kind: LeaseKind, wait: Wait) -> Result<Option<LeaseGuard>> {
     let core = lock.core;
     let keys = lock.keys;
     let lease = kind.lease(core.default_lease())?;
@@ -253,6 +264,9 @@ fn guard(
             return Err(error);
         }
     };
+    if let Some(losses) = core.backend().losses() {
+        watched.lost_to(losses);
+    }
     core.acquired(keys, owner, &acquired.hold);
     log::debug!(
         "lock {:?} acquired (token {:?}, holds {})",

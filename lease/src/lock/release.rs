@@ -86,6 +86,9 @@ impl Holding {
     /// next acquisition of the lock.
     pub(crate) fn abandon(&self, watched: &Watched) {
         self.core.watchdog().unwatch(watched.entry, None);
+        self.core
+            .backend()
+            .lapse(&self.keys, &self.hold, watched.valid_until());
         self.core.abandoned(
             &self.keys,
             &self.owner,

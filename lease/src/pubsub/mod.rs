@@ -166,6 +166,13 @@ impl Waiters {
         }
     }
 
+    /// A handle that wakes this client's watchers from another thread (a backend's own event
+    /// thread).
+    #[cfg_attr(not(feature = "zookeeper"), allow(dead_code))]
+    pub(crate) fn notifier(&self) -> Notifier {
+        Notifier(Arc::clone(&self.shared))
+    }
+
     /// Wakes this client's watchers of `channel` at once: a thread of this client freed the lock
     /// (or changed it so that they should look).
     pub(crate) fn notify(&self, channel: &str) {
@@ -179,6 +186,18 @@ impl Drop for Waiters {
         for nudge in self.shared.subscribers.lock().values() {
             let _ = nudge.try_send(());
         }
+    }
+}
+
+/// Wakes a client's watchers of a channel, from any thread.
+#[derive(Clone)]
+pub(crate) struct Notifier(Arc<Shared>);
+
+impl Notifier {
+    /// As [`Waiters::notify`].
+    #[cfg_attr(not(feature = "zookeeper"), allow(dead_code))]
+    pub(crate) fn notify(&self, channel: &str) {
+        self.0.channels.lock().fire(channel);
     }
 }
 

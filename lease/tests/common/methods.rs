@@ -12,9 +12,32 @@ fn wait_until(what: &str, mut done: impl FnMut() -> bool) {
     }
 }
 
+/// What a deployment offers that others do not.
+pub struct Offers {
+    /// Fencing tokens.
+    pub fenced: bool,
+    /// A remaining lease that the server keeps (not ZooKeeper's: its session is the lease).
+    pub server_ttl: bool,
+    /// A lease long enough not to lapse during the checks (on ZooKeeper, at most the session
+    /// timeout).
+    pub long_lease: Duration,
+}
+
+impl Offers {
+    /// A Redis deployment's, with or without fencing tokens.
+    pub fn redis(fenced: bool) -> Offers {
+        Offers {
+            fenced,
+            server_ttl: true,
+            long_lease: Duration::from_secs(30),
+        }
+    }
+}
+
 /// Runs every public method of `Lock` and `LeaseGuard` on `client`, whose default lease is short
-/// (hundreds of milliseconds). `fenced`: whether the deployment hands out fencing tokens.
-pub fn every_public_method(client: &Client, fenced: bool) {
+/// (hundreds of milliseconds).
+pub fn every_public_method(client: &Client, offers: Offers) {
+    let fenced = offers.fenced;
     assert_eq!(client.has_fencing_tokens(), fenced);
     let lease = client.default_lease();
     let lock = client.lock("methods").expect("valid");
@@ -34,7 +57,10 @@ pub fn every_public_method(client: &Client, fenced: bool) {
     assert_eq!(owned.hold_count().expect("reachable"), 2);
     assert!(owned.is_held_by_current_thread().expect("reachable"));
     assert!(!lock.is_held_by_current_thread().expect("reachable"));
-    assert!(lock.remaining_ttl().expect("reachable").is_some());
+    assert_eq!(
+        lock.remaining_ttl().expect("reachable").is_some(),
+        offers.server_ttl
+    );
     let state = lock.inspect().expect("reachable");
     assert_eq!(state.holders, vec![("job-1".to_owned(), 2)]);
     assert_eq!(state.hold_token, outer.fencing_token());
@@ -82,7 +108,7 @@ pub fn every_public_method(client: &Client, fenced: bool) {
     wait_until("max_hold ends the hold", || bounded.is_lost());
     drop(bounded);
     let forced = lock
-        .try_lock_until_with_lease(Instant::now() + lease * 3, Duration::from_secs(30))
+        .try_lock_until_with_lease(Instant::now() + lease * 3, offers.long_lease)
         .expect("reachable")
         .expect("free once the lease lapsed");
     assert!(lock.force_unlock().expect("reachable"));
@@ -92,9 +118,7 @@ pub fn every_public_method(client: &Client, fenced: bool) {
         .expect("reachable")
         .expect("free");
     abandoned.abandon();
-    let again = lock
-        .lock_with_lease(Duration::from_secs(30))
-        .expect("free again");
+    let again = lock.lock_with_lease(offers.long_lease).expect("free again");
     again.unlock().expect("held");
 
     // MultiLock over several locks; tokens rise per name.

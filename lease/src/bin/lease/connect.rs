@@ -70,6 +70,16 @@ pub struct Connection {
         hide_env_values = true
     )]
     sentinel: Option<String>,
+    /// Take the locks on this ZooKeeper ensemble instead of Redis: host:port items,
+    /// comma-separated, with an optional chroot after the last (zk1:2181,zk2:2181/app)
+    #[arg(
+        long,
+        global = true,
+        value_name = "HOSTS",
+        env = "LEASE_ZOOKEEPER",
+        hide_env_values = true
+    )]
+    zookeeper: Option<String>,
     /// Count an acquisition, renewal or release only once this many replicas have it (WAIT),
     /// within half the command timeout; an acquisition they do not acknowledge is undone
     #[arg(
@@ -194,6 +204,7 @@ enum Topology {
     Cluster,
     RedLock,
     Sentinel,
+    ZooKeeper,
 }
 
 /// The servers to connect to, settled from the options and the environment.
@@ -221,6 +232,13 @@ impl Servers {
             }
             Some(redis_lease::Error::Refused(cause)) => {
                 failure.message = format!("redis at {} refused the call: {cause}", self.shown());
+            }
+            Some(redis_lease::Error::ZooKeeperUnavailable(cause)) => {
+                failure.message = format!("zookeeper unavailable at {}: {cause}", self.shown());
+            }
+            Some(redis_lease::Error::ZooKeeperRefused(cause)) => {
+                failure.message =
+                    format!("zookeeper at {} refused the call: {cause}", self.shown());
             }
             _ => {}
         }
@@ -283,6 +301,23 @@ impl Connection {
     /// The servers, from `--url`, else `$LEASE_REDIS_URL`, else `$REDIS_URL`, else the default;
     /// a cluster or RedLock masters by `--cluster` or `--redlock`, else by their variables.
     pub fn servers(&self, matches: &ArgMatches) -> Result<Servers, Failure> {
+        if let Some(hosts) = &self.zookeeper {
+            let on_command_line =
+                |id: &str| global_source(matches, id) == Some(ValueSource::CommandLine);
+            if ["url", "cluster", "redlock", "sentinel"]
+                .into_iter()
+                .any(on_command_line)
+            {
+                return Err(Failure::usage(
+                    "--zookeeper excludes --url, --cluster, --redlock and --sentinel",
+                ));
+            }
+            log::debug!("zookeeper ensemble {hosts}");
+            return Ok(Servers {
+                urls: vec![hosts.clone()],
+                topology: Topology::ZooKeeper,
+            });
+        }
         let from_redis_url = || {
             std::env::var("REDIS_URL")
                 .ok()
@@ -318,6 +353,7 @@ impl Connection {
             Topology::Cluster => "cluster seeds",
             Topology::RedLock => "RedLock masters",
             Topology::Sentinel => "Sentinels",
+            Topology::ZooKeeper => "ZooKeeper ensemble",
         };
         log::debug!("{what} {} (from {source})", servers.shown());
         Ok(servers)
@@ -431,6 +467,7 @@ impl Connection {
             (Topology::Sentinel, _) => {
                 Client::sentinel(self.sentinel.as_deref().unwrap_or_default(), urls)
             }
+            (Topology::ZooKeeper, _) => Client::zookeeper(urls),
             (Topology::Server, [url]) => Client::builder(url.as_str()),
             (Topology::Server, _) => {
                 return Err(Failure::usage(

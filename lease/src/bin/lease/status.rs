@@ -77,9 +77,10 @@ fn describe(state: &LockState) -> String {
                 format!("{} ({holds} hold{plural})", owner.escape_debug())
             })
             .collect();
-        let left = match state.ttl {
-            Some(ttl) => format!("{:.1}s left", ttl.as_secs_f64()),
-            None => "no expiry".to_owned(),
+        let left = match (state.ttl, &state.holder_session) {
+            (Some(ttl), _) => format!("{:.1}s left", ttl.as_secs_f64()),
+            (None, Some(session)) => format!("while session {session} lives{}", since(state)),
+            (None, None) => "no expiry".to_owned(),
         };
         let hold_token = state
             .hold_token
@@ -92,11 +93,29 @@ fn describe(state: &LockState) -> String {
     } else {
         format!("{:?}{on} is free, {token}", state.name)
     };
+    if let Some(waiting) = state.waiting {
+        text.push_str(&format!(", {waiting} waiting"));
+    }
     for problem in &state.problems {
         text.push_str("\nproblem: ");
         text.push_str(problem);
     }
     text
+}
+
+/// When the holder took the lock and how long ago, where the server says (ZooKeeper).
+fn since(state: &LockState) -> String {
+    let Some(since) = state.held_since else {
+        return String::new();
+    };
+    let ago = std::time::SystemTime::now()
+        .duration_since(since)
+        .unwrap_or_default();
+    format!(
+        " (held since {}, {:.1}s ago)",
+        humantime::format_rfc3339_millis(since),
+        ago.as_secs_f64()
+    )
 }
 
 fn json(state: &LockState) -> serde_json::Value {
@@ -115,5 +134,13 @@ fn json(state: &LockState) -> serde_json::Value {
         "last_token": state.last_token,
         "tokens_exhausted": state.tokens_exhausted(),
         "problems": state.problems,
+        "holder_session": state.holder_session,
+        "held_since_ms": state.held_since.and_then(|since| {
+            since
+                .duration_since(std::time::SystemTime::UNIX_EPOCH)
+                .ok()
+                .map(|since| u64::try_from(since.as_millis()).unwrap_or(u64::MAX))
+        }),
+        "waiting": state.waiting,
     })
 }

@@ -1,0 +1,147 @@
+//! Where a lock lives in ZooKeeper's tree, and how its contenders' nodes are named.
+//!
+//! A lock named `jobs/nightly` is the persistent node `/lease/jobs/nightly` (under the client's
+//! key prefix, and under the chroot if the client has one). Each contender creates one
+//! ephemeral sequential child of it, `<guid>-lock-<sequence>`, as Curator and kazoo do: the
+//! guid, unique to one contender's turn, lets a contender whose `create` reply was lost find its
+//! node again instead of making a second one; the sequence, ten digits that ZooKeeper appends,
+//! orders the contenders. The lowest sequence holds the lock.
+
+use crate::error::{Error, Result};
+
+/// The node under which every lock lives.
+const ROOT: &str = "/lease";
+
+/// What separates a contender's guid from its sequence.
+const MARK: &str = "-lock-";
+
+/// The node of the lock `name` (with the client's key `prefix` before it), checked to be a path
+/// ZooKeeper accepts: segments separated by single slashes, none empty, `.` or `..`, and no
+/// character ZooKeeper refuses.
+pub(super) fn lock_path(prefix: &str, name: &str) -> Result<String> {
+    let relative = format!("{prefix}{name}");
+    let refuse = |why: &str| {
+        Err(Error::InvalidArgument(format!(
+            "lock name {name:?} is not a ZooKeeper node name: {why}"
+        )))
+    };
+    if relative.starts_with('/') || relative.ends_with('/') {
+        return refuse("it must not start or end with '/'");
+    }
+    for segment in relative.split('/') {
+        if segment.is_empty() {
+            return refuse("it has an empty segment ('//')");
+        }
+        if segment == "." || segment == ".." {
+            return refuse("'.' and '..' are not node names");
+        }
+    }
+    if relative.chars().any(refused) {
+        return refuse("it holds a control character");
+    }
+    Ok(format!("{ROOT}/{relative}"))
+}
+
+/// Characters ZooKeeper refuses in a path (see its `PathUtils.validatePath`).
+fn refused(c: char) -> bool {
+    matches!(c, '\u{0}'..='\u{1f}' | '\u{7f}'..='\u{9f}' | '\u{e000}'..='\u{f8ff}' | '\u{fff0}'..='\u{ffff}')
+}
+
+/// The prefix the contender with `guid` creates its node under `lock`; ZooKeeper appends the
+/// sequence.
+pub(super) fn contender_prefix(lock: &str, guid: &str) -> String {
+    format!("{lock}/{guid}{MARK}")
+}
+
+/// The sequence of a contender's node name (a child name, not a path), if it is one.
+pub(super) fn sequence(child: &str) -> Option<u64> {
+    let (_, digits) = child.rsplit_once(MARK)?;
+    if digits.len() < 10 || !digits.bytes().all(|b| b.is_ascii_digit()) {
+        return None;
+    }
+    digits.parse().ok()
+}
+
+/// Whether the child `child` is the node of the contender with `guid`.
+pub(super) fn is_of(child: &str, guid: &str) -> bool {
+    child
+        .strip_prefix(guid)
+        .is_some_and(|rest| rest.starts_with(MARK) && sequence(child).is_some())
+}
+
+/// The contenders among `children`, in the order they hold the lock: by sequence. Children that
+/// are not contenders' nodes are left out.
+pub(super) fn queue(children: Vec<String>) -> Vec<(u64, String)> {
+    let mut queue: Vec<(u64, String)> = children
+        .into_iter()
+        .filter_map(|child| sequence(&child).map(|seq| (seq, child)))
+        .collect();
+    queue.sort_unstable();
+    queue
+}
+
+/// The last segment of a path.
+pub(super) fn child_name(path: &str) -> &str {
+    path.rsplit_once('/').map_or(path, |(_, child)| child)
+}
+
+/// The parent of a path.
+pub(super) fn parent(path: &str) -> &str {
+    path.rsplit_once('/').map_or("/", |(parent, _)| parent)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn names_become_paths_under_the_root() {
+        assert_eq!(lock_path("", "jobs").unwrap(), "/lease/jobs");
+        assert_eq!(
+            lock_path("app/", "jobs/nightly").unwrap(),
+            "/lease/app/jobs/nightly"
+        );
+    }
+
+    #[test]
+    fn names_zookeeper_refuses_are_refused() {
+        for name in ["/abs", "trailing/", "a//b", ".", "a/../b", "bad\u{0}"] {
+            let error = lock_path("", name).unwrap_err();
+            assert!(
+                matches!(error, Error::InvalidArgument(_)),
+                "{name:?}: {error}"
+            );
+        }
+    }
+
+    #[test]
+    fn contenders_are_ordered_by_sequence_whatever_their_guid() {
+        let children = vec![
+            "b-lock-0000000012".to_owned(),
+            "a-lock-0000000011".to_owned(),
+            "stray".to_owned(),
+            "c-lock-12".to_owned(),
+            "_c_9f-lock-0000000003".to_owned(),
+        ];
+        let queue = queue(children);
+        let names: Vec<&str> = queue.iter().map(|(_, child)| child.as_str()).collect();
+        assert_eq!(
+            names,
+            [
+                "_c_9f-lock-0000000003",
+                "a-lock-0000000011",
+                "b-lock-0000000012"
+            ]
+        );
+    }
+
+    #[test]
+    fn a_contender_finds_its_node_by_guid() {
+        assert!(is_of("abc-lock-0000000001", "abc"));
+        assert!(!is_of("abcd-lock-0000000001", "abc"));
+        assert!(!is_of("abc-lock-x", "abc"));
+        assert_eq!(contender_prefix("/lease/x", "g"), "/lease/x/g-lock-");
+        assert_eq!(child_name("/lease/x/g-lock-1"), "g-lock-1");
+        assert_eq!(parent("/lease/x/g-lock-1"), "/lease/x");
+    }
+}

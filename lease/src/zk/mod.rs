@@ -1,0 +1,520 @@
+//! A small synchronous ZooKeeper client, for the ZooKeeper lock backend: one session over one
+//! TCP connection at a time, a thread per session that reads replies and watch events, and the
+//! few operations the lock recipe needs (create, delete, exists, getData, getChildren), each
+//! ending by its caller's deadline.
+//!
+//! This module owns the client's API and its errors; the wire encoding is in `jute.rs`, the
+//! requests, replies and codes in `proto.rs`, path rules and the chroot in `path.rs`, one
+//! connection and its handshake in `conn.rs`, the armed watches in `watches.rs`, the session's
+//! state and calls in `session.rs` (whose documentation tells what a call gets while the
+//! connection is lost), and the session's thread, which reads and reconnects, in `thread.rs`.
+//!
+//! Nodes are created with the open ACL (`world:anyone`, all permissions); the digest
+//! credentials, if given, are sent after every handshake (`addauth digest`) and never logged.
+
+mod conn;
+mod jute;
+mod path;
+mod proto;
+mod session;
+mod thread;
+mod watches;
+
+#[cfg(test)]
+mod tests;
+
+use proto::{Reply, Request};
+use session::{Call, Shared};
+use std::fmt;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+use watches::Watch;
+
+/// How a session is opened.
+#[derive(Clone)]
+#[cfg_attr(not(test), allow(dead_code))]
+pub(crate) struct ZkConfig {
+    /// The servers, `host:port` each: tried in a shuffled order, then in turn on reconnection.
+    pub(crate) hosts: Vec<String>,
+    /// A node every path is relative to (`"/app"`): prefixed to every path sent, stripped from
+    /// every path received. `None` or `"/"` for none.
+    pub(crate) chroot: Option<String>,
+    /// The session timeout asked for; the server bounds it to its own minimum and maximum.
+    pub(crate) session_timeout: Duration,
+    /// How long one server is given to accept the TCP connection and answer the handshake.
+    pub(crate) connect_timeout: Duration,
+    /// `user:password`, sent as `addauth digest` after every handshake. Never logged nor shown.
+    pub(crate) digest: Option<String>,
+}
+
+impl fmt::Debug for ZkConfig {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("ZkConfig")
+            .field("hosts", &self.hosts)
+            .field("chroot", &self.chroot)
+            .field("session_timeout", &self.session_timeout)
+            .field("connect_timeout", &self.connect_timeout)
+            .field("digest", &self.digest.as_ref().map(|_| "***"))
+            .finish()
+    }
+}
+
+/// What kind of node a create makes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[cfg_attr(not(test), allow(dead_code))]
+pub(crate) enum CreateMode {
+    /// Kept until deleted.
+    Persistent,
+    /// Deleted when the session ends.
+    Ephemeral,
+    /// The server appends a 10-digit counter, unique under the parent, to the name.
+    PersistentSequential,
+    /// Both: numbered, and deleted when the session ends.
+    EphemeralSequential,
+}
+
+impl CreateMode {
+    /// The create request's flags for this mode.
+    fn flags(self) -> i32 {
+        match self {
+            CreateMode::Persistent => 0,
+            CreateMode::Ephemeral => 1,
+            CreateMode::PersistentSequential => 2,
+            CreateMode::EphemeralSequential => 3,
+        }
+    }
+
+    /// Whether the server numbers the name.
+    fn is_sequential(self) -> bool {
+        matches!(
+            self,
+            CreateMode::PersistentSequential | CreateMode::EphemeralSequential
+        )
+    }
+}
+
+/// A node's metadata, as the server keeps it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct Stat {
+    /// The zxid of the change that created the node.
+    pub(crate) czxid: i64,
+    /// The zxid of the change that last modified its data.
+    pub(crate) mzxid: i64,
+    /// When it was created, in milliseconds since the epoch (the server's clock).
+    pub(crate) ctime: i64,
+    /// When its data was last modified, likewise.
+    pub(crate) mtime: i64,
+    /// How many times its data changed.
+    pub(crate) version: i32,
+    /// How many times its children changed.
+    pub(crate) cversion: i32,
+    /// How many times its ACL changed.
+    pub(crate) aversion: i32,
+    /// The session that owns it, for an ephemeral node; 0 otherwise.
+    pub(crate) ephemeral_owner: i64,
+    /// How many bytes of data it holds.
+    pub(crate) data_length: i32,
+    /// How many children it has.
+    pub(crate) num_children: i32,
+    /// The zxid of the change that last modified its children.
+    pub(crate) pzxid: i64,
+}
+
+/// What went wrong with a ZooKeeper call.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[cfg_attr(not(test), allow(dead_code))]
+pub(crate) enum ZkError {
+    /// The node (or, for a create, its parent) does not exist.
+    #[error("no such node")]
+    NoNode,
+    /// A create's node exists already.
+    #[error("the node exists already")]
+    NodeExists,
+    /// A delete's node has children.
+    #[error("the node has children")]
+    NotEmpty,
+    /// A delete's version is not the node's.
+    #[error("the node's version is not the one given")]
+    BadVersion,
+    /// The node's ACL does not allow the call.
+    #[error("not allowed by the node's ACL")]
+    NoAuth,
+    /// The session is gone: its ephemeral nodes are deleted, and the `Session` is dead for good.
+    #[error("the zookeeper session has expired")]
+    SessionExpired,
+    /// The request's connection broke before its reply (or the session had no connection until
+    /// the call's deadline): it may or may not have been applied.
+    #[error("the connection to zookeeper was lost before the reply")]
+    ConnectionLoss,
+    /// No reply by the caller's deadline: the request may or may not have been applied.
+    #[error("no reply from zookeeper by the call's deadline")]
+    Timeout,
+    /// The session was closed by its owner.
+    #[error("the zookeeper session is closed")]
+    Closed,
+    /// Another error code from the server (`KeeperException.Code`); -5 (marshalling error) also
+    /// for a request too large to send.
+    #[error("zookeeper error code {0}")]
+    Api(i32),
+    /// The peer does not speak ZooKeeper: garbage, a frame of a wrong size, a reply out of turn.
+    #[error("zookeeper protocol error: {0}")]
+    Protocol(String),
+    /// No server of the list could be reached, or none completed the handshake, and why.
+    #[error("zookeeper unavailable: {0}")]
+    Unavailable(String),
+    /// A path refused before sending (or a chroot refused before connecting).
+    #[error("invalid zookeeper path {0}")]
+    BadPath(String),
+}
+
+/// What a session tells its event callback.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[cfg_attr(not(test), allow(dead_code))]
+pub(crate) enum Event {
+    /// A watch fired: the node was created.
+    NodeCreated(String),
+    /// A watch fired: the node was deleted.
+    NodeDeleted(String),
+    /// A watch fired: the node's data changed.
+    NodeDataChanged(String),
+    /// A watch fired: a child of the node was created or deleted.
+    NodeChildrenChanged(String),
+    /// The connection was lost; the session may live on. Calls in flight failed with
+    /// `ConnectionLoss`.
+    Disconnected,
+    /// Connected, the session kept: once when the session opens, then after each reconnection.
+    Connected,
+    /// The session is gone for good (the server said so, or no server was reached for a whole
+    /// session timeout).
+    Expired,
+    /// Its owner closed the session.
+    Closed,
+}
+
+/// A ZooKeeper session. Clones share it; the last one dropped closes it (within a second).
+#[derive(Clone)]
+#[cfg_attr(not(test), allow(dead_code))]
+pub(crate) struct Session {
+    /// Shared by the clones.
+    handle: Arc<Handle>,
+}
+
+/// What clones of a session share; closes the session when dropped. The session's thread holds
+/// the state it shares with this, not this: the thread does not keep the session open.
+struct Handle {
+    /// What the session's thread shares.
+    shared: Arc<Shared>,
+}
+
+/// How long dropping the last handle of a session may wait for its `closeSession` reply.
+const CLOSE_ON_DROP: Duration = Duration::from_secs(1);
+
+impl Drop for Handle {
+    fn drop(&mut self) {
+        self.shared.close(Instant::now() + CLOSE_ON_DROP);
+    }
+}
+
+impl fmt::Debug for Session {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Session")
+            .field("session_id", &format_args!("0x{:x}", self.session_id()))
+            .field("server", &self.server())
+            .field("expired", &self.is_expired())
+            .finish()
+    }
+}
+
+/// A reply of another shape than its request's (which decoding by opcode rules out).
+fn unexpected(reply: Reply) -> ZkError {
+    ZkError::Protocol(format!("a reply of an unexpected shape: {reply:?}"))
+}
+
+#[cfg_attr(not(test), allow(dead_code))]
+impl Session {
+    /// Opens a new session: tries the hosts until one accepts, all by `deadline`. `events` is
+    /// called on the session's thread for every watch notification and state change; it must
+    /// not block, nor call the session (its replies are read by that thread), nor hold a clone
+    /// of it (the session would never be dropped).
+    ///
+    /// # Errors
+    ///
+    /// `Unavailable` when no server completed the handshake by `deadline`, `Protocol` when every
+    /// server tried spoke something else, `BadPath` for a bad chroot.
+    pub(crate) fn connect(
+        config: ZkConfig,
+        deadline: Instant,
+        events: Arc<dyn Fn(Event) + Send + Sync>,
+    ) -> Result<Session, ZkError> {
+        let shared = Shared::connect(config, deadline, events)?;
+        Ok(Session {
+            handle: Arc::new(Handle { shared }),
+        })
+    }
+
+    /// The session's state and connection.
+    fn shared(&self) -> &Shared {
+        &self.handle.shared
+    }
+
+    /// The session's id, as the server gave it (and shows it in its logs).
+    pub(crate) fn session_id(&self) -> i64 {
+        self.shared().session_id()
+    }
+
+    /// The negotiated session timeout.
+    pub(crate) fn timeout(&self) -> Duration {
+        self.shared().timeout()
+    }
+
+    /// Whether the session expired or was closed.
+    pub(crate) fn is_expired(&self) -> bool {
+        self.shared().is_expired()
+    }
+
+    /// Whether the session has a connection now (and is not being closed).
+    pub(crate) fn is_connected(&self) -> bool {
+        self.shared().is_connected()
+    }
+
+    /// The `host:port` connected now.
+    pub(crate) fn server(&self) -> Option<String> {
+        self.shared().server()
+    }
+
+    /// Creates a node (create2) and returns its actual path (with its sequential suffix, the
+    /// chroot stripped) and stat. A sequential path may end with `/`.
+    ///
+    /// # Errors
+    ///
+    /// `NodeExists`, `NoNode` (no parent), `NoAuth`, or a session or connection error.
+    pub(crate) fn create(
+        &self,
+        path: &str,
+        data: &[u8],
+        mode: CreateMode,
+        deadline: Instant,
+    ) -> Result<(String, Stat), ZkError> {
+        path::check(path, mode.is_sequential())?;
+        let request = Request::Create {
+            path: self.shared().chroot.prefix(path),
+            data: data.to_vec(),
+            flags: mode.flags(),
+        };
+        match self.shared().call(Call::new(request), deadline)? {
+            Reply::Created(created, stat) => Ok((self.shared().chroot.strip(&created), stat)),
+            other => Err(unexpected(other)),
+        }
+    }
+
+    /// Deletes a node, at `version` if given.
+    ///
+    /// # Errors
+    ///
+    /// `NoNode`, `BadVersion`, `NotEmpty`, `NoAuth`, or a session or connection error.
+    pub(crate) fn delete(
+        &self,
+        path: &str,
+        version: Option<i32>,
+        deadline: Instant,
+    ) -> Result<(), ZkError> {
+        path::check(path, false)?;
+        let request = Request::Delete {
+            path: self.shared().chroot.prefix(path),
+            version: version.unwrap_or(-1),
+        };
+        self.shared().call(Call::new(request), deadline).map(|_| ())
+    }
+
+    /// The node's stat, or none if it does not exist. With `watch`, a watch is set either way:
+    /// its deletion or change fires it, or its creation if it does not exist.
+    ///
+    /// # Errors
+    ///
+    /// A session or connection error.
+    pub(crate) fn exists(
+        &self,
+        path: &str,
+        watch: bool,
+        deadline: Instant,
+    ) -> Result<Option<Stat>, ZkError> {
+        path::check(path, false)?;
+        let call = Call {
+            request: Request::Exists {
+                path: self.shared().chroot.prefix(path),
+                watch,
+            },
+            watch: watch.then(|| Watch::Exists(path.to_owned())),
+        };
+        stat_or_none(self.shared().call(call, deadline))
+    }
+
+    /// The node's data and stat. With `watch`, a watch is set if the node exists.
+    ///
+    /// # Errors
+    ///
+    /// `NoNode`, `NoAuth`, or a session or connection error.
+    pub(crate) fn get_data(
+        &self,
+        path: &str,
+        watch: bool,
+        deadline: Instant,
+    ) -> Result<(Vec<u8>, Stat), ZkError> {
+        path::check(path, false)?;
+        let call = Call {
+            request: Request::GetData {
+                path: self.shared().chroot.prefix(path),
+                watch,
+            },
+            watch: watch.then(|| Watch::Data(path.to_owned())),
+        };
+        match self.shared().call(call, deadline)? {
+            Reply::Data(data, stat) => Ok((data, stat)),
+            other => Err(unexpected(other)),
+        }
+    }
+
+    /// The names of the node's children (unsorted) and its stat. With `watch`, a watch on its
+    /// children is set if the node exists.
+    ///
+    /// # Errors
+    ///
+    /// `NoNode`, `NoAuth`, or a session or connection error.
+    pub(crate) fn get_children(
+        &self,
+        path: &str,
+        watch: bool,
+        deadline: Instant,
+    ) -> Result<(Vec<String>, Stat), ZkError> {
+        path::check(path, false)?;
+        let call = Call {
+            request: Request::GetChildren {
+                path: self.shared().chroot.prefix(path),
+                watch,
+            },
+            watch: watch.then(|| Watch::Children(path.to_owned())),
+        };
+        match self.shared().call(call, deadline)? {
+            Reply::Children(children, stat) => Ok((children, stat)),
+            other => Err(unexpected(other)),
+        }
+    }
+
+    /// Several `exists` (no watch) pipelined: all written, then all replies read; one result
+    /// per path, in order, all by `deadline`. A bad path gets `BadPath` and is not sent.
+    pub(crate) fn exists_many(
+        &self,
+        paths: &[String],
+        deadline: Instant,
+    ) -> Vec<Result<Option<Stat>, ZkError>> {
+        let mut results: Vec<Option<Result<Option<Stat>, ZkError>>> = Vec::new();
+        let mut calls = Vec::new();
+        for path in paths {
+            match path::check(path, false) {
+                Ok(()) => {
+                    results.push(None);
+                    calls.push(Call::new(Request::Exists {
+                        path: self.shared().chroot.prefix(path),
+                        watch: false,
+                    }));
+                }
+                Err(error) => results.push(Some(Err(error))),
+            }
+        }
+        let mut replies = if calls.is_empty() {
+            Vec::new()
+        } else {
+            self.shared().call_many(calls, deadline)
+        }
+        .into_iter();
+        results
+            .into_iter()
+            .map(|result| match result {
+                Some(refused) => refused,
+                None => stat_or_none(replies.next().unwrap_or(Err(ZkError::ConnectionLoss))),
+            })
+            .collect()
+    }
+
+    /// Creates `path` and its missing parents as empty persistent nodes (`NodeExists`
+    /// ignored). Under a chroot, the chroot's own nodes are created too if missing.
+    ///
+    /// # Errors
+    ///
+    /// `NoAuth`, or a session or connection error.
+    pub(crate) fn ensure_path(&self, path: &str, deadline: Instant) -> Result<(), ZkError> {
+        path::check(path, false)?;
+        if self.exists(path, false, deadline)?.is_some() {
+            return Ok(());
+        }
+        // The server's paths, from the node asked for up to the first that exists (a create
+        // that answers NoNode lacks its parent), then created back down.
+        let full = self.shared().chroot.prefix(path);
+        let mut missing = vec![full.as_str()];
+        loop {
+            let Some(lowest) = missing.last().copied() else {
+                return Ok(());
+            };
+            match self.create_raw(lowest, deadline) {
+                Ok(()) | Err(ZkError::NodeExists) => {
+                    missing.pop();
+                }
+                Err(ZkError::NoNode) => match lowest.rfind('/') {
+                    Some(cut) if cut > 0 => missing.push(&lowest[..cut]),
+                    _ => return Err(ZkError::NoNode),
+                },
+                Err(error) => return Err(error),
+            }
+        }
+    }
+
+    /// Creates an empty persistent node at `server_path`, the chroot already in it.
+    fn create_raw(&self, server_path: &str, deadline: Instant) -> Result<(), ZkError> {
+        let request = Request::Create {
+            path: server_path.to_owned(),
+            data: Vec::new(),
+            flags: CreateMode::Persistent.flags(),
+        };
+        self.shared().call(Call::new(request), deadline).map(|_| ())
+    }
+
+    /// A request whose reply proves the session alive when it was sent (an `exists` of the
+    /// root): `Ok` means the server answered.
+    ///
+    /// # Errors
+    ///
+    /// A session or connection error.
+    pub(crate) fn sync_ping(&self, deadline: Instant) -> Result<(), ZkError> {
+        let request = Request::Exists {
+            path: self.shared().chroot.prefix("/"),
+            watch: false,
+        };
+        match self.shared().call(Call::new(request), deadline) {
+            Ok(_) | Err(ZkError::NoNode) => Ok(()),
+            Err(error) => Err(error),
+        }
+    }
+
+    /// Ends the session (`closeSession`, its reply awaited by `deadline`): its ephemeral nodes
+    /// go at once. Later calls fail with `Closed`. Waits for a connection if there is none now;
+    /// if none comes by `deadline`, the session is closed here and the ensemble expires it.
+    pub(crate) fn close(&self, deadline: Instant) {
+        self.shared().close(deadline);
+    }
+
+    /// How many watches are armed now.
+    #[cfg(test)]
+    pub(crate) fn watch_count(&self) -> usize {
+        self.shared().watch_count()
+    }
+}
+
+/// An `exists` reply: a stat, or none for `NoNode`.
+fn stat_or_none(reply: Result<Reply, ZkError>) -> Result<Option<Stat>, ZkError> {
+    match reply {
+        Ok(Reply::Stat(stat)) => Ok(Some(stat)),
+        Ok(other) => Err(unexpected(other)),
+        Err(ZkError::NoNode) => Ok(None),
+        Err(error) => Err(error),
+    }
+}
