@@ -42,3 +42,16 @@ need_redis_server() {
         exit 1
     fi
 }
+
+# Makes sure Debian's ZooKeeper is installed (the testkit runs its jar with java), installing the
+# package when it is missing; it pulls in a Java runtime.
+need_zookeeper() {
+    local server=/usr/share/zookeeper/bin/zkServer.sh
+    [ -e "$server" ] || need_packages zookeeper
+    if [ ! -e "$server" ] || [ ! -f /usr/share/java/zookeeper.jar ] ||
+        ! command -v java >/dev/null 2>&1; then
+        echo "ZooKeeper (Debian's zookeeper package, and java) is missing and could not be" \
+            "installed: it is needed here" >&2
+        exit 1
+    fi
+}

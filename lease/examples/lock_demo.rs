@@ -6,10 +6,11 @@
 //!
 //! With `cluster` after the tool's path, the same timeline runs on a throwaway Redis Cluster (3
 //! masters, 3 replicas), the tool given its nodes as seeds; step 3 freezes the master of the job's
-//! slot.
+//! slot. With `zookeeper`, it runs on a throwaway standalone ZooKeeper, the tool given
+//! `--zookeeper`; step 3 freezes ZooKeeper.
 //!
-//! Run by `scripts/demo [cluster]`, which builds the tool first; by hand:
-//! `cargo run --release -p redis-lease --features cli --example lock_demo -- target/release/lease [cluster]`.
+//! Run by `scripts/demo [cluster|zookeeper]`, which builds the tool first; by hand:
+//! `cargo run --release -p redis-lease --features cli --example lock_demo -- target/release/lease [cluster|zookeeper]`.
 #![allow(clippy::print_stdout, clippy::unwrap_used)]
 
 use std::io::{BufRead, BufReader, Read};
@@ -18,7 +19,7 @@ use std::process::{Child, Command, ExitStatus, Stdio};
 use std::sync::OnceLock;
 use std::thread;
 use std::time::{Duration, Instant};
-use testkit::{RedisCluster, RedisServer};
+use testkit::{RedisCluster, RedisServer, ZooKeeper};
 
 static START: OnceLock<Instant> = OnceLock::new();
 
@@ -42,10 +43,12 @@ fn echo(who: String, stream: impl Read + Send + 'static) -> thread::JoinHandle<(
     })
 }
 
-/// What the demo runs against: one server, or a cluster (the tool then takes `--cluster`).
+/// What the demo runs against: one server, a cluster (the tool then takes `--cluster`), or a
+/// ZooKeeper (the tool then takes `--zookeeper`).
 enum Deployment {
     Server(RedisServer),
     Cluster(RedisCluster),
+    ZooKeeper(ZooKeeper),
 }
 
 impl Deployment {
@@ -53,16 +56,18 @@ impl Deployment {
         match self {
             Deployment::Server(server) => server.url(),
             Deployment::Cluster(cluster) => cluster.seed_urls().join(","),
+            Deployment::ZooKeeper(_) => String::new(),
         }
     }
 
     /// The tool's arguments for this deployment, before `args`.
-    fn args<'a>(&self, args: &[&'a str]) -> Vec<&'a str> {
+    fn args(&self, args: &[&str]) -> Vec<String> {
         let mut all = match self {
             Deployment::Server(_) => Vec::new(),
-            Deployment::Cluster(_) => vec!["--cluster"],
+            Deployment::Cluster(_) => vec!["--cluster".to_owned()],
+            Deployment::ZooKeeper(zk) => vec!["--zookeeper".to_owned(), zk.connect_string()],
         };
-        all.extend_from_slice(args);
+        all.extend(args.iter().map(|arg| (*arg).to_owned()));
         all
     }
 
@@ -85,6 +90,14 @@ impl Deployment {
                     cluster.resume(master)
                 }
                 format!("the master of {name:?}'s slot (port {master})")
+            }
+            Deployment::ZooKeeper(zk) => {
+                if frozen {
+                    zk.pause()
+                } else {
+                    zk.resume()
+                }
+                "ZooKeeper".into()
             }
         }
     }
@@ -147,8 +160,9 @@ fn main() {
     START.get_or_init(Instant::now);
     let on = match std::env::args().nth(2).as_deref() {
         Some("cluster") => Deployment::Cluster(RedisCluster::start(3, 1)),
+        Some("zookeeper") => Deployment::ZooKeeper(ZooKeeper::start()),
         None => Deployment::Server(RedisServer::start()),
-        Some(other) => panic!("usage: demo PATH-TO-LEASE-BINARY [cluster], not {other:?}"),
+        Some(other) => panic!("usage: demo PATH-TO-LEASE-BINARY [cluster|zookeeper], not {other:?}"),
     };
     match &on {
         Deployment::Server(server) => {
@@ -160,6 +174,10 @@ fn main() {
                 "a Redis Cluster started: masters on ports {:?}, each with a replica",
                 cluster.masters()
             ),
+        ),
+        Deployment::ZooKeeper(zk) => say(
+            "demo",
+            &format!("ZooKeeper started at {}", zk.connect_string()),
         ),
     }
 
@@ -235,7 +253,7 @@ fn main() {
     .finish();
     long.finish();
 
-    heading("3. Redis freezes under a holder: it is told it lost the lease and stops its command");
+    heading("3. The server freezes under a holder: it is told it lost the lease and stops its command");
     let fragile = Run::start(
         &tool,
         &on,

@@ -1,11 +1,16 @@
 //! Test support shared by the workspace's tests and benchmarks. No mocks: a [`RedisServer`] is a
 //! real `redis-server` process on a free loopback port; [`RedisServer::start_tls`] starts one
 //! that speaks TLS with certificates made at test time; [`RedisCluster`] and [`SentinelSet`]
-//! are real topologies of such processes on loopback. Every process is killed when the value
-//! that started it is dropped, also when a test panics.
+//! are real topologies of such processes on loopback. [`ZooKeeper`] and [`ZooKeeperEnsemble`]
+//! are real ZooKeeper servers from Debian's `zookeeper` package, and a [`Proxy`] in front of one
+//! cuts or freezes the network to it. Every process is killed when the value that started it is
+//! dropped, also when a test panics.
 //!
 //! ```no_run
-//! use testkit::{Failover, RedisCluster, RedisServer, SentinelSet, TlsOptions};
+//! use testkit::{
+//!     zookeeper_mode, Failover, Proxy, RedisCluster, RedisServer, SentinelSet, TlsOptions,
+//!     ZooKeeper, ZooKeeperEnsemble,
+//! };
 //!
 //! // rediss://127.0.0.1:port, with the CA, a client certificate and its key as PEM files.
 //! let tls = RedisServer::start_tls(TlsOptions::default());
@@ -22,6 +27,19 @@
 //! let _ = (sentinels.sentinel_urls(), sentinels.master_name());
 //! let new_primary = sentinels.failover();
 //! # let _ = new_primary;
+//!
+//! // A standalone ZooKeeper, reached through a proxy that can cut the network.
+//! let zk = ZooKeeper::start();
+//! let proxy = Proxy::start(([127, 0, 0, 1], zk.port()).into());
+//! proxy.cut();
+//! proxy.heal();
+//! assert_eq!(zookeeper_mode(zk.port()).as_deref(), Some("standalone"));
+//!
+//! // Three ZooKeeper servers; killing the leader elects another.
+//! let mut ensemble = ZooKeeperEnsemble::start(3);
+//! let leader = ensemble.leader();
+//! ensemble.stop(leader);
+//! let _ = (ensemble.connect_string(), ensemble.leader(), proxy.addr());
 //! ```
 #![allow(clippy::unwrap_used)]
 
@@ -37,6 +55,7 @@ mod redis_server;
 mod sentinel;
 mod tls;
 mod wait;
+mod zookeeper;
 
 pub use cli::redis_cli;
 pub use cluster::{slot, ClusterNode, Failover, RedisCluster, Role, SLOTS};
@@ -47,3 +66,6 @@ pub use monitor::{Monitor, Monitored};
 pub use redis_server::RedisServer;
 pub use sentinel::SentinelSet;
 pub use tls::{ClientAuth, TlsCertificates, TlsOptions};
+pub use zookeeper::{
+    zookeeper_four_letter_word, zookeeper_mode, zookeeper_zxid, Proxy, ZooKeeper, ZooKeeperEnsemble,
+};

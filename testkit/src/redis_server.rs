@@ -7,6 +7,7 @@
 //! type serves as a TLS server ([`crate::tls`]), a cluster node ([`crate::cluster`]) and a Sentinel
 //! ([`crate::sentinel`]): what differs is said once, in [`Launch`].
 
+use std::collections::BTreeSet;
 use std::fs::{self, OpenOptions};
 use std::hash::{BuildHasher, RandomState};
 use std::io::{Read, Seek, SeekFrom};
@@ -14,7 +15,7 @@ use std::net::TcpListener;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::Mutex;
+use std::sync::{Mutex, PoisonError};
 use std::thread;
 use std::time::{Duration, Instant};
 
@@ -89,16 +90,23 @@ pub(crate) fn binary(name: &str) -> PathBuf {
 /// server on an ephemeral port can even connect to itself, and then the server cannot start again.
 const PORTS: std::ops::Range<u16> = 20_000..32_768;
 
-/// A free loopback port from [`PORTS`], other than `except`, drawn at random so that test
-/// processes running side by side rarely try the same one.
-fn free_port(except: Option<u16>) -> u16 {
+/// Ports this process has handed out, never handed out again: tests running side by side in one
+/// process cannot draw the same port while a server is still starting on it.
+static HANDED_OUT: Mutex<BTreeSet<u16>> = Mutex::new(BTreeSet::new());
+
+/// A free loopback port from [`PORTS`], other than `except` and any this process handed out
+/// before, drawn at random so that test processes running side by side rarely try the same one.
+pub(crate) fn free_port(except: Option<u16>) -> u16 {
     let random = RandomState::new();
     let span = u64::from(PORTS.end - PORTS.start);
-    (0u32..10_000)
+    let mut handed_out = HANDED_OUT.lock().unwrap_or_else(PoisonError::into_inner);
+    let port = (0u32..10_000)
         .map(|attempt| PORTS.start + (random.hash_one(attempt) % span) as u16)
-        .filter(|&port| Some(port) != except)
+        .filter(|&port| Some(port) != except && !handed_out.contains(&port))
         .find(|&port| TcpListener::bind(("127.0.0.1", port)).is_ok())
-        .expect("a free loopback port between 20000 and 32767")
+        .expect("a free loopback port between 20000 and 32767");
+    handed_out.insert(port);
+    port
 }
 
 /// What a server that cannot bind its port writes to its log before it exits.

@@ -54,7 +54,14 @@ pub(crate) struct Attempt<'a> {
 pub(crate) enum Attempted {
     /// Held: a new hold (`holds` 1) or a re-entry, with the hold's fencing token where the
     /// backend has tokens.
-    Acquired { holds: u64, token: Option<u64> },
+    Acquired {
+        holds: u64,
+        token: Option<u64>,
+        /// When the server last confirmed the hold's lease, if later than the attempt was sent
+        /// (ZooKeeper: the send time of the session's last answered request, where the attempt
+        /// took several round trips): the hold's deadline counts from then.
+        confirmed_at: Option<Instant>,
+    },
     /// Busy: another hold holds it, for about `ttl` (`None`: unknown).
     Busy { ttl: Option<Duration> },
 }

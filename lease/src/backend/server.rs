@@ -107,6 +107,7 @@ fn attempted(reply: Acquire) -> Attempted {
         Acquire::Acquired { holds, token } => Attempted::Acquired {
             holds,
             token: Some(token),
+            confirmed_at: None,
         },
         Acquire::Held { ttl } => Attempted::Busy { ttl },
     }

@@ -117,7 +117,11 @@ fn contend(lock: &Request<'_>, kind: LeaseKind, wait: Wait) -> Result<Option<Lea
             },
         };
         match attempted {
-            Attempted::Acquired { holds, token } => {
+            Attempted::Acquired {
+                holds,
+                token,
+                confirmed_at,
+            } => {
                 let hold = match (holds, reenter) {
                     (1, _) => Arc::from(id.as_str()),
                     (_, Some(hold)) => hold,
@@ -134,7 +138,7 @@ fn contend(lock: &Request<'_>, kind: LeaseKind, wait: Wait) -> Result<Option<Lea
                     id,
                     token,
                     holds,
-                    sent_at,
+                    sent_at: confirmed_at.map_or(sent_at, |at| at.max(sent_at)),
                 };
                 return guard(lock, &owner, acquired, lease, kind).map(Some);
             }

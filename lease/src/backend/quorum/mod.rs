@@ -128,7 +128,11 @@ impl Backend for Quorum {
         }
         if granted.len() >= self.quorum && (attempt.now)() < attempt.valid_until {
             let holds = granted.iter().map(|(_, holds)| *holds).max().unwrap_or(1);
-            return Ok(Attempted::Acquired { holds, token: None });
+            return Ok(Attempted::Acquired {
+                holds,
+                token: None,
+                confirmed_at: None,
+            });
         }
         let undo_by = undo_deadline(deadline);
         for (undo, new) in [(Some(&undo_new), true), (undo_reentry.as_ref(), false)] {

@@ -46,7 +46,7 @@ pub(super) fn attempt(
         )));
     }
     if let Some(hold) = attempt.reenter {
-        if let Some(reentered) = reenter(zk, &session, hold, deadline)? {
+        if let Some(reentered) = reenter(zk, &session, hold, attempt.now, deadline)? {
             return Ok(reentered);
         }
     }
@@ -54,6 +54,8 @@ pub(super) fn attempt(
     let mut made = 0;
     let mut node = own_node(zk, &session, &lock, attempt, deadline)?;
     loop {
+        // The listing's answer proves the session (the lease) alive when it was asked.
+        let asked_at = (attempt.now)();
         let children = session
             .get_children(&lock, false, deadline)
             .map_err(|error| unavailable(&error))?
@@ -89,6 +91,7 @@ pub(super) fn attempt(
             return Ok(Attempted::Acquired {
                 holds: 1,
                 token: Some(node.token),
+                confirmed_at: Some(asked_at),
             });
         }
         let predecessor = format!("{lock}/{}", queue[place - 1].1);
@@ -111,6 +114,7 @@ fn reenter(
     zk: &ZooKeeper,
     session: &Session,
     hold: &str,
+    attempt_now: &(dyn Fn() -> Instant + Sync),
     deadline: Instant,
 ) -> Result<Option<Attempted>> {
     let sid = session.session_id();
@@ -124,6 +128,7 @@ fn reenter(
     else {
         return Ok(None);
     };
+    let asked_at = (attempt_now)();
     let stat = session
         .exists(&node.path, false, deadline)
         .map_err(|error| unavailable(&error))?;
@@ -138,6 +143,7 @@ fn reenter(
     Ok(Some(Attempted::Acquired {
         holds: held.count,
         token: Some(node.token),
+        confirmed_at: Some(asked_at),
     }))
 }
 

@@ -1,0 +1,89 @@
+//! The `lease` tool on a real ZooKeeper: runs on one name never overlap and their tokens rise,
+//! `status` names the holding session and the waiters, `unlock --force` clears a hold, and
+//! `--zookeeper` refuses Redis options beside it.
+
+mod tool;
+
+use std::fs;
+use std::process::Child;
+use std::time::Duration;
+use testkit::ZooKeeper;
+use tool::{bare, finish, output, scratch, shell, spawn, stderr_of, stdout_of};
+
+const USAGE: i32 = 64;
+
+fn lease(zk: &ZooKeeper) -> std::process::Command {
+    let mut command = bare();
+    command.env("LEASE_ZOOKEEPER", zk.connect_string());
+    command
+}
+
+#[test]
+fn runs_on_one_name_never_overlap_and_their_tokens_rise() {
+    let zk = ZooKeeper::start_with(&["forceSync=no"]);
+    let (_dir, stamps) = scratch("stamps");
+    let script = "echo start $LEASE_TOKEN >> FILE; sleep 0.2; echo end $LEASE_TOKEN >> FILE";
+    let runs: Vec<Child> = (0..3)
+        .map(|_| {
+            spawn(
+                lease(&zk)
+                    .args(["--lease", "2s", "run", "--wait", "30s", "nightly"])
+                    .args(shell(script, &stamps)),
+            )
+        })
+        .collect();
+    for run in runs {
+        let done = finish(run, Duration::from_secs(30));
+        assert_eq!(done.status.code(), Some(0), "{done:?}");
+    }
+    let log = fs::read_to_string(&stamps).expect("the jobs wrote stamps");
+    let lines: Vec<Vec<&str>> = log.lines().map(|l| l.split(' ').collect()).collect();
+    assert_eq!(lines.len(), 6, "{log}");
+    let mut last_token = 0;
+    for pair in lines.chunks(2) {
+        assert_eq!((pair[0][0], pair[1][0]), ("start", "end"), "interleaved:\n{log}");
+        assert_eq!(pair[0][1], pair[1][1], "one run per pair:\n{log}");
+        let token: u64 = pair[0][1].parse().expect("a token");
+        assert!(token > last_token, "tokens rise:\n{log}");
+        last_token = token;
+    }
+}
+
+#[test]
+fn status_names_the_holding_session_and_unlock_force_clears_it() {
+    let zk = ZooKeeper::start_with(&["forceSync=no"]);
+    let holder = spawn(
+        lease(&zk)
+            .args(["--lease", "2s", "run", "report", "--"])
+            .args(["sleep", "30"]),
+    );
+    let mut shown = String::new();
+    for _ in 0..200 {
+        let status = output(lease(&zk).args(["status", "report"]));
+        shown = stdout_of(&status);
+        if shown.contains("held by") {
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    assert!(shown.contains("while session 0x"), "{shown}");
+    assert!(shown.contains("0 waiting"), "{shown}");
+    let json = stdout_of(&output(lease(&zk).args(["status", "--json", "report"])));
+    assert!(json.contains("\"holder_session\""), "{json}");
+    let forced = output(lease(&zk).args(["unlock", "--force", "report"]));
+    assert_eq!(forced.status.code(), Some(0), "{}", stderr_of(&forced));
+    // The holder learns its hold is gone and stops its command.
+    let done = finish(holder, Duration::from_secs(20));
+    assert_ne!(done.status.code(), Some(0), "{done:?}");
+}
+
+#[test]
+fn zookeeper_excludes_the_redis_options() {
+    let zk = ZooKeeper::start_with(&["forceSync=no"]);
+    let refused = output(
+        lease(&zk)
+            .args(["--url", "redis://127.0.0.1:6379", "status", "x"]),
+    );
+    assert_eq!(refused.status.code(), Some(USAGE), "{refused:?}");
+    assert!(stderr_of(&refused).contains("--zookeeper excludes"));
+}

@@ -1,0 +1,271 @@
+//! The lock on a real ZooKeeper (Debian's, started by the testkit): every public method, mutual
+//! exclusion between clients, the recipe's hard cases, the session as the lease, and hostile
+//! peers.
+
+mod common;
+
+use common::methods::{every_public_method, Offers};
+use redis_lease::{Client, Error, LostReason};
+use std::net::TcpListener;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
+use std::thread;
+use std::time::{Duration, Instant};
+use testkit::{Proxy, ZooKeeper, ZooKeeperEnsemble};
+
+/// The session timeout, which is every hold's lease.
+const SESSION: Duration = Duration::from_millis(600);
+
+fn client(hosts: &str) -> Client {
+    Client::zookeeper([hosts])
+        .default_lease(SESSION)
+        .connect_timeout(Duration::from_secs(1))
+        .command_timeout(Duration::from_secs(1))
+        .build()
+        .expect("valid settings")
+}
+
+fn wait_until(what: &str, within: Duration, mut done: impl FnMut() -> bool) {
+    let deadline = Instant::now() + within;
+    while !done() {
+        assert!(Instant::now() < deadline, "timed out waiting until {what}");
+        thread::sleep(Duration::from_millis(5));
+    }
+}
+
+#[test]
+fn every_public_method_works_on_zookeeper() {
+    let zk = ZooKeeper::start_with(&["forceSync=no"]);
+    let client = client(&zk.connect_string());
+    every_public_method(
+        &client,
+        Offers {
+            fenced: true,
+            server_ttl: false,
+            long_lease: SESSION,
+        },
+    );
+}
+
+#[test]
+fn clients_exclude_each_other_and_tokens_rise_with_each_holder() {
+    let zk = ZooKeeper::start_with(&["forceSync=no"]);
+    let inside = Arc::new(AtomicBool::new(false));
+    let tokens = Arc::new(Mutex::new(Vec::new()));
+    let workers: Vec<_> = (0..3)
+        .flat_map(|_| {
+            let client = Arc::new(client(&zk.connect_string()));
+            (0..2).map(move |_| Arc::clone(&client))
+        })
+        .map(|client| {
+            let (inside, tokens) = (Arc::clone(&inside), Arc::clone(&tokens));
+            thread::spawn(move || {
+                let lock = client.lock("shared/section").expect("valid");
+                for _ in 0..15 {
+                    let guard = lock
+                        .try_lock_for(Duration::from_secs(20))
+                        .expect("reachable")
+                        .expect("acquired in time");
+                    assert!(!inside.swap(true, Ordering::SeqCst), "two holders at once");
+                    tokens
+                        .lock()
+                        .expect("not poisoned")
+                        .push(guard.fencing_token().expect("a token"));
+                    thread::sleep(Duration::from_millis(1));
+                    inside.store(false, Ordering::SeqCst);
+                    guard.unlock().expect("held");
+                }
+            })
+        })
+        .collect();
+    for worker in workers {
+        worker.join().expect("no panic");
+    }
+    let tokens = tokens.lock().expect("not poisoned");
+    assert_eq!(tokens.len(), 90);
+    assert!(
+        tokens.windows(2).all(|pair| pair[0] < pair[1]),
+        "tokens rise in the order the lock was held: {tokens:?}"
+    );
+}
+
+#[test]
+fn a_waiter_is_woken_by_the_release_and_gives_up_its_place_when_it_stops_waiting() {
+    let zk = ZooKeeper::start_with(&["forceSync=no"]);
+    let (holder, waiter) = (client(&zk.connect_string()), client(&zk.connect_string()));
+    let held = holder.lock("queue").expect("valid").lock().expect("free");
+    // A try that fails leaves no node in the queue.
+    let lock = waiter.lock("queue").expect("valid");
+    assert!(lock.try_lock().expect("reachable").is_none());
+    wait_until(
+        "the failed try's node is gone",
+        Duration::from_secs(5),
+        || lock.inspect().expect("reachable").waiting == Some(0),
+    );
+    let released_at = Arc::new(Mutex::new(None));
+    let waiting = {
+        let released_at = Arc::clone(&released_at);
+        thread::spawn(move || {
+            let guard = lock
+                .try_lock_for(Duration::from_secs(10))
+                .expect("reachable")
+                .expect("acquired");
+            let released = released_at
+                .lock()
+                .expect("not poisoned")
+                .expect("released first");
+            (
+                guard.fencing_token(),
+                Instant::now().duration_since(released),
+            )
+        })
+    };
+    let state = holder.lock("queue").expect("valid");
+    wait_until("the waiter queues", Duration::from_secs(5), || {
+        state.inspect().expect("reachable").waiting == Some(1)
+    });
+    let token = held.fencing_token();
+    *released_at.lock().expect("not poisoned") = Some(Instant::now());
+    held.unlock().expect("held");
+    let (next, after) = waiting.join().expect("no panic");
+    assert!(next > token, "{next:?} after {token:?}");
+    // Woken by the watch on its predecessor, not by the one-second re-check.
+    assert!(after < Duration::from_millis(900), "woken after {after:?}");
+}
+
+#[test]
+fn a_holder_cut_off_is_told_before_its_session_expires_and_only_then_does_another_hold() {
+    let zk = ZooKeeper::start_with(&["forceSync=no"]);
+    let proxy = Proxy::start(zk.connect_string().parse().expect("an address"));
+    let cut_off = client(&proxy.addr());
+    let other = client(&zk.connect_string());
+    let guard = cut_off
+        .lock("partition")
+        .expect("valid")
+        .lock()
+        .expect("free");
+    let told = guard.lost_signal();
+    let token = guard.fencing_token().expect("a token");
+    let next = thread::spawn(move || {
+        let guard = other
+            .lock("partition")
+            .expect("valid")
+            .try_lock_for(Duration::from_secs(10))
+            .expect("reachable")
+            .expect("free once the session expired");
+        (guard, Instant::now())
+    });
+    thread::sleep(Duration::from_millis(50));
+    proxy.freeze();
+    let lost = told.recv_timeout(SESSION * 3).expect("told it is lost");
+    assert_eq!(lost.reason, LostReason::Unconfirmed);
+    let (next, acquired_at) = next.join().expect("no panic");
+    assert!(
+        lost.valid_until <= acquired_at,
+        "the old hold was valid until {:?} after the new one began",
+        lost.valid_until - acquired_at
+    );
+    assert!(next.fencing_token().expect("a token") > token);
+    // The expired session is never brought back: the old holder's release is refused.
+    proxy.heal();
+    assert!(matches!(guard.unlock(), Err(Error::NotOwner { .. })));
+    next.unlock().expect("held");
+    // The cut-off client opens a new session for new acquisitions.
+    let again = cut_off
+        .lock("partition")
+        .expect("valid")
+        .try_lock_for(Duration::from_secs(5))
+        .expect("reachable")
+        .expect("free");
+    again.unlock().expect("held");
+}
+
+#[test]
+fn a_session_that_reconnects_within_its_timeout_keeps_its_hold() {
+    let zk = ZooKeeper::start_with(&["forceSync=no"]);
+    let proxy = Proxy::start(zk.connect_string().parse().expect("an address"));
+    let client = client(&proxy.addr());
+    let guard = client.lock("blip").expect("valid").lock().expect("free");
+    let token = guard.fencing_token();
+    proxy.cut();
+    thread::sleep(SESSION / 5);
+    proxy.heal();
+    thread::sleep(SESSION * 2);
+    assert!(!guard.is_lost(), "{:?}", guard.lost());
+    let state = client.lock("blip").expect("valid").inspect().expect("reachable");
+    assert_eq!(state.hold_token, token);
+    guard.unlock().expect("still held");
+}
+
+#[test]
+fn a_hold_survives_the_loss_of_its_server_in_an_ensemble_and_tokens_keep_rising() {
+    let mut ensemble = ZooKeeperEnsemble::start_with(3, &["forceSync=no"]);
+    let client = Client::zookeeper([ensemble.connect_string()])
+        .default_lease(Duration::from_secs(4))
+        .command_timeout(Duration::from_secs(1))
+        .build()
+        .expect("valid settings");
+    let lock = client.lock("elections").expect("valid");
+    let first = lock.lock().expect("free");
+    let token = first.fencing_token().expect("a token");
+    let leader = ensemble.leader();
+    ensemble.stop(leader);
+    // The session moves to another server, and a new leader is elected; the hold stays.
+    wait_until("the ensemble serves again", Duration::from_secs(20), || {
+        lock.inspect().is_ok()
+    });
+    assert!(!first.is_lost(), "{:?}", first.lost());
+    first.unlock().expect("held");
+    let second = lock
+        .try_lock_for(Duration::from_secs(10))
+        .expect("reachable")
+        .expect("free");
+    assert!(second.fencing_token().expect("a token") > token);
+    second.unlock().expect("held");
+}
+
+#[test]
+fn names_that_are_not_node_paths_are_refused() {
+    let zk = ZooKeeper::start_with(&["forceSync=no"]);
+    let client = client(&zk.connect_string());
+    for name in ["/absolute", "a//b", "trailing/", "a/../b", "."] {
+        assert!(
+            matches!(client.lock(name), Err(Error::InvalidArgument(_))),
+            "{name:?}"
+        );
+    }
+    assert!(client.lock("jobs/nightly").is_ok());
+}
+
+#[test]
+fn a_silent_port_or_a_server_that_is_not_zookeeper_fails_within_the_bound() {
+    let silent = TcpListener::bind("127.0.0.1:0").expect("a port");
+    let hosts = silent.local_addr().expect("an address").to_string();
+    let talker = TcpListener::bind("127.0.0.1:0").expect("a port");
+    let talker_hosts = talker.local_addr().expect("an address").to_string();
+    thread::spawn(move || {
+        for stream in talker.incoming().flatten() {
+            let mut stream = stream;
+            let _ = std::io::Write::write_all(&mut stream, b"-ERR unknown command\r\n");
+        }
+    });
+    for hosts in [hosts, talker_hosts] {
+        let client = client(&hosts);
+        let started = Instant::now();
+        let error = client
+            .lock("x")
+            .expect("valid")
+            .try_lock()
+            .expect_err("no ZooKeeper there");
+        assert!(
+            matches!(error, Error::ZooKeeperUnavailable(_) | Error::Protocol(_)),
+            "{error}"
+        );
+        assert!(
+            started.elapsed() < Duration::from_secs(3),
+            "{:?}",
+            started.elapsed()
+        );
+    }
+    drop(silent);
+}
