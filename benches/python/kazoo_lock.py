@@ -9,8 +9,8 @@
   when it holds the lock; ROUNDS rounds.
 
 Run by `cargo run --release -p benches --bin zk_figures`; by hand:
-    python3 benches/python/kazoo_lock.py 127.0.0.1:2181 500 5
-Prints one line per figure:
+    python3 benches/python/kazoo_lock.py 127.0.0.1:2181 500 5 [uncontended] [contended] [handoff]
+(all three figures when none is named). Prints one line per figure:
     uncontended <pairs/s> <requests per pair> <writes per pair> <CPU µs per pair>
     contended8 <sections/s> <min per thread> <max per thread> <hand-offs> <sections> <requests per section> <CPU µs per section>
     handoff-processes <p50 ms> <p99 ms> <max ms>
@@ -175,15 +175,19 @@ def across_processes(hosts, rounds):
 
 def main():
     hosts, rounds, seconds = sys.argv[1], int(sys.argv[2]), float(sys.argv[3])
-    rate, requests, writes, cpu = uncontended(hosts, seconds)
-    print(f"uncontended {rate:.1f} {requests:.2f} {writes:.2f} {cpu:.0f}", flush=True)
-    rate, low, high, handoffs, sections, requests, cpu = contended(hosts, seconds)
-    print(
-        f"contended8 {rate:.1f} {low} {high} {handoffs} {sections} {requests:.2f} {cpu:.0f}",
-        flush=True,
-    )
-    p50, p99, worst = across_processes(hosts, rounds)
-    print(f"handoff-processes {p50:.3f} {p99:.3f} {worst:.3f}", flush=True)
+    figures = sys.argv[4:] or ["uncontended", "contended", "handoff"]
+    if "uncontended" in figures:
+        rate, requests, writes, cpu = uncontended(hosts, seconds)
+        print(f"uncontended {rate:.1f} {requests:.2f} {writes:.2f} {cpu:.0f}", flush=True)
+    if "contended" in figures:
+        rate, low, high, handoffs, sections, requests, cpu = contended(hosts, seconds)
+        print(
+            f"contended8 {rate:.1f} {low} {high} {handoffs} {sections} {requests:.2f} {cpu:.0f}",
+            flush=True,
+        )
+    if "handoff" in figures:
+        p50, p99, worst = across_processes(hosts, rounds)
+        print(f"handoff-processes {p50:.3f} {p99:.3f} {worst:.3f}", flush=True)
 
 
 if __name__ == "__main__":
