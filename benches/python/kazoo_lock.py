@@ -11,11 +11,12 @@
 Run by `cargo run --release -p benches --bin zk_figures`; by hand:
     python3 benches/python/kazoo_lock.py 127.0.0.1:2181 500 5 [uncontended] [contended] [handoff]
 (all three figures when none is named). Prints one line per figure:
-    uncontended <pairs/s> <requests per pair> <writes per pair> <CPU µs per pair>
+    uncontended <pairs/s> <requests per pair> <writes per pair> <CPU µs per pair> <server ms per pair> <fsync ms per pair>
     contended8 <sections/s> <min per thread> <max per thread> <hand-offs> <sections> <requests per section> <CPU µs per section>
     handoff-processes <p50 ms> <p99 ms> <max ms>
-Requests and writes are the server's own counts (the `srvr` command's `Received` and `Zxid`)
-over the measured window, from all its clients; CPU is this process's (all its threads).
+Requests, writes and the server's time (answering requests; in fsync) are the server's own counts
+(its `mntr` command) over the measured window, from all its clients; CPU is this process's (all
+its threads).
 """
 
 import multiprocessing
@@ -37,18 +38,43 @@ def percentiles(samples):
     return at(0.5), at(0.99), samples[-1]
 
 
-def server_counts(hosts):
-    """The server's requests received and its last transaction id, by the `srvr` command."""
+def four_letters(hosts, word):
+    """The server's answer to a four-letter command."""
     host, port = hosts.split(",")[0].rsplit(":", 1)
     with socket.create_connection((host, int(port)), timeout=5) as conn:
-        conn.sendall(b"srvr")
+        conn.sendall(word)
         reply = b""
         while chunk := conn.recv(4096):
             reply += chunk
-    fields = dict(
-        line.split(": ", 1) for line in reply.decode().splitlines() if ": " in line
-    )
-    return int(fields["Received"]), int(fields["Zxid"], 16)
+    return reply.decode()
+
+
+def server_counts(hosts):
+    """What the server counted, from all its clients: requests received, writes, and the
+    milliseconds it spent answering writes and reads and in fsync. From `mntr`; where only `srvr`
+    is allowed (ZooKeeper's default), the times are NaN and writes are counted by the zxid."""
+    mntr = four_letters(hosts, b"mntr")
+    if "not in the whitelist" not in mntr:
+        fields = dict(line.split("\t", 1) for line in mntr.splitlines() if "\t" in line)
+        number = lambda name: float(fields[name])
+        return {
+            "received": number("zk_packets_received"),
+            "writes": number("zk_cnt_updatelatency"),
+            "server_ms": number("zk_sum_updatelatency") + number("zk_sum_readlatency"),
+            "fsync_ms": number("zk_sum_fsynctime"),
+        }
+    srvr = four_letters(hosts, b"srvr")
+    fields = dict(line.split(": ", 1) for line in srvr.splitlines() if ": " in line)
+    return {
+        "received": float(fields["Received"]),
+        "writes": float(int(fields["Zxid"], 16)),
+        "server_ms": float("nan"),
+        "fsync_ms": float("nan"),
+    }
+
+
+def since(later, earlier):
+    return {name: later[name] - earlier[name] for name in later}
 
 
 def connect(hosts):
@@ -64,7 +90,7 @@ def uncontended(hosts, seconds):
     while time.monotonic() < warm_until:
         lock.acquire()
         lock.release()
-    received, zxid = server_counts(hosts)
+    counts = server_counts(hosts)
     cpu = time.process_time()
     pairs = 0
     began = time.monotonic()
@@ -75,14 +101,16 @@ def uncontended(hosts, seconds):
         pairs += 1
     elapsed = time.monotonic() - began
     cpu = time.process_time() - cpu
-    received_after, zxid_after = server_counts(hosts)
+    counts = since(server_counts(hosts), counts)
     client.stop()
     client.close()
     return (
         pairs / elapsed,
-        (received_after - received) / pairs,
-        (zxid_after - zxid) / pairs,
+        counts["received"] / pairs,
+        counts["writes"] / pairs,
         cpu / pairs * 1e6,
+        counts["server_ms"] / pairs,
+        counts["fsync_ms"] / pairs,
     )
 
 
@@ -105,7 +133,7 @@ def contended(hosts, seconds):
     threads = [threading.Thread(target=worker, args=(i,)) for i in range(THREADS)]
     for thread in threads:
         thread.start()
-    received, _ = server_counts(hosts)
+    counts = server_counts(hosts)
     start.wait()
     began = time.monotonic()
     cpu = time.process_time()
@@ -114,7 +142,7 @@ def contended(hosts, seconds):
     counted = len(order)
     elapsed = time.monotonic() - began
     cpu = time.process_time() - cpu
-    received_after, _ = server_counts(hosts)
+    counts = since(server_counts(hosts), counts)
     for thread in threads:
         thread.join()
     client.stop()
@@ -125,7 +153,7 @@ def contended(hosts, seconds):
         per_thread[ident] += 1
     handoffs = sum(1 for a, b in zip(order, order[1:]) if a != b)
     sections = max(counted, 1)
-    requests = (received_after - received) / sections
+    requests = counts["received"] / sections
     return (
         counted / elapsed,
         min(per_thread),
@@ -177,8 +205,11 @@ def main():
     hosts, rounds, seconds = sys.argv[1], int(sys.argv[2]), float(sys.argv[3])
     figures = sys.argv[4:] or ["uncontended", "contended", "handoff"]
     if "uncontended" in figures:
-        rate, requests, writes, cpu = uncontended(hosts, seconds)
-        print(f"uncontended {rate:.1f} {requests:.2f} {writes:.2f} {cpu:.0f}", flush=True)
+        rate, requests, writes, cpu, server, fsync = uncontended(hosts, seconds)
+        print(
+            f"uncontended {rate:.1f} {requests:.2f} {writes:.2f} {cpu:.0f} {server:.3f} {fsync:.3f}",
+            flush=True,
+        )
     if "contended" in figures:
         rate, low, high, handoffs, sections, requests, cpu = contended(hosts, seconds)
         print(

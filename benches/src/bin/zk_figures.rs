@@ -54,6 +54,10 @@ struct Uncontended {
     requests_per_pair: f64,
     writes_per_pair: f64,
     cpu_us_per_pair: f64,
+    /// The server's time answering the pair's requests, arrival to reply.
+    server_ms_per_pair: f64,
+    /// Of which in fsync.
+    fsync_ms_per_pair: f64,
 }
 
 /// The 8-thread figure.
@@ -158,42 +162,49 @@ fn client(hosts: &str) -> redis_lease::Client {
         .expect("valid settings")
 }
 
-/// What the server has counted: requests received from all its clients, and the last
-/// transaction id (one per write). By the `srvr` four-letter command, allowed by default.
+/// What the server has counted, from all its clients: requests received, writes, and the
+/// milliseconds it spent answering writes and reads, and in fsync. By the `mntr` four-letter
+/// command, which every testkit server allows.
 #[derive(Clone, Copy)]
 struct ServerCounts {
-    received: u64,
-    zxid: u64,
+    received: f64,
+    writes: f64,
+    /// Answering writes and reads, each request from its arrival to its reply.
+    answering_ms: f64,
+    fsync_ms: f64,
 }
 
 impl ServerCounts {
     fn now(hosts: &str) -> ServerCounts {
         let first = hosts.split(',').next().unwrap_or(hosts);
         let mut conn = TcpStream::connect(first).expect("the server listens");
-        conn.write_all(b"srvr").expect("srvr sent");
+        conn.write_all(b"mntr").expect("mntr sent");
         let mut reply = String::new();
-        conn.read_to_string(&mut reply).expect("srvr answered");
-        let field = |name: &str| {
+        conn.read_to_string(&mut reply).expect("mntr answered");
+        let field = |name: &str| -> f64 {
             reply
                 .lines()
-                .find_map(|line| line.strip_prefix(name)?.strip_prefix(": "))
-                .unwrap_or_else(|| panic!("no {name} in srvr's reply: {reply}"))
-                .trim()
-                .to_owned()
+                .find_map(|line| line.strip_prefix(name)?.strip_prefix('\t'))
+                .and_then(|value| value.trim().parse().ok())
+                .unwrap_or_else(|| panic!("no {name} in mntr's reply: {reply}"))
         };
         ServerCounts {
-            received: field("Received").parse().expect("a count"),
-            zxid: u64::from_str_radix(field("Zxid").trim_start_matches("0x"), 16)
-                .expect("a hexadecimal zxid"),
+            received: field("zk_packets_received"),
+            writes: field("zk_cnt_updatelatency"),
+            answering_ms: field("zk_sum_updatelatency") + field("zk_sum_readlatency"),
+            fsync_ms: field("zk_sum_fsynctime"),
         }
     }
 
-    /// Requests and writes since `earlier`.
-    fn since(self, earlier: ServerCounts) -> (f64, f64) {
-        (
-            self.received.saturating_sub(earlier.received) as f64,
-            self.zxid.saturating_sub(earlier.zxid) as f64,
-        )
+    /// What was counted since `earlier`, divided by `per` (pairs or critical sections).
+    fn since(self, earlier: ServerCounts, per: f64) -> ServerCounts {
+        let per = per.max(1.0);
+        ServerCounts {
+            received: (self.received - earlier.received) / per,
+            writes: (self.writes - earlier.writes) / per,
+            answering_ms: (self.answering_ms - earlier.answering_ms) / per,
+            fsync_ms: (self.fsync_ms - earlier.fsync_ms) / per,
+        }
     }
 }
 
@@ -222,13 +233,14 @@ fn uncontended(hosts: &str, run: Duration) -> Uncontended {
     }
     let elapsed = began.elapsed().as_secs_f64();
     let cpu = own_cpu() - cpu;
-    let (requests, writes) = ServerCounts::now(hosts).since(counts);
-    let pairs_f = pairs.max(1) as f64;
+    let server = ServerCounts::now(hosts).since(counts, pairs as f64);
     Uncontended {
         pairs_per_s: pairs as f64 / elapsed,
-        requests_per_pair: requests / pairs_f,
-        writes_per_pair: writes / pairs_f,
-        cpu_us_per_pair: cpu / pairs_f * 1e6,
+        requests_per_pair: server.received,
+        writes_per_pair: server.writes,
+        cpu_us_per_pair: cpu / pairs.max(1) as f64 * 1e6,
+        server_ms_per_pair: server.answering_ms,
+        fsync_ms_per_pair: server.fsync_ms,
     }
 }
 
@@ -265,7 +277,7 @@ fn contended(hosts: &str, run: Duration) -> Contended {
     let counted = order.lock().len();
     let elapsed = began.elapsed().as_secs_f64();
     let cpu = own_cpu() - cpu;
-    let (requests, _) = ServerCounts::now(hosts).since(counts);
+    let server = ServerCounts::now(hosts).since(counts, counted as f64);
     for thread in threads {
         thread.join().expect("no panic");
     }
@@ -289,7 +301,7 @@ fn contended(hosts: &str, run: Duration) -> Contended {
             .filter(|pair| pair[0].0 != pair[1].0)
             .count() as u64,
         sections: counted as u64,
-        requests_per_section: requests / sections,
+        requests_per_section: server.received,
         cpu_us_per_section: cpu / sections * 1e6,
     }
 }
@@ -398,13 +410,15 @@ fn kazoo(hosts: &str, scale: &Scale, figures: &[&str]) -> Result<Figures, String
         match (*figure, numbers.as_slice()) {
             (
                 "uncontended",
-                &[pairs_per_s, requests_per_pair, writes_per_pair, cpu_us_per_pair],
+                &[pairs_per_s, requests_per_pair, writes_per_pair, cpu_us_per_pair, server_ms_per_pair, fsync_ms_per_pair],
             ) => {
                 figures.uncontended = Some(Uncontended {
                     pairs_per_s,
                     requests_per_pair,
                     writes_per_pair,
                     cpu_us_per_pair,
+                    server_ms_per_pair,
+                    fsync_ms_per_pair,
                 });
             }
             (
@@ -505,6 +519,8 @@ fn print_tables(
             ),
             header: &[
                 "pairs/s",
+                "ms per pair",
+                "of which the server answering (in fsync)",
                 "server requests per pair",
                 "writes per pair",
                 "client CPU µs per pair",
@@ -514,6 +530,8 @@ fn print_tables(
             cells: |f: &Uncontended| {
                 vec![
                     format!("{:.0}", f.pairs_per_s),
+                    format!("{:.3}", 1e3 / f.pairs_per_s),
+                    format!("{:.3} ({:.3})", f.server_ms_per_pair, f.fsync_ms_per_pair),
                     format!("{:.2}", f.requests_per_pair),
                     format!("{:.2}", f.writes_per_pair),
                     format!("{:.0}", f.cpu_us_per_pair),
@@ -522,6 +540,8 @@ fn print_tables(
             ratios: |l, k| {
                 vec![
                     ratio(l.pairs_per_s, k.pairs_per_s),
+                    ratio(k.pairs_per_s, l.pairs_per_s),
+                    ratio(l.server_ms_per_pair, k.server_ms_per_pair),
                     ratio(l.requests_per_pair, k.requests_per_pair),
                     ratio(l.writes_per_pair, k.writes_per_pair),
                     ratio(l.cpu_us_per_pair, k.cpu_us_per_pair),
