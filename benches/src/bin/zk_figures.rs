@@ -1,27 +1,30 @@
 //! Prints the figures of `redis-lease`'s ZooKeeper lock beside kazoo's `Lock` (Python), both on
-//! one standalone ZooKeeper that the binary starts (`testkit::ZooKeeper`, transaction log fsynced:
-//! ZooKeeper's default), in one run:
+//! one standalone ZooKeeper that the binary starts (`testkit::ZooKeeper`, its transaction log
+//! fsynced: ZooKeeper's default), in one run:
 //!
-//! - uncontended: one thread, one client, one lock reused: acquire + release pairs per second,
-//!   with the requests and writes the server counted per pair (its `srvr` command: `Received`
-//!   and `Zxid`) and the client's CPU per pair;
-//! - 8 threads on one name, one client shared by the threads, each thread with its own lock handle
+//! - `uncontended`: one thread, one client, one lock reused: acquire + release pairs per second;
+//!   per pair, the time the server spent answering its requests (arrival to reply) and in fsync,
+//!   the requests and writes it counted, and the client's CPU (all its threads);
+//! - `contended`: 8 threads on one name, one client shared by the threads, a lock handle each
 //!   (kazoo's `Lock` is per thread), an empty critical section: critical sections per second, the
 //!   fewest and most sections of a thread (fairness), hand-offs (consecutive sections by
-//!   different threads), requests per section and the client's CPU per section;
-//! - hand-off across two processes: the holder keeps the lock 10 ms and stamps the wall clock just
-//!   before its release; the waiter, another process with its own client already waiting to
-//!   acquire, stamps when it holds the lock; the latency is the difference (p50, p99, max). For
-//!   `redis-lease` the waiter is this binary run again as `zk_figures child-waiter HOSTS`.
+//!   different threads), and per section the requests the server counted and the client's CPU;
+//! - `handoff`: hand-off across two processes: the holder keeps the lock 10 ms and stamps the
+//!   wall clock just before its release; the waiter, another process with its own client
+//!   already waiting to acquire, stamps when it holds the lock; the latency is the difference
+//!   (p50, p99, max). For `redis-lease` the waiter is this binary run again as
+//!   `zk_figures child-waiter HOSTS`.
 //!
-//! kazoo's side is `benches/python/kazoo_lock.py`, run by `python3` on the same server after
-//! `redis-lease`'s; without kazoo the tables say "not run: pip install kazoo". Each figure is one
-//! Markdown table with both rows and the ratio lease / kazoo. The machine's load
-//! (`/proc/loadavg`) is printed at the start and the end, as the figures depend on it (and on the
-//! disk's fsync latency).
+//! The server's counts come from its `mntr` command (over each figure's measured window, all
+//! its clients). kazoo's side is `benches/python/kazoo_lock.py`, run by `python3` on the same
+//! server right after `redis-lease`'s side of each figure; without kazoo its rows say "not run:
+//! pip install kazoo". Each figure is one Markdown table with both rows and the ratio
+//! lease / kazoo. The machine's load (`/proc/loadavg`) is printed at the start and the end: the
+//! figures depend on it, and on the disk's fsync latency.
 //!
-//! Run: `cargo run --release -p benches --bin zk_figures [quick]`: 5 s per figure and 500
-//! hand-off rounds, or with `quick` 300 ms and 20 rounds (the smoke run of `scripts/test`).
+//! Run: `cargo run --release -p benches --bin zk_figures [quick] [FIGURE...] [lease|kazoo]`:
+//! 5 s per figure and 500 hand-off rounds, or with `quick` 300 ms and 20 rounds (the smoke run
+//! of `scripts/test`); all three figures and both sides unless some are named.
 #![allow(clippy::print_stdout)]
 
 use benches::figures::{quantile, Request};
@@ -86,6 +89,15 @@ struct Figures {
     handoff: Option<Handoff>,
 }
 
+impl Figures {
+    /// Takes the figures `measured` has.
+    fn add(&mut self, measured: Figures) {
+        self.uncontended = measured.uncontended.or(self.uncontended.take());
+        self.contended = measured.contended.or(self.contended.take());
+        self.handoff = measured.handoff.or(self.handoff.take());
+    }
+}
+
 /// The figures, and the sides, that a run measures.
 const FIGURES: [&str; 3] = ["uncontended", "contended", "handoff"];
 const SIDES: [&str; 2] = ["lease", "kazoo"];
@@ -130,19 +142,25 @@ fn main() {
     println!("load at start (/proc/loadavg): {}", loadavg());
     let server = ZooKeeper::start();
     let hosts = server.connect_string();
-    let lease = if sides.contains(&"lease") {
-        let wanted = |figure| figures.contains(&figure);
-        Figures {
-            uncontended: wanted("uncontended").then(|| uncontended(&hosts, scale.run)),
-            contended: wanted("contended").then(|| contended(&hosts, scale.run)),
-            handoff: wanted("handoff").then(|| handoff_across_processes(&hosts, scale.rounds)),
+    // Figure by figure, lease then kazoo, so that both sides of a figure run under the same
+    // conditions, a few seconds apart.
+    let mut lease = Figures::default();
+    let mut kazoo = sides.contains(&"kazoo").then(|| Ok(Figures::default()));
+    for &figure in &figures {
+        if sides.contains(&"lease") {
+            match figure {
+                "uncontended" => lease.uncontended = Some(uncontended(&hosts, scale.run)),
+                "contended" => lease.contended = Some(contended(&hosts, scale.run)),
+                _ => lease.handoff = Some(handoff_across_processes(&hosts, scale.rounds)),
+            }
         }
-    } else {
-        Figures::default()
-    };
-    let kazoo = sides
-        .contains(&"kazoo")
-        .then(|| kazoo(&hosts, &scale, &figures));
+        if let Some(Ok(found)) = &mut kazoo {
+            match kazoo_figure(&hosts, &scale, figure) {
+                Ok(measured) => found.add(measured),
+                Err(reason) => kazoo = Some(Err(reason)),
+            }
+        }
+    }
     print_tables(&lease, kazoo.as_ref(), &scale, &figures);
     println!();
     println!("load at end (/proc/loadavg): {}", loadavg());
@@ -374,8 +392,8 @@ fn child_waiter(hosts: &str) {
     }
 }
 
-/// kazoo's figures by `benches/python/kazoo_lock.py`, or why there are none.
-fn kazoo(hosts: &str, scale: &Scale, figures: &[&str]) -> Result<Figures, String> {
+/// kazoo's `figure` by `benches/python/kazoo_lock.py`, or why there is none.
+fn kazoo_figure(hosts: &str, scale: &Scale, figure: &str) -> Result<Figures, String> {
     let has_kazoo = Command::new("python3")
         .args(["-c", "import kazoo"])
         .stdout(Stdio::null())
@@ -392,7 +410,7 @@ fn kazoo(hosts: &str, scale: &Scale, figures: &[&str]) -> Result<Figures, String
             &scale.rounds.to_string(),
             &scale.run.as_secs_f64().to_string(),
         ])
-        .args(figures)
+        .arg(figure)
         .output()
         .map_err(|error| format!("not run: python3: {error}"))?;
     if !output.status.success() {
