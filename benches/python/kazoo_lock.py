@@ -1,7 +1,8 @@
 """kazoo's `Lock` on a ZooKeeper, measured the way zk_figures measures `redis-lease`'s ZooKeeper lock:
 
 - uncontended: one thread, one client, one `Lock` object reused, acquire + release pairs for
-  SECONDS;
+  SECONDS (a reused `Lock` looks for its node by `get_children` before each create after its
+  first: four requests a pair);
 - contended8: 8 threads sharing one `KazooClient`, each with its own `Lock` on one path (kazoo's
   `Lock` is not meant to be shared between threads), an empty critical section, for SECONDS;
 - handoff-processes: a holder keeps the lock 10 ms, stamps `time.time()` just before its release;

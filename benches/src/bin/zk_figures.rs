@@ -81,7 +81,7 @@ struct Handoff {
     max: f64,
 }
 
-/// One lock's three figures (each absent when it could not be measured).
+/// One lock's figures (each absent when not asked for).
 #[derive(Default)]
 struct Figures {
     uncontended: Option<Uncontended>,
