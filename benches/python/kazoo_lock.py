@@ -21,6 +21,7 @@ its threads).
 """
 
 import multiprocessing
+import os
 import socket
 import sys
 import threading
@@ -179,6 +180,8 @@ def child(hosts, pipe):
 
 
 def across_processes(hosts, rounds):
+    # The spawned waiter imports this file: no bytecode cache is left beside it.
+    os.environ["PYTHONDONTWRITEBYTECODE"] = "1"
     context = multiprocessing.get_context("spawn")
     parent_end, child_end = context.Pipe()
     process = context.Process(target=child, args=(hosts, child_end), daemon=True)
