@@ -289,12 +289,24 @@ fn digest_credentials_are_sent_and_never_shown() {
     assert!(!format!("{builder:?}").contains("s3cret"), "{builder:?}");
     let client = builder.build().expect("valid settings");
     assert!(!format!("{client:?}").contains("s3cret"));
-    let guard = client.lock("jobs/nightly").expect("valid").lock().expect("free");
+    let guard = client
+        .lock("jobs/nightly")
+        .expect("valid")
+        .lock()
+        .expect("free");
     // Under the chroot: another client of the same chroot sees it, one without does not.
     let same = self::client(&format!("{}/app/locks", zk.connect_string()));
     let root = self::client(&zk.connect_string());
-    assert!(same.lock("jobs/nightly").expect("valid").is_locked().expect("reachable"));
-    assert!(!root.lock("jobs/nightly").expect("valid").is_locked().expect("reachable"));
+    assert!(same
+        .lock("jobs/nightly")
+        .expect("valid")
+        .is_locked()
+        .expect("reachable"));
+    assert!(!root
+        .lock("jobs/nightly")
+        .expect("valid")
+        .is_locked()
+        .expect("reachable"));
     guard.unlock().expect("held");
 }
 

@@ -176,12 +176,12 @@ impl Backend for ZooKeeper {
     }
 
     fn lapse(&self, _keys: &LockKeys, hold: &str, at: Instant) {
-        let Some(held) = self.table.lock().held.get(hold).cloned() else {
+        let Some(session) = self.table.lock().held.get(hold).map(|held| held.session) else {
             return;
         };
-        let job = reaper::Job::Node {
-            path: held.node.path,
-            session: held.session,
+        let job = reaper::Job::Lapse {
+            hold: hold.to_owned(),
+            session,
         };
         self.reaper.reap_at(job, at + LAPSE_MARGIN);
     }

@@ -38,12 +38,17 @@ pub(super) enum Job {
         guid: String,
         session: i64,
     },
+    /// The node of an abandoned acquisition's hold, once its lease would have lapsed, if it was
+    /// the hold's last acquisition.
+    Lapse { hold: String, session: i64 },
 }
 
 impl Job {
     fn session(&self) -> i64 {
         match self {
-            Job::Node { session, .. } | Job::Guid { session, .. } => *session,
+            Job::Node { session, .. } | Job::Guid { session, .. } | Job::Lapse { session, .. } => {
+                *session
+            }
         }
     }
 }
@@ -119,6 +124,12 @@ fn run(context: &Context, jobs: &Receiver<(Job, Instant)>, losses: &Receiver<Los
             if *at > now {
                 return true;
             }
+            if let Job::Lapse { hold, .. } = job {
+                match context.table.lock().ended(hold, true) {
+                    Some((path, session)) => *job = Job::Node { path, session },
+                    None => return false,
+                }
+            }
             let done = reap(&ensemble, job, now + context.call_timeout);
             if !done {
                 *at = Instant::now() + RETRY;
@@ -133,20 +144,16 @@ fn far_future() -> Instant {
     Instant::now() + Duration::from_secs(86_400 * 365)
 }
 
-/// The node of the hold that `lost` tells of, if this client still has it: that hold's, never
-/// a later hold's of the same owner.
+/// The node of the hold that `lost` tells of, if this client still has it and the lost
+/// acquisition was its last: that hold's, never a later hold's of the same owner.
 fn lost_node(context: &Context, lost: &Lost) -> Option<Job> {
-    let table = context.table.lock();
-    let held = table.held.get(&*lost.hold)?;
+    let (path, session) = context.table.lock().ended(&lost.hold, false)?;
     log::debug!(
         "lock {:?} is lost ({}): its node goes",
         lost.name,
         lost.reason
     );
-    Some(Job::Node {
-        path: held.node.path.clone(),
-        session: held.session,
-    })
+    Some(Job::Node { path, session })
 }
 
 /// Tries one job; whether it is done with (the node deleted, or gone with its session).
@@ -160,6 +167,8 @@ fn reap(ensemble: &Ensemble, job: &Job, deadline: Instant) -> bool {
     }
     let path = match job {
         Job::Node { path, .. } => path.clone(),
+        // Turned into a `Node` job when due.
+        Job::Lapse { .. } => return true,
         Job::Guid { lock, guid, .. } => match session.get_children(lock, false, deadline) {
             Ok((children, _)) => match children.iter().find(|child| paths::is_of(child, guid)) {
                 Some(child) => format!("{lock}/{child}"),

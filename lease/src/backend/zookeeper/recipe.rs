@@ -86,6 +86,7 @@ pub(super) fn attempt(
                     session: session.session_id(),
                     count: 1,
                     deleting: false,
+                    ending: false,
                 },
             );
             return Ok(Attempted::Acquired {
@@ -136,7 +137,7 @@ fn reenter(
         return Ok(None);
     }
     let mut table = zk.table.lock();
-    let Some(held) = table.held.get_mut(hold) else {
+    let Some(held) = table.held.get_mut(hold).filter(|held| !held.ending) else {
         return Ok(None);
     };
     held.count += 1;
@@ -164,6 +165,7 @@ fn own_node(
             guid: attempt.id.to_owned(),
             session: sid,
             node: None,
+            unanswered: false,
         });
         if entry.session != sid {
             // Its node went with its session.
@@ -171,6 +173,7 @@ fn own_node(
                 guid: attempt.id.to_owned(),
                 session: sid,
                 node: None,
+                unanswered: false,
             };
         }
         entry.clone()
@@ -178,9 +181,25 @@ fn own_node(
     if let Some(node) = waiting.node {
         return Ok(node);
     }
-    let node = match find(session, lock, &waiting.guid, deadline)? {
+    // Only a create whose reply was lost can have left a node to find (as Curator's protected
+    // mode looks only then): a fresh contender creates at once.
+    let found = match waiting.unanswered {
+        true => find(session, lock, &waiting.guid, deadline)?,
+        false => None,
+    };
+    let node = match found {
         Some(node) => node,
-        None => create(session, lock, &waiting.guid, attempt.owner, deadline)?,
+        None => {
+            let created = create(session, lock, &waiting.guid, attempt.owner, deadline);
+            // Any failure may hide an applied create (a lost reply, a connection that broke
+            // mid-reply): the next attempt looks for its node first.
+            if created.is_err() {
+                if let Some(entry) = zk.table.lock().waiting.get_mut(&key) {
+                    entry.unanswered = true;
+                }
+            }
+            created?
+        }
     };
     if let Some(entry) = zk.table.lock().waiting.get_mut(&key) {
         entry.node = Some(node.clone());
@@ -256,11 +275,13 @@ pub(super) fn abandon(zk: &ZooKeeper, keys: &LockKeys, owner: &str) {
             path: node.path,
             session: waiting.session,
         },
-        None => Job::Guid {
+        None if waiting.unanswered => Job::Guid {
             lock,
             guid: waiting.guid,
             session: waiting.session,
         },
+        // No create went out unanswered: there is no node.
+        None => return,
     };
     zk.reaper.reap(job);
 }

@@ -21,6 +21,8 @@ pub(super) struct Waiting {
     pub(super) guid: String,
     pub(super) session: i64,
     pub(super) node: Option<Node>,
+    /// A create was sent for it and its reply lost: its node may exist.
+    pub(super) unanswered: bool,
 }
 
 /// A hold of this client: the lowest node of its lock.
@@ -32,6 +34,9 @@ pub(super) struct Held {
     pub(super) count: u64,
     /// A delete of its node went unanswered: a later "no such node" means it was applied.
     pub(super) deleting: bool,
+    /// Its last acquisition was lost or abandoned: its node is being deleted, and it is not
+    /// re-entered any more.
+    pub(super) ending: bool,
 }
 
 #[derive(Default)]
@@ -55,6 +60,22 @@ impl Table {
     /// Whether the acquisition `id` was released.
     pub(super) fn was_released(&self, id: &str) -> bool {
         self.released.iter().any(|released| released == id)
+    }
+
+    /// The node of `hold` to delete now that one of its acquisitions ended without a release
+    /// (lost, or abandoned: `abandoned` also counts it out): only if it was the hold's last,
+    /// since the other acquisitions of a re-entered hold keep it. The hold is then ending, and
+    /// no re-entry takes it again.
+    pub(super) fn ended(&mut self, hold: &str, abandoned: bool) -> Option<(String, i64)> {
+        let held = self.held.get_mut(hold)?;
+        if held.count > 1 {
+            if abandoned {
+                held.count -= 1;
+            }
+            return None;
+        }
+        held.ending = true;
+        Some((held.node.path.clone(), held.session))
     }
 
     /// The hold whose node is `path`, if it is this client's.
