@@ -143,8 +143,20 @@ fn read_failed(server: &str, error: ReadError) -> ZkError {
     }
 }
 
+/// The reading end of a connection, for the session's thread.
+pub(super) struct Reading {
+    /// The `host:port` it goes to.
+    pub(super) server: String,
+    /// The handle to read with.
+    pub(super) reader: Timed,
+    /// What was read of the next frame.
+    pub(super) frames: Frames,
+    /// The connection's number.
+    pub(super) generation: u64,
+}
+
 /// Splits `host:port` (an IPv6 address in brackets).
-fn host_and_port(server: &str) -> Option<(&str, u16)> {
+pub(crate) fn host_and_port(server: &str) -> Option<(&str, u16)> {
     let (host, port) = server.rsplit_once(':')?;
     let port = port.parse().ok()?;
     (!host.is_empty()).then_some((host, port))

@@ -23,6 +23,7 @@ mod watches;
 #[cfg(test)]
 mod tests;
 
+pub(crate) use conn::host_and_port;
 use proto::{Reply, Request};
 use session::{Call, Shared};
 use std::fmt;

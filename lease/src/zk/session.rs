@@ -13,10 +13,9 @@
 //! the session is gone, or no server reached for a whole session timeout after the loss, ends
 //! the session for good (`Expired`): the thread never opens a new session.
 
-use super::conn::{self, Credentials, Handshake};
+use super::conn::{self, Credentials, Handshake, Reading};
 use super::path::Chroot;
 use super::proto::{code, Reply, Request};
-use super::thread::Reading;
 use super::watches::{Watch, Watches};
 use super::{Event, ZkConfig, ZkError};
 use crate::conn::Timed;

@@ -3,12 +3,11 @@
 //! third of the session timeout and takes the connection for lost when nothing was read for
 //! two thirds of it; then connects again, and ends when the session expires or is closed.
 
-use super::conn::{self, Credentials, Frames, Handshake, ReadError};
+use super::conn::{self, Credentials, Handshake, ReadError, Reading};
 use super::jute::Reader;
 use super::proto::{self, code, event, xid, Request};
 use super::session::{later, Phase, Shared, FIRST_BACKOFF, LONGEST_BACKOFF};
 use super::{Event, ZkError};
-use crate::conn::Timed;
 use std::io::Write;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -16,18 +15,6 @@ use std::time::{Duration, Instant};
 /// How long a `closeSession` sent on a connection opened after its owner closed the session may
 /// take to be written.
 const LATE_CLOSE: Duration = Duration::from_millis(200);
-
-/// The reading end of a connection, for the session's thread.
-pub(super) struct Reading {
-    /// The `host:port` it goes to.
-    pub(super) server: String,
-    /// The handle to read with.
-    pub(super) reader: Timed,
-    /// What was read of the next frame.
-    pub(super) frames: Frames,
-    /// The connection's number.
-    pub(super) generation: u64,
-}
 
 /// How serving a connection ended.
 enum End {

@@ -19,10 +19,7 @@ use std::sync::Arc;
 use std::time::Instant;
 
 /// The lock nodes waited on, each with the channel of its waiters.
-#[derive(Default)]
-struct Watched {
-    channels: HashMap<String, String>,
-}
+type Watched = HashMap<String, String>;
 
 /// The client's session, opened when first needed.
 pub(super) struct Ensemble {
@@ -72,11 +69,10 @@ impl Ensemble {
 
     /// Wakes the waiters on `channel` when a child of `lock` changes.
     pub(super) fn route(&self, lock: &str, channel: &str) {
-        self.watched
-            .lock()
-            .channels
-            .entry(lock.to_owned())
-            .or_insert_with(|| channel.to_owned());
+        let mut watched = self.watched.lock();
+        if !watched.contains_key(lock) {
+            watched.insert(lock.to_owned(), channel.to_owned());
+        }
     }
 
     /// The session's event handler: wakes whoever the event concerns.
@@ -92,7 +88,7 @@ impl Ensemble {
                 | Event::NodeChildrenChanged(path) => {
                     let lock = super::paths::parent(path);
                     for key in [lock, path.as_str()] {
-                        if let Some(channel) = watched.channels.get(key) {
+                        if let Some(channel) = watched.get(key) {
                             notifier.notify(channel);
                         }
                     }
@@ -100,7 +96,6 @@ impl Ensemble {
                 Event::Disconnected | Event::Connected | Event::Expired | Event::Closed => {
                     log::debug!("zookeeper session: {event:?}");
                     watched
-                        .channels
                         .values()
                         .for_each(|channel| notifier.notify(channel));
                 }

@@ -79,8 +79,8 @@ pub(crate) fn build(
         ));
     }
     for host in &zk.hosts {
-        let port = host.rsplit_once(':').map(|(_, port)| port.parse::<u16>());
-        if !matches!(port, Some(Ok(port)) if port > 0) || host.contains('/') {
+        let port = crate::zk::host_and_port(host).map(|(_, port)| port);
+        if port.is_none_or(|port| port == 0) || host.contains('/') {
             return Err(Error::InvalidArgument(format!(
                 "ZooKeeper host {host:?} is not host:port"
             )));
