@@ -2,6 +2,7 @@
 //! that say whether mutual exclusion and fencing held.
 
 use crate::history::Event;
+use crate::primitive::Primitive;
 use crate::resource::Logged;
 use std::collections::HashMap;
 
@@ -12,6 +13,8 @@ pub struct Window {
     pub client: String,
     pub start: u64,
     pub end: u64,
+    /// What was held (see `Event::AcquireOk`).
+    pub side: String,
 }
 
 /// What the checker found.
@@ -52,33 +55,37 @@ pub struct Findings {
 
 /// Believed-hold windows, per client, in start order.
 pub fn windows(events: &[Event]) -> Vec<Window> {
-    let mut open: HashMap<&str, u64> = HashMap::new();
+    let mut open: HashMap<&str, (u64, &str)> = HashMap::new();
     let mut last_seen: HashMap<&str, u64> = HashMap::new();
     let mut windows = Vec::new();
     for event in events {
         last_seen.insert(event.client(), event.t());
         match event {
-            Event::AcquireOk { t, client, .. } => {
-                open.insert(client, *t);
+            Event::AcquireOk {
+                t, client, side, ..
+            } => {
+                open.insert(client, (*t, side));
             }
             Event::Lost { t, client, .. } | Event::ReleaseInvoke { t, client } => {
-                if let Some(start) = open.remove(client.as_str()) {
+                if let Some((start, side)) = open.remove(client.as_str()) {
                     windows.push(Window {
                         client: client.clone(),
                         start,
                         end: *t,
+                        side: side.to_owned(),
                     });
                 }
             }
             _ => {}
         }
     }
-    for (client, start) in open {
+    for (client, (start, side)) in open {
         let end = last_seen.get(client).copied().unwrap_or(start);
         windows.push(Window {
             client: client.to_owned(),
             start,
             end,
+            side: side.to_owned(),
         });
     }
     windows.sort_by_key(|window| window.start);
@@ -128,27 +135,69 @@ pub fn new_epoch(events: &[Event], window: (u64, u64), after: u64) -> bool {
         .any(|during| during > before)
 }
 
+/// Counts each time more than `permits` windows were open at once, and the longest such time.
+fn excess(windows: &[Window], permits: usize, findings: &mut Findings) {
+    // Opens before closes at one instant: a hold that starts as another ends overlaps it.
+    let mut edges: Vec<(u64, bool)> = windows
+        .iter()
+        .flat_map(|window| [(window.start, false), (window.end, true)])
+        .collect();
+    edges.sort_unstable();
+    let (mut open, mut over_since) = (0usize, None);
+    for (t, closes) in edges {
+        if closes {
+            open = open.saturating_sub(1);
+            if open <= permits {
+                if let Some(since) = over_since.take() {
+                    findings.max_overlap_ms = findings.max_overlap_ms.max((t - since) as f64 / 1e6);
+                }
+            }
+        } else {
+            open += 1;
+            if open > permits && over_since.is_none() {
+                findings.overlaps += 1;
+                over_since = Some(t);
+            }
+        }
+    }
+}
+
 fn percentile(sorted: &[f64], q: f64) -> f64 {
     sorted[((sorted.len() - 1) as f64 * q) as usize]
 }
 
-/// Checks a run: `fenced` when tokens are meaningful (one server, not RedLock); `faults` are the
-/// windows (start, end) in which a fault was active.
+/// Checks a run of clients taking `primitive`: `fenced` when tokens are meaningful (one server,
+/// not RedLock); `faults` are the windows (start, end) in which a fault was active.
+///
+/// What counts as an overlap: for a lock, two windows of different clients that overlap; for a
+/// read-write lock, a writer's window and any other client's; for a semaphore of N permits, each
+/// time more than N windows are open at once (the excess counted from when the N+1-th opened).
+/// Tokens must rise among the holds that exclude each other (a lock's, a writer's): a
+/// semaphore's and readers' holds are granted side by side, and the order they are recorded in
+/// is not the order they were granted in.
 pub fn check(
     events: &[Event],
     log: &[Logged],
     counter: u64,
     fenced: bool,
     faults: &[(u64, u64)],
+    primitive: Primitive,
 ) -> Findings {
     let mut findings = Findings::default();
     let windows = windows(events);
-    for (i, first) in windows.iter().enumerate() {
-        for second in windows[i + 1..].iter().take_while(|w| w.start < first.end) {
-            if second.client != first.client {
-                findings.overlaps += 1;
-                let overlap = first.end.min(second.end) - second.start;
-                findings.max_overlap_ms = findings.max_overlap_ms.max(overlap as f64 / 1e6);
+    match primitive {
+        Primitive::Semaphore(permits) => excess(&windows, permits as usize, &mut findings),
+        Primitive::Lock | Primitive::ReadWrite => {
+            for (i, first) in windows.iter().enumerate() {
+                for second in windows[i + 1..].iter().take_while(|w| w.start < first.end) {
+                    let excludes =
+                        primitive.exclusive(&first.side) || primitive.exclusive(&second.side);
+                    if second.client != first.client && excludes {
+                        findings.overlaps += 1;
+                        let overlap = first.end.min(second.end) - second.start;
+                        findings.max_overlap_ms = findings.max_overlap_ms.max(overlap as f64 / 1e6);
+                    }
+                }
             }
         }
     }
@@ -170,10 +219,10 @@ pub fn check(
     let mut acquired_at = Vec::new();
     for event in events {
         match event {
-            Event::AcquireOk { token, t, .. } => {
+            Event::AcquireOk { token, t, side, .. } => {
                 findings.cycles += 1;
                 acquired_at.push(*t);
-                if fenced {
+                if fenced && primitive.exclusive(side) {
                     if *token <= last_token {
                         findings.token_violations += 1;
                     }
@@ -233,6 +282,7 @@ mod tests {
             token,
             valid_until: t + 1000,
             wall_ms: 0,
+            side: String::new(),
         }
     }
 
@@ -253,11 +303,68 @@ mod tests {
             ok(50, "c", 2),
             release(60, "c"),
         ];
-        let findings = check(&events, &[], 0, true, &[]);
+        let findings = check(&events, &[], 0, true, &[], Primitive::Lock);
         assert_eq!(findings.cycles, 3);
         assert_eq!(findings.overlaps, 1);
         assert!((findings.max_overlap_ms - 10e-6).abs() < 1e-9);
         assert_eq!(findings.token_violations, 1, "token 2 granted twice");
+    }
+
+    fn side(t: u64, client: &str, token: u64, side: &str) -> Event {
+        let Event::AcquireOk {
+            t,
+            client,
+            token,
+            valid_until,
+            wall_ms,
+            ..
+        } = ok(t, client, token)
+        else {
+            unreachable!()
+        };
+        Event::AcquireOk {
+            t,
+            client,
+            token,
+            valid_until,
+            wall_ms,
+            side: side.into(),
+        }
+    }
+
+    #[test]
+    fn a_semaphore_counts_only_holders_past_its_permits() {
+        let events = vec![
+            side(10, "a", 1, "permit"),
+            side(11, "b", 3, "permit"),
+            side(12, "c", 2, "permit"),
+            release(20, "a"),
+            side(25, "d", 4, "permit"),
+            release(30, "b"),
+            release(31, "c"),
+            release(40, "d"),
+        ];
+        let three = check(&events, &[], 0, true, &[], Primitive::Semaphore(3));
+        assert_eq!((three.overlaps, three.token_violations), (0, 0));
+        let two = check(&events, &[], 0, true, &[], Primitive::Semaphore(2));
+        assert_eq!(two.overlaps, 2, "c over 2 from 12, d from 25");
+        assert!((two.max_overlap_ms - 8e-6).abs() < 1e-9);
+    }
+
+    #[test]
+    fn readers_share_and_a_writer_beside_anyone_is_an_overlap() {
+        let events = vec![
+            side(10, "a", 1, "read"),
+            side(11, "b", 2, "read"),
+            release(20, "a"),
+            release(21, "b"),
+            side(30, "c", 3, "write"),
+            side(35, "d", 4, "read"),
+            release(40, "c"),
+            release(41, "d"),
+        ];
+        let findings = check(&events, &[], 0, true, &[], Primitive::ReadWrite);
+        assert_eq!(findings.overlaps, 1, "the reader beside the writer");
     }
 
     #[test]
@@ -293,7 +400,7 @@ mod tests {
                 client: "b".into(),
             },
         ];
-        let findings = check(&events, &log, 2, true, &[(25, 28)]);
+        let findings = check(&events, &log, 2, true, &[(25, 28)], Primitive::Lock);
         assert_eq!(findings.overlaps, 0);
         assert_eq!(findings.lost_updates, 0);
         assert_eq!(findings.stale_accepted, 0);
@@ -369,7 +476,7 @@ mod tests {
                 client: "a".into(),
             },
         ];
-        let findings = check(&events, &log, 1, true, &[]);
+        let findings = check(&events, &log, 1, true, &[], Primitive::Lock);
         assert_eq!(findings.lost_updates, 1);
         assert_eq!(findings.stale_accepted, 1);
     }

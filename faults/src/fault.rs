@@ -359,10 +359,15 @@ impl Fault {
                     .query(&mut servers[0].connection());
             }
             Fault::FreezeHolder(leases) => {
+                // Without a lock key to read the owner from (ZooKeeper; a semaphore's or a
+                // read-write lock's holds), the histories tell the holder.
                 let pid = match ensemble {
-                    // No lock key to read the owner from: the histories tell the holder.
-                    Some(_) => holding(histories, lease)?.pid,
-                    None => holder_pid(&servers[0], histories)?,
+                    Some(_) => None,
+                    None => holder_pid(&servers[0], histories),
+                };
+                let pid = match pid {
+                    Some(pid) => pid,
+                    None => holding(histories, lease)?.pid,
                 };
                 start = now_ns();
                 signal(pid, "-STOP");

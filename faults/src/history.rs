@@ -27,6 +27,10 @@ pub enum Event {
         valid_until: u64,
         #[serde(default)]
         wall_ms: u64,
+        /// What was taken: `""` a lock, `"permit"` a semaphore's, `"read"` or `"write"` a
+        /// read-write lock's side.
+        #[serde(default)]
+        side: String,
     },
     /// It was not acquired within the wait.
     AcquireFail { t: u64, client: String },
@@ -205,6 +209,7 @@ mod tests {
             token: t,
             valid_until: t + 1000,
             wall_ms: 0,
+            side: String::new(),
         };
         let write = |name: &str, events: &[Event]| {
             let mut recorder = Recorder::create(&path(name)).expect("a history file");

@@ -4,7 +4,8 @@
 //! is the process each client runs.
 //!
 //! Where to look: a fault (what it needs, how it is injected and healed, how its effect shows)
-//! in `fault.rs`, the failovers it calls in `failover.rs`; a deployment in `mode.rs`; which
+//! in `fault.rs`, the failovers it calls in `failover.rs`; a deployment in `mode.rs`; the
+//! primitive the clients take (a lock, a semaphore, a read-write lock) in `primitive.rs`; which
 //! scenarios a profile runs in `profiles.rs`; how a scenario runs in `scenario.rs`; what counts
 //! as a failure in `checker.rs`, `touches.rs` and `verdict.rs`.
 // An internal tool (never published): event fields and small helpers speak for themselves.
@@ -16,6 +17,7 @@ pub mod failover;
 pub mod fault;
 pub mod history;
 pub mod mode;
+pub mod primitive;
 pub mod profiles;
 pub mod proxy;
 pub mod resource;

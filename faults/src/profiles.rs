@@ -3,6 +3,7 @@
 
 use crate::fault::Fault;
 use crate::mode::Mode;
+use crate::primitive::Primitive;
 use crate::scenario::Scenario;
 
 /// The scenarios of the default profile.
@@ -15,6 +16,7 @@ pub fn all() -> Vec<Scenario> {
         mode,
         fault,
         short: true,
+        primitive: Primitive::Lock,
     };
     let failover = |name, inside, mode, fault, short| Scenario {
         name,
@@ -22,6 +24,15 @@ pub fn all() -> Vec<Scenario> {
         mode,
         fault,
         short,
+        primitive: Primitive::Lock,
+    };
+    let primitive = |name, inside, mode, fault, primitive, short| Scenario {
+        name,
+        inside,
+        mode,
+        fault,
+        short,
+        primitive,
     };
     vec![
         scenario("contention baseline", true, Single, None),
@@ -213,6 +224,72 @@ pub fn all() -> Vec<Scenario> {
             RestartFollower,
             false,
         ),
+        // A semaphore of 3 permits and a read-write lock, taken by 4 processes of 2 threads:
+        // never more than 3 holders, never a reader beside a writer.
+        primitive(
+            "semaphore (3 permits): redis frozen (SIGSTOP) past the lease",
+            true,
+            Single,
+            FreezeServer(2),
+            Primitive::Semaphore(3),
+            true,
+        ),
+        primitive(
+            "semaphore (3 permits): partition from the server for 2 leases (proxy)",
+            true,
+            Single,
+            Partition(2),
+            Primitive::Semaphore(3),
+            false,
+        ),
+        primitive(
+            "semaphore (3 permits): holder frozen (SIGSTOP) past its lease",
+            false,
+            Single,
+            FreezeHolder(3),
+            Primitive::Semaphore(3),
+            false,
+        ),
+        primitive(
+            "semaphore (3 permits): cluster, the slot's master frozen past the lease",
+            true,
+            Cluster,
+            FreezeSlotMaster,
+            Primitive::Semaphore(3),
+            false,
+        ),
+        primitive(
+            "read-write lock: redis frozen (SIGSTOP) past the lease",
+            true,
+            Single,
+            FreezeServer(2),
+            Primitive::ReadWrite,
+            true,
+        ),
+        primitive(
+            "read-write lock: partition from the server for 2 leases (proxy)",
+            true,
+            Single,
+            Partition(2),
+            Primitive::ReadWrite,
+            false,
+        ),
+        primitive(
+            "read-write lock: holder frozen (SIGSTOP) past its lease",
+            false,
+            Single,
+            FreezeHolder(3),
+            Primitive::ReadWrite,
+            false,
+        ),
+        primitive(
+            "read-write lock: sentinel failover with the acquisition not replicated (replica acks)",
+            true,
+            Sentinel { acks: true },
+            KillUnreplicated,
+            Primitive::ReadWrite,
+            false,
+        ),
     ]
 }
 
@@ -235,6 +312,7 @@ pub fn soak() -> Vec<Scenario> {
             mode: Mode::Single,
             fault: Fault::Mix,
             short: false,
+            primitive: Primitive::Lock,
         },
         Scenario {
             name: "soak: a random mix of faults (RedLock)",
@@ -242,6 +320,7 @@ pub fn soak() -> Vec<Scenario> {
             mode: Mode::Red,
             fault: Fault::Mix,
             short: false,
+            primitive: Primitive::Lock,
         },
         Scenario {
             name: "soak: a random mix of failovers (Sentinel, replica acks)",
@@ -249,6 +328,7 @@ pub fn soak() -> Vec<Scenario> {
             mode: Mode::Sentinel { acks: true },
             fault: Fault::Mix,
             short: false,
+            primitive: Primitive::Lock,
         },
     ]
 }
@@ -263,7 +343,10 @@ mod tests {
 
     #[test]
     fn the_short_profile_runs_the_unreplicated_failover_with_and_without_acks() {
-        let failovers: Vec<Scenario> = short().into_iter().filter(is_failover).collect();
+        let failovers: Vec<Scenario> = short()
+            .into_iter()
+            .filter(|scenario| is_failover(scenario) && scenario.primitive == Primitive::Lock)
+            .collect();
         assert_eq!(failovers.len(), 2, "{failovers:?}");
         for acks in [false, true] {
             assert!(failovers
@@ -274,8 +357,9 @@ mod tests {
         }
         assert_eq!(
             all().len() - short().len(),
-            9,
-            "the other failovers and two ZooKeeper scenarios run by default"
+            15,
+            "the other failovers, two ZooKeeper scenarios and six of the semaphore's and the \
+             read-write lock's run by default"
         );
     }
 

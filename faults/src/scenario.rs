@@ -5,6 +5,7 @@ use crate::checker::{self, Findings};
 use crate::fault::{Evidence, Fault, Targets};
 use crate::history::{self, Event};
 use crate::mode::Mode;
+use crate::primitive::Primitive;
 use crate::proxy::Proxy;
 use crate::resource;
 use crate::touches::{self, Touches};
@@ -27,6 +28,8 @@ pub struct Scenario {
     pub fault: Fault,
     /// Whether the short profile runs it too.
     pub short: bool,
+    /// What the clients take.
+    pub primitive: Primitive,
 }
 
 /// How a scenario is run.
@@ -208,14 +211,16 @@ pub fn run(scenario: &Scenario, settings: &Settings) -> std::io::Result<Outcome>
     // The lock servers' own logs of what they ran, to check that no script touched a lease
     // that was not its caller's; on a cluster, the log of the master of the lock's slot; with
     // Sentinels, that of the primary.
+    // Only a lock's: the log is read for the lock's own scripts and key.
     let monitors: Option<Vec<Monitor>> =
-        (!traits.ends_logs && scenario.mode.on_redis()).then(|| match (&cluster, &sentinels) {
-            (Some(cluster), _) => {
-                vec![cluster.server(cluster.master_for_key(LOCK_KEY)).monitor()]
-            }
-            (_, Some(set)) => vec![set.server(set.primary()).monitor()],
-            _ => lock_servers.iter().map(RedisServer::monitor).collect(),
-        });
+        (!traits.ends_logs && scenario.mode.on_redis() && scenario.primitive == Primitive::Lock)
+            .then(|| match (&cluster, &sentinels) {
+                (Some(cluster), _) => {
+                    vec![cluster.server(cluster.master_for_key(LOCK_KEY)).monitor()]
+                }
+                (_, Some(set)) => vec![set.server(set.primary()).monitor()],
+                _ => lock_servers.iter().map(RedisServer::monitor).collect(),
+            });
     let mut clients: Vec<Child> = prefixes
         .iter()
         .enumerate()
@@ -230,7 +235,7 @@ pub fn run(scenario: &Scenario, settings: &Settings) -> std::io::Result<Outcome>
             };
             spawn_client(
                 settings,
-                scenario.mode,
+                scenario,
                 n,
                 history,
                 &resource_server.url(),
@@ -303,7 +308,14 @@ pub fn run(scenario: &Scenario, settings: &Settings) -> std::io::Result<Outcome>
     let mut store = resource_server.connection();
     let log = resource::log(&mut store).unwrap_or_default();
     let counter = resource::counter(&mut store).unwrap_or(0);
-    let findings = checker::check(&events, &log, counter, scenario.mode.fenced(), &faults);
+    let findings = checker::check(
+        &events,
+        &log,
+        counter,
+        scenario.mode.fenced(),
+        &faults,
+        scenario.primitive,
+    );
     // Which faults showed in what the clients saw.
     let jumped = wall_clock_jumped(&events);
     let horizon = (settings.lease * 2).as_nanos() as u64;
@@ -351,7 +363,7 @@ fn wall_clock_jumped(events: &[Event]) -> bool {
 
 fn spawn_client(
     settings: &Settings,
-    mode: Mode,
+    scenario: &Scenario,
     n: usize,
     history: &Path,
     resource_url: &str,
@@ -367,10 +379,11 @@ fn spawn_client(
             .env("FAKETIME_DONT_FAKE_MONOTONIC", "1");
     }
     command
+        .env("FAULT_PRIMITIVE", scenario.primitive.arg())
         .arg(format!("c{n}"))
         .arg(history)
         .arg(resource_url)
-        .arg(mode.client_mode())
+        .arg(scenario.mode.client_mode())
         .arg(settings.lease.as_millis().to_string())
         .arg(settings.duration.as_millis().to_string())
         .arg(settings.threads.to_string())
@@ -403,6 +416,7 @@ mod tests {
             mode,
             fault,
             short: true,
+            primitive: Primitive::Lock,
         }
     }
 

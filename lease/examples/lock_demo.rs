@@ -2,12 +2,15 @@
 //!
 //! 1. four workers contend for one job, each under `lease run`: one at a time, tokens rising;
 //! 2. a job three times longer than its lease, kept alive by renewal while others are refused;
-//! 3. a holder whose Redis freezes: it is told it lost the lease, and its command is stopped.
+//! 3. five exports on at most two hosts at once: `lease run --permits 2`, a semaphore whose
+//!    permits are leases (on Redis only);
+//! 4. a holder whose Redis freezes: it is told it lost the lease, and its command is stopped.
 //!
 //! With `cluster` after the tool's path, the same timeline runs on a throwaway Redis Cluster (3
-//! masters, 3 replicas), the tool given its nodes as seeds; step 3 freezes the master of the job's
+//! masters, 3 replicas), the tool given its nodes as seeds; step 4 freezes the master of the job's
 //! slot. With `zookeeper`, it runs on a throwaway standalone ZooKeeper, the tool given
-//! `--zookeeper`; step 3 freezes ZooKeeper.
+//! `--zookeeper`, and step 3 is skipped (ZooKeeper offers no semaphore yet); step 4 freezes
+//! ZooKeeper.
 //!
 //! Run by `scripts/demo [cluster|zookeeper]`, which builds the tool first; by hand:
 //! `cargo run --release -p redis-lease --features cli --example lock_demo -- target/release/lease [cluster|zookeeper]`.
@@ -255,8 +258,50 @@ fn main() {
     .finish();
     long.finish();
 
+    let permits_ok = if matches!(on, Deployment::ZooKeeper(_)) {
+        true
+    } else {
+        heading("3. Five exports, at most two at a time: `lease run --permits 2`");
+        let exports: Vec<Run> = (1..=5)
+            .map(|n| {
+                Run::start(
+                    &tool,
+                    &on,
+                    &format!("export {n}"),
+                    &[
+                        "--lease",
+                        "2s",
+                        "run",
+                        "--permits",
+                        "2",
+                        "--wait",
+                        "30s",
+                        "exports",
+                        "--",
+                        "sh",
+                        "-c",
+                        "echo \"exporting, token $LEASE_TOKEN\"; sleep 0.6; echo done",
+                    ],
+                )
+            })
+            .collect();
+        thread::sleep(Duration::from_millis(300));
+        let status = Command::new(&tool)
+            .env("LEASE_REDIS_URL", on.url())
+            .args(on.args(&["status", "--permits", "2", "exports"]))
+            .output()
+            .expect("lease status");
+        say("status", String::from_utf8_lossy(&status.stdout).trim_end());
+        let ok = exports
+            .into_iter()
+            .map(Run::finish)
+            .all(|status| status.success());
+        say("demo", &format!("every export ran, two at a time: {ok}"));
+        ok
+    };
+
     heading(
-        "3. The server freezes under a holder: it is told it lost the lease and stops its command",
+        "4. The server freezes under a holder: it is told it lost the lease and stops its command",
     );
     let fragile = Run::start(
         &tool,
@@ -286,10 +331,13 @@ fn main() {
     println!();
     say(
         "demo",
-        &format!("done: workers one at a time {all_ok}, lost lease stopped its command {stopped_in_time}"),
+        &format!(
+            "done: workers one at a time {all_ok}, exports two at a time {permits_ok}, lost \
+             lease stopped its command {stopped_in_time}"
+        ),
     );
     drop(on);
-    if !(all_ok && stopped_in_time) {
+    if !(all_ok && permits_ok && stopped_in_time) {
         std::process::exit(1);
     }
 }

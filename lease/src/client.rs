@@ -4,12 +4,14 @@
 use crate::backend::{cluster, quorum, sentinel, server, Settings};
 use crate::conn::redact;
 use crate::error::{Error, Result};
-use crate::keys::LockKeys;
+use crate::keys::{Kind, LockKeys};
 use crate::lock::core::{Core, Parts};
 use crate::lock::Lock;
 use crate::owner;
 use crate::policy::{check_lease, check_timeout};
+use crate::rwlock::ReadWriteLock;
 use crate::scripts::Acks;
+use crate::semaphore::Semaphore;
 use crate::watchdog::{self, Watchdog, WatchdogMetrics};
 use hashwheel::Timer;
 use std::sync::Arc;
@@ -201,6 +203,52 @@ impl Client {
     /// `}`, or that ZooKeeper cannot take as a node name.
     pub fn lock(&self, name: &str) -> Result<Lock> {
         let keys = LockKeys::new(self.core.prefix(), name)?;
+        self.core.backend().admit(&keys)?;
+        Ok(Lock::new(Arc::clone(&self.core), keys))
+    }
+
+    /// A lock that grants in the order its waiters asked, across processes and threads: each
+    /// waiting call takes a place in a line kept in Redis (on ZooKeeper every lock is fair), and
+    /// a free lock goes only to the first in line whose place lasts. A waiter keeps its place by
+    /// asking again at least every second, as every waiting call does; the place of one that
+    /// vanished (its process killed or paused) lapses after 5 s, so it holds the line up for at
+    /// most that long. Fair among fair-lock callers: a plain [`Client::lock`] of the same name
+    /// is the same lock, and does not queue. Not offered on RedLock.
+    ///
+    /// # Errors
+    ///
+    /// As [`Client::lock`], and [`Error::InvalidArgument`] on RedLock.
+    pub fn fair_lock(&self, name: &str) -> Result<Lock> {
+        self.primitive(name, Kind::Fair)
+    }
+
+    /// A semaphore of `permits` (1 to 10,000): at most that many permits held at once, each
+    /// acquisition a lease of its own (see [`Semaphore`]). Not offered on RedLock or ZooKeeper.
+    ///
+    /// # Errors
+    ///
+    /// As [`Client::lock`], and [`Error::InvalidArgument`] for permits out of range, or on
+    /// RedLock or ZooKeeper.
+    pub fn semaphore(&self, name: &str, permits: u32) -> Result<Semaphore> {
+        crate::semaphore::check_permits(permits)?;
+        let lock = self.primitive(name, Kind::Semaphore { permits, take: 1 })?;
+        Ok(Semaphore::new(lock, permits))
+    }
+
+    /// A read-write lock: many readers or one writer (see [`ReadWriteLock`]). Not offered on
+    /// RedLock or ZooKeeper.
+    ///
+    /// # Errors
+    ///
+    /// As [`Client::lock`], and [`Error::InvalidArgument`] on RedLock or ZooKeeper.
+    pub fn read_write_lock(&self, name: &str) -> Result<ReadWriteLock> {
+        let read = self.primitive(name, Kind::Read)?;
+        Ok(ReadWriteLock::new(read.clone(), read.of_kind(Kind::Write)))
+    }
+
+    /// The primitive `kind` named `name`, if it can live on this deployment.
+    fn primitive(&self, name: &str, kind: Kind) -> Result<Lock> {
+        let keys = LockKeys::of(self.core.prefix(), name, kind)?;
         self.core.backend().admit(&keys)?;
         Ok(Lock::new(Arc::clone(&self.core), keys))
     }

@@ -65,6 +65,12 @@ pub enum Error {
         /// What is wrong with it.
         detail: String,
     },
+    /// The wait was ended by its [`Cancel`](crate::Cancel) token. Nothing is held.
+    #[error("the wait for {name:?} was cancelled")]
+    Cancelled {
+        /// The lock's name.
+        name: String,
+    },
     /// More threads of this client wait for this lock than `max_local_waiters` allows.
     #[error("{waiting} threads already wait for lock {name:?} in this client")]
     QueueFull {

@@ -97,6 +97,7 @@
 #![warn(clippy::missing_errors_doc)]
 
 mod backend;
+mod cancel;
 mod client;
 mod conn;
 mod error;
@@ -111,7 +112,9 @@ mod pipe;
 mod policy;
 mod pool;
 mod pubsub;
+mod rwlock;
 mod scripts;
+mod semaphore;
 mod state;
 mod watchdog;
 #[cfg(feature = "zookeeper")]
@@ -120,6 +123,7 @@ pub(crate) mod zk;
 #[doc = include_str!("guarantees.md")]
 pub mod guarantees {}
 
+pub use cancel::Cancel;
 pub use client::{Client, ClientBuilder};
 /// `url` with the password of its user information replaced by `***` (`redis://u:***@h:1/0`), as
 /// the crate shows URLs in its messages; text that is not a URL is shown up to its last `@` as
@@ -132,6 +136,8 @@ pub use lock::{LeaseGuard, Lock};
 pub use lost::{Lost, LostReason};
 pub use multilock::{MultiGuard, MultiLock};
 pub use policy::{MAX_LEASE, MIN_LEASE};
+pub use rwlock::ReadWriteLock;
+pub use semaphore::{Semaphore, MAX_PERMITS};
 pub use state::LockState;
 pub use watchdog::WatchdogMetrics;
 

@@ -3,6 +3,7 @@
 //! caller is refused at once. Turns only: what the contender offers to releasers of this client
 //! is the hand-off's (`lock/handoff.rs`).
 
+use crate::cancel::Cancel;
 use parking_lot::{Condvar, Mutex};
 use std::collections::{HashMap, VecDeque};
 use std::sync::Arc;
@@ -15,6 +16,8 @@ pub(crate) enum Refused {
     Full { waiting: usize },
     /// The deadline passed while waiting (or had passed, and another thread has the turn).
     TimedOut,
+    /// The wait's [`Cancel`] token was cancelled.
+    Cancelled,
 }
 
 #[derive(Default)]
@@ -43,7 +46,12 @@ impl LocalQueues {
     }
 
     /// Waits for this thread's turn to contend for `name`, until `deadline` (`None`: no limit).
-    pub(crate) fn enter(&self, name: &str, deadline: Option<Instant>) -> Result<Turn<'_>, Refused> {
+    pub(crate) fn enter(
+        &self,
+        name: &str,
+        deadline: Option<Instant>,
+        cancel: Option<&Cancel>,
+    ) -> Result<Turn<'_>, Refused> {
         let ticket = {
             let mut queues = self.queues.lock();
             let queue = queues.entry(name.to_owned()).or_default();
@@ -63,8 +71,16 @@ impl LocalQueues {
             queue.waiting.push_back(Arc::clone(&ticket));
             ticket
         };
+        let _registration = cancel.map(|cancel| {
+            let ticket = Arc::clone(&ticket);
+            cancel.on_cancel(Arc::new(move || {
+                let _ready = ticket.ready.lock();
+                ticket.given.notify_all();
+            }))
+        });
+        let cancelled = || cancel.is_some_and(Cancel::is_cancelled);
         let mut ready = ticket.ready.lock();
-        while !*ready {
+        while !*ready && !cancelled() {
             match deadline {
                 Some(deadline) => {
                     if ticket.given.wait_until(&mut ready, deadline).timed_out() && !*ready {
@@ -90,6 +106,9 @@ impl LocalQueues {
         drop(queues);
         if !still_queued {
             drop(self.turn(name));
+        }
+        if cancelled() {
+            return Err(Refused::Cancelled);
         }
         Err(Refused::TimedOut)
     }
@@ -149,13 +168,13 @@ mod tests {
     #[test]
     fn turns_pass_in_fifo_order() {
         let queues = Arc::new(LocalQueues::new(10));
-        let first = queues.enter("a", None).expect("free");
+        let first = queues.enter("a", None, None).expect("free");
         let (done, order) = mpsc::channel();
         let mut threads = Vec::new();
         for n in 0..3 {
             let (shared, done) = (queues.clone(), done.clone());
             threads.push(thread::spawn(move || {
-                let turn = shared.enter("a", None).expect("waits its turn");
+                let turn = shared.enter("a", None, None).expect("waits its turn");
                 done.send(n).expect("test alive");
                 drop(turn);
             }));
@@ -172,7 +191,7 @@ mod tests {
             thread.join().expect("no panic");
         }
         assert!(
-            queues.enter("a", Some(Instant::now())).is_ok(),
+            queues.enter("a", Some(Instant::now()), None).is_ok(),
             "free again"
         );
     }
@@ -180,19 +199,22 @@ mod tests {
     #[test]
     fn full_queue_refuses_at_once_and_timeouts_leave_the_queue() {
         let queues = LocalQueues::new(0);
-        let _first = queues.enter("a", None).expect("free");
+        let _first = queues.enter("a", None, None).expect("free");
         assert_eq!(
-            queues.enter("a", None).err(),
+            queues.enter("a", None, None).err(),
             Some(Refused::Full { waiting: 0 })
         );
         let queues = LocalQueues::new(5);
-        let first = queues.enter("a", None).expect("free");
+        let first = queues.enter("a", None, None).expect("free");
         let soon = Instant::now() + Duration::from_millis(20);
-        assert_eq!(queues.enter("a", Some(soon)).err(), Some(Refused::TimedOut));
+        assert_eq!(
+            queues.enter("a", Some(soon), None).err(),
+            Some(Refused::TimedOut)
+        );
         assert_eq!(queues.waiting("a"), 0);
         drop(first);
         assert!(
-            queues.enter("b", Some(Instant::now())).is_ok(),
+            queues.enter("b", Some(Instant::now()), None).is_ok(),
             "other names are separate"
         );
     }

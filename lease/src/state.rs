@@ -32,6 +32,10 @@ pub struct LockState {
     /// On ZooKeeper, how many contenders wait behind the holder; `None` on Redis, where
     /// waiters do not queue in the server.
     pub waiting: Option<u64>,
+    /// A semaphore's permits, as its last acquisition declared them; `None` for a lock.
+    pub permits: Option<u64>,
+    /// A semaphore's permits held now; `None` for a lock.
+    pub permits_in_use: Option<u64>,
     /// Whether a fencing counter read for this lock is at the largest token.
     exhausted: bool,
 }
@@ -49,6 +53,8 @@ impl LockState {
             holder_session: None,
             held_since: None,
             waiting: None,
+            permits: None,
+            permits_in_use: None,
             exhausted: false,
         }
     }

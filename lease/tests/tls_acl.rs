@@ -307,3 +307,99 @@ fn a_user_without_wait_and_with_replica_acks_leaves_no_hold() {
     );
     assert_eq!(pttl(&server, "unwaited"), -2, "no hold is left behind");
 }
+
+/// What docs/lease.md adds to [`RULES`] for semaphores, read-write locks and fair locks.
+const PRIMITIVE_RULES: &[&str] = &[
+    "+zadd",
+    "+zrem",
+    "+zrange",
+    "+zscore",
+    "+zrangebyscore",
+    "+zcard",
+    "+time",
+];
+
+#[test]
+fn an_acl_user_with_the_documented_primitive_rules_takes_every_primitive() {
+    let server = RedisServer::start();
+    let rules: Vec<&str> = RULES.iter().chain(PRIMITIVE_RULES).copied().collect();
+    server.acl_setuser("locker", &rules);
+    server.acl_setuser("plain", RULES);
+    let client = Client::builder(server.url_as("locker", "locker-pw"))
+        .key_prefix("app:")
+        .default_lease(Duration::from_millis(300))
+        .build()
+        .expect("valid settings");
+    let semaphore = client.semaphore("permits", 2).expect("valid");
+    let (first, second) = (
+        semaphore.acquire().expect("free"),
+        semaphore.acquire().expect("free"),
+    );
+    let waiter = {
+        let semaphore = semaphore.clone();
+        thread::spawn(move || {
+            semaphore
+                .try_acquire_for(Duration::from_secs(10))
+                .map(|g| g.is_some())
+        })
+    };
+    thread::sleep(client.default_lease() * 3);
+    assert!(!first.is_lost() && !second.is_lost());
+    assert_eq!(
+        semaphore.inspect().expect("reachable").permits_in_use,
+        Some(2)
+    );
+    drop(first);
+    assert!(waiter.join().expect("no panic").expect("reachable"));
+    assert!(semaphore.force_release().expect("reachable"));
+    drop(second);
+
+    let rw = client.read_write_lock("table").expect("valid");
+    let read = rw.read_lock().lock().expect("free");
+    let writer = {
+        let rw = rw.clone();
+        thread::spawn(move || {
+            rw.write_lock()
+                .try_lock_for(Duration::from_secs(10))
+                .map(|g| g.is_some())
+        })
+    };
+    thread::sleep(Duration::from_millis(300));
+    drop(read);
+    assert!(writer.join().expect("no panic").expect("reachable"));
+    assert!(rw
+        .write_lock()
+        .try_lock_for(Duration::from_millis(100))
+        .is_ok());
+
+    let fair = client.fair_lock("line").expect("valid");
+    let held = fair.lock().expect("free");
+    let next = {
+        let fair = fair.clone();
+        thread::spawn(move || {
+            fair.try_lock_for(Duration::from_secs(10))
+                .map(|g| g.is_some())
+        })
+    };
+    thread::sleep(Duration::from_millis(300));
+    assert_eq!(fair.inspect().expect("reachable").waiting, Some(1));
+    drop(held);
+    assert!(next.join().expect("no panic").expect("reachable"));
+
+    // Without them, the primitives are refused before anything is written.
+    let plain = Client::builder(server.url_as("plain", "locker-pw"))
+        .key_prefix("app:")
+        .build()
+        .expect("valid settings");
+    let refused = plain.semaphore("other", 2).expect("valid").try_acquire();
+    assert!(
+        matches!(&refused, Err(Error::Refused(error)) if error.code() == Some("NOPERM")),
+        "{refused:?}"
+    );
+    let state = client
+        .semaphore("other", 2)
+        .expect("valid")
+        .inspect()
+        .expect("reachable");
+    assert!(!state.is_held() && state.problems.is_empty(), "{state:?}");
+}

@@ -355,3 +355,48 @@ fn a_silent_port_or_a_server_that_is_not_zookeeper_fails_within_the_bound() {
     }
     drop(silent);
 }
+
+#[test]
+fn a_fair_lock_is_the_lock_in_line_and_shared_primitives_are_refused() {
+    let zk = ZooKeeper::start_with(&["forceSync=no"]);
+    let hosts = zk.connect_string();
+    let clients = |lease| {
+        Client::zookeeper([hosts.as_str()])
+            .default_lease(lease)
+            .connect_timeout(Duration::from_secs(1))
+            .command_timeout(Duration::from_secs(1))
+            .build()
+            .expect("valid settings")
+    };
+    common::primitives::fair_lock_grants_in_order(&clients, "fair");
+    let client = clients(SESSION);
+    assert!(matches!(
+        client.semaphore("s", 2),
+        Err(Error::InvalidArgument(_))
+    ));
+    assert!(matches!(
+        client.read_write_lock("rw"),
+        Err(Error::InvalidArgument(_))
+    ));
+    // A wait on ZooKeeper ends when cancelled, its node withdrawn.
+    let lock = client.lock("cancelled").expect("valid");
+    let held = lock.lock().expect("free");
+    let other = clients(SESSION).lock("cancelled").expect("valid");
+    let cancel = redis_lease::Cancel::new();
+    let waiter = {
+        let cancel = cancel.clone();
+        std::thread::spawn(move || other.lock_cancellable(&cancel).map(drop))
+    };
+    std::thread::sleep(Duration::from_millis(300));
+    assert_eq!(lock.inspect().expect("reachable").waiting, Some(1));
+    cancel.cancel();
+    let outcome = waiter.join().expect("no panic");
+    assert!(
+        matches!(outcome, Err(Error::Cancelled { .. })),
+        "{outcome:?}"
+    );
+    wait_until("the node withdrawn", Duration::from_secs(5), || {
+        lock.inspect().expect("reachable").waiting == Some(0)
+    });
+    drop(held);
+}

@@ -10,11 +10,17 @@
 //! `sentinel` or `sentinel-acks` (the name the Sentinels know the primary by, then the Sentinels'
 //! URLs; with `-acks`, every acquisition, renewal and release waits for one replica), or
 //! `zookeeper` (the servers' `host:port`s; the lease is the session timeout).
+//!
+//! `FAULT_PRIMITIVE` says what the threads take: `lock` (the default), `semaphore:N` (one of N
+//! permits; no write or increment under it, which N holders at once would race on), or `rw` (a
+//! read-write lock: the write side one cycle in three, with the writes and increments, the read
+//! side in the others, with neither).
 
 #![allow(clippy::print_stderr, clippy::print_stdout, missing_docs)]
 
 use faults::clock::{now_ns, Stamp};
 use faults::history::{Event, Recorder};
+use faults::primitive::Primitive;
 use faults::resource;
 use std::path::Path;
 use std::time::{Duration, Instant};
@@ -147,7 +153,25 @@ fn run(
     let stamp = Stamp::new();
     let mut store = redis::Client::open(resource_url)?.get_connection()?;
     store.set_read_timeout(Some(Duration::from_secs(5)))?;
+    let primitive = Primitive::parse(&std::env::var("FAULT_PRIMITIVE").unwrap_or_default())
+        .ok_or("FAULT_PRIMITIVE names no primitive")?;
     let lock = shared.lock("jobs")?;
+    let (permit, read, write) = match primitive {
+        Primitive::Lock => (None, None, None),
+        Primitive::Semaphore(permits) => (
+            Some(shared.semaphore("jobs", permits)?.taking(1)?),
+            None,
+            None,
+        ),
+        Primitive::ReadWrite => {
+            let rw = shared.read_write_lock("jobs")?;
+            (
+                None,
+                Some(rw.read_lock().clone()),
+                Some(rw.write_lock().clone()),
+            )
+        }
+    };
     let owner = lock.owner();
     let name = name.to_owned();
     recorder.record(&Event::Start {
@@ -169,7 +193,15 @@ fn run(
             t: now_ns(),
             client: name.clone(),
         });
-        let acquired = lock.try_lock_for(WAIT);
+        // What this cycle takes, and whether it writes under it.
+        let (taken, side) = match (&permit, &read, &write) {
+            (Some(permit), _, _) => (permit, "permit"),
+            (_, Some(_), Some(write)) if cycle.is_multiple_of(3) => (write, "write"),
+            (_, Some(read), _) => (read, "read"),
+            _ => (&lock, ""),
+        };
+        let writes = primitive.exclusive(side);
+        let acquired = taken.try_lock_for(WAIT);
         let held = match acquired {
             Ok(Some(held)) => held,
             Ok(None) => {
@@ -197,6 +229,7 @@ fn run(
             wall_ms: std::time::SystemTime::now()
                 .duration_since(std::time::UNIX_EPOCH)
                 .map_or(0, |since| since.as_millis() as u64),
+            side: side.to_owned(),
         });
         let mut lost = None;
         let told = held.lost_signal();
@@ -228,6 +261,9 @@ fn run(
             if let Some(news) = news {
                 lost = Some((format!("{:?}", news.reason), news.valid_until));
                 break;
+            }
+            if !writes {
+                continue;
             }
             if held.fencing_token().is_some() {
                 let accepted = resource::fenced_write(&mut store, token(&held), &name)?;

@@ -47,6 +47,9 @@ pub(crate) struct Attempt<'a> {
     /// that the attempt did not take too long.
     pub(crate) valid_until: Instant,
     pub(crate) now: &'a (dyn Fn() -> Instant + Sync),
+    /// Whether the acquisition waits if it finds the lock held: a waiting acquisition of a fair
+    /// lock takes a place in its queue, a waiting writer goes before new readers.
+    pub(crate) waits: bool,
 }
 
 /// What an attempt came to.
@@ -191,9 +194,11 @@ pub(crate) trait Backend: Send + Sync + 'static {
     ) -> Result<Attempted>;
 
     /// Withdraws `owner`'s place in the lock's queue when its acquisition ends without the lock,
-    /// for a backend that keeps a place while a contender waits (ZooKeeper's nodes). Returns at
-    /// once: the withdrawal may finish in the background.
-    fn abandon(&self, _keys: &LockKeys, _owner: &str) {}
+    /// for a backend that keeps a place while a contender waits (ZooKeeper's nodes; on Redis, a
+    /// fair lock's line and a waiting writer's mark, which only an acquisition that `waited`
+    /// leaves). Returns within one call timeout; ZooKeeper's withdrawal finishes in the
+    /// background.
+    fn abandon(&self, _keys: &LockKeys, _owner: &str, _waited: bool) {}
 
     /// The client stops keeping `hold` alive (its guard abandoned it): the hold must be gone
     /// after `at`, as a lease that lapses in Redis is. A backend whose holds lapse by themselves

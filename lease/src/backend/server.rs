@@ -136,6 +136,7 @@ pub(crate) fn attempt_on(
         attempt.id,
         attempt.reenter,
         con.epoch(),
+        attempt.waits,
     );
     let reply = match call.run(&mut *con, &keys.lock) {
         Ok(reply) => reply,
@@ -261,6 +262,33 @@ pub(crate) fn settle_grant_on(
     })
 }
 
+/// Withdraws what `owner`'s wait left in Redis (a fair lock's place in line, a writer's mark)
+/// on the server `via` reaches, by `deadline`. Best effort: a mark left behind lapses by itself
+/// (see [`scripts::WAITER_MARK`]).
+pub(crate) fn withdraw_on(
+    via: Via<'_>,
+    keys: &LockKeys,
+    owner: &str,
+    deadline: Instant,
+) -> Result<()> {
+    via.call(deadline, |con| {
+        scripts::withdraw(keys, owner)
+            .run(con, &keys.lock)
+            .map(drop)
+    })
+}
+
+/// Withdraws a wait's marks, logging a failure (the marks then lapse by themselves).
+pub(crate) fn log_withdrawal(keys: &LockKeys, withdrawn: Result<()>) {
+    if let Err(error) = withdrawn {
+        log::debug!(
+            "withdrawing a wait for {:?} failed: {error}; its mark lapses within {:?}",
+            keys.name,
+            scripts::WAITER_MARK
+        );
+    }
+}
+
 /// How long a waiter of a server that announces releases sleeps: no longer than the holder's
 /// lease has left, and never more than [`MAX_RECHECK`].
 pub(crate) fn pause(ttl: Option<Duration>) -> Duration {
@@ -302,6 +330,16 @@ impl Backend for Server {
             deadline,
             Announce::Global,
         )
+    }
+
+    fn abandon(&self, keys: &LockKeys, owner: &str, waited: bool) {
+        if waited && keys.kind.marks_waiting() {
+            let deadline = self.pool.call_deadline();
+            log_withdrawal(
+                keys,
+                withdraw_on(Via::direct(&self.pool), keys, owner, deadline),
+            );
+        }
     }
 
     fn release(&self, keys: &LockKeys, release: &Release<'_>, deadline: Instant) -> ReleaseOutcome {

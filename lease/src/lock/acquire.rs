@@ -10,7 +10,9 @@ use super::guard::{Acquisition, LeaseGuard};
 use super::handoff::Offer;
 use super::release::{self, Grants, Holding};
 use crate::backend::{Attempt, Attempted};
+use crate::cancel::{self, Cancel};
 use crate::error::{Error, Result};
+use crate::keys::Kind;
 use crate::keys::LockKeys;
 use crate::local_queue::Refused;
 use crate::policy::{LeaseKind, Wait};
@@ -35,6 +37,8 @@ pub(crate) struct Request<'a> {
     pub(crate) keys: &'a Arc<LockKeys>,
     pub(crate) owner: String,
     pub(crate) max_hold: Option<Duration>,
+    /// Ends the wait from another thread.
+    pub(crate) cancel: Option<&'a Cancel>,
 }
 
 pub(crate) fn acquire(
@@ -46,7 +50,8 @@ pub(crate) fn acquire(
     if !matches!(acquired, Ok(Some(_))) {
         // A backend that keeps a contender's place in the server while it waits (ZooKeeper's
         // nodes) gives it up, or it would stand in the queue ahead of later contenders.
-        lock.core.backend().abandon(lock.keys, &lock.owner);
+        let waited = !matches!(wait, Wait::No);
+        lock.core.backend().abandon(lock.keys, &lock.owner, waited);
     }
     acquired
 }
@@ -66,10 +71,32 @@ fn contend(lock: &Request<'_>, kind: LeaseKind, wait: Wait) -> Result<Option<Lea
     // the owner holds the lock no more (its guards gone), it queues as any contender.
     let mut turn = None;
     let mut waiting: Option<(Watch, Arc<Offer>)> = None;
+    if keys.kind == Kind::Write
+        && core.reentrant(keys, &owner).is_none()
+        && core
+            .reentrant(&keys.with_kind(Kind::Read), &owner)
+            .is_some()
+    {
+        return Err(Error::InvalidArgument(format!(
+            "{owner} holds the read lock of {:?}: a read lock cannot be upgraded to a write \
+             lock (the writer would wait for itself); release it first",
+            keys.name
+        )));
+    }
+    let cancelled = || lock.cancel.is_some_and(Cancel::is_cancelled);
     loop {
-        let reenter = core.reentrant(keys, &owner);
+        if cancelled() {
+            return Err(Error::Cancelled {
+                name: keys.name.clone(),
+            });
+        }
+        let reenter = if keys.kind.reentrant() {
+            core.reentrant(keys, &owner)
+        } else {
+            None
+        };
         if turn.is_none() && reenter.is_none() {
-            turn = match core.contend(keys, wait.deadline(started)) {
+            turn = match core.contend(keys, &owner, wait.deadline(started), lock.cancel) {
                 Ok(turn) => Some(turn),
                 Err(Refused::Full { waiting }) => {
                     return Err(Error::QueueFull {
@@ -78,6 +105,11 @@ fn contend(lock: &Request<'_>, kind: LeaseKind, wait: Wait) -> Result<Option<Lea
                     })
                 }
                 Err(Refused::TimedOut) => return wait.gave_up(&keys.name, started),
+                Err(Refused::Cancelled) => {
+                    return Err(Error::Cancelled {
+                        name: keys.name.clone(),
+                    })
+                }
             };
             let call_by = core.call_deadline();
             settle_releases(lock, &owner, call_by)?;
@@ -91,7 +123,7 @@ fn contend(lock: &Request<'_>, kind: LeaseKind, wait: Wait) -> Result<Option<Lea
             }
         }
         if let Some(until) = turn.as_ref().and_then(|turn| turn.yield_until()) {
-            std::thread::sleep(until.saturating_duration_since(Instant::now()));
+            cancel::sleep_until(lock.cancel, until);
         }
         let id = core.ids().next();
         let sent_at = core.watchdog().now();
@@ -103,6 +135,7 @@ fn contend(lock: &Request<'_>, kind: LeaseKind, wait: Wait) -> Result<Option<Lea
             reenter: reenter.as_deref(),
             valid_until: watchdog::valid_until(sent_at, lease),
             now: &now,
+            waits: !matches!(wait, Wait::No),
         };
         let call_by = first_call_by.take().unwrap_or_else(|| core.call_deadline());
         let attempted = match core.backend().attempt(keys, &attempt, call_by) {
@@ -110,7 +143,7 @@ fn contend(lock: &Request<'_>, kind: LeaseKind, wait: Wait) -> Result<Option<Lea
             Err(error) => match wait.retry_at(&error) {
                 Some(at) => {
                     log::debug!("lock {:?}: {error}; trying again", keys.name);
-                    std::thread::sleep(at.saturating_duration_since(Instant::now()));
+                    cancel::sleep_until(lock.cancel, at);
                     continue;
                 }
                 None => return Err(error),
@@ -157,7 +190,7 @@ fn contend(lock: &Request<'_>, kind: LeaseKind, wait: Wait) -> Result<Option<Lea
                     // it looks again after a pause instead.
                     let pause = now + core.backend().pause(ttl);
                     let until = deadline.map_or(pause, |d| d.min(pause));
-                    std::thread::sleep(until.saturating_duration_since(now));
+                    cancel::sleep_until(lock.cancel, until);
                     continue;
                 };
                 let Some((watch, offer)) = &waiting else {
@@ -175,7 +208,7 @@ fn contend(lock: &Request<'_>, kind: LeaseKind, wait: Wait) -> Result<Option<Lea
                 let pause = now + core.backend().pause(ttl);
                 let until = deadline.map_or(pause, |d| d.min(pause));
                 offer.open(core.watchdog().now());
-                watch.wait(until);
+                watch.wait_or_cancel(until, lock.cancel);
             }
         }
     }

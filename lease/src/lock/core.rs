@@ -92,17 +92,17 @@ impl Core {
 
     /// The hold `owner` holds on the lock through a live guard, which an acquisition re-enters.
     pub(crate) fn reentrant(&self, keys: &LockKeys, owner: &str) -> Option<Arc<str>> {
-        self.registry.reentrant(&keys.name, owner)
+        self.registry.reentrant(&keys.scope, owner)
     }
 
     /// A guard of `hold` now exists.
     pub(crate) fn acquired(&self, keys: &LockKeys, owner: &str, hold: &Arc<str>) {
-        self.registry.acquired(&keys.name, owner, hold);
+        self.registry.acquired(&keys.scope, owner, hold);
     }
 
     /// A guard of `hold` is gone, its release about to be sent.
     pub(crate) fn guard_gone(&self, keys: &LockKeys, owner: &str, hold: &str) {
-        self.registry.guard_gone(&keys.name, owner, hold);
+        self.registry.guard_gone(&keys.scope, owner, hold);
     }
 
     /// A release of `owner` came back: the lock is held here still or not, and a release of
@@ -115,18 +115,18 @@ impl Core {
         unknown: Option<Unsettled>,
     ) {
         self.registry
-            .released(&keys.name, owner, held_here, unknown);
+            .released(&keys.scope, owner, held_here, unknown);
     }
 
     /// A guard was abandoned: its hold lapses unless its release, sent before the owner's next
     /// acquisition, frees it first.
     pub(crate) fn abandoned(&self, keys: &LockKeys, owner: &str, release: Unsettled) {
-        self.registry.abandoned(&keys.name, owner, release);
+        self.registry.abandoned(&keys.scope, owner, release);
     }
 
     /// The lock was deleted whoever held it: this client's waiters look again at once.
     pub(crate) fn force_freed(&self, keys: &LockKeys) {
-        self.registry.force_freed(&keys.name);
+        self.registry.force_freed(&keys.scope);
         self.waiters.notify(&keys.channel);
     }
 
@@ -139,13 +139,13 @@ impl Core {
                 hold: Arc::clone(hold),
                 id,
             };
-            self.registry.unanswered(&keys.name, owner, release);
+            self.registry.unanswered(&keys.scope, owner, release);
         }
     }
 
     /// Takes `owner`'s releases of the lock of unknown outcome, to send them again.
     pub(crate) fn take_unsettled(&self, keys: &LockKeys, owner: &str) -> Vec<Unsettled> {
-        self.registry.take_unsettled(&keys.name, owner)
+        self.registry.take_unsettled(&keys.scope, owner)
     }
 }
 
@@ -155,18 +155,26 @@ impl Core {
     pub(crate) fn contend(
         &self,
         keys: &LockKeys,
+        owner: &str,
         deadline: Option<Instant>,
+        cancel: Option<&crate::Cancel>,
     ) -> Result<Contention<'_>, Refused> {
-        self.registry.contending(&keys.name);
-        match self.queues.enter(&keys.name, deadline) {
+        // A fair lock's waiters queue in Redis, each on its own: locally, each owner is alone.
+        let queue_key = if keys.kind.queues_locally() {
+            keys.scope.clone()
+        } else {
+            format!("{}\0{owner}", keys.scope)
+        };
+        self.registry.contending(&queue_key);
+        match self.queues.enter(&queue_key, deadline, cancel) {
             Ok(turn) => Ok(Contention {
                 core: self,
-                name: keys.name.clone(),
+                name: queue_key,
                 offer: None,
                 _turn: turn,
             }),
             Err(refused) => {
-                self.registry.contention_over(&keys.name, None);
+                self.registry.contention_over(&queue_key, None);
                 Err(refused)
             }
         }
@@ -174,12 +182,12 @@ impl Core {
 
     /// What a release of the lock at its hold's last does about this client's contender.
     pub(crate) fn claim(&self, keys: &LockKeys) -> Claiming {
-        self.registry.claim(&keys.name)
+        self.registry.claim(&keys.scope)
     }
 
     /// A release granted the lock to this client's contender, the backend reporting `rivals`.
     pub(crate) fn granted(&self, keys: &LockKeys, rivals: Rivals) {
-        self.registry.granted(&keys.name, rivals);
+        self.registry.granted(&keys.scope, rivals);
     }
 }
 

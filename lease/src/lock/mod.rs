@@ -12,8 +12,9 @@ pub use guard::LeaseGuard;
 
 use self::acquire::{acquire, Request};
 use self::core::Core;
+use crate::cancel::Cancel;
 use crate::error::{Error, Result};
-use crate::keys::LockKeys;
+use crate::keys::{Kind, LockKeys};
 use crate::policy::{after, LeaseKind, Wait};
 use crate::state::LockState;
 use std::sync::Arc;
@@ -93,11 +94,25 @@ impl Lock {
 
     /// This call's acquisition: the lock, for the owner the calling thread acts as.
     fn request(&self) -> Request<'_> {
+        self.request_or_cancel(None)
+    }
+
+    /// [`Lock::request`], ended by `cancel` if it is cancelled.
+    fn request_or_cancel<'a>(&'a self, cancel: Option<&'a Cancel>) -> Request<'a> {
         Request {
             core: &self.core,
             keys: &self.keys,
             owner: self.owner(),
             max_hold: self.max_hold,
+            cancel,
+        }
+    }
+
+    /// The same lock's keys, for acquisitions of `kind` (a semaphore's, taking other permits).
+    pub(crate) fn of_kind(&self, kind: Kind) -> Lock {
+        Lock {
+            keys: Arc::new(self.keys.with_kind(kind)),
+            ..self.clone()
         }
     }
 
@@ -224,10 +239,64 @@ impl Lock {
     }
 
     fn try_until(&self, deadline: Instant, lease: LeaseKind) -> Result<Option<LeaseGuard>> {
-        match acquire(&self.request(), lease, Wait::Until(Some(deadline))) {
+        self.try_until_or_cancel(deadline, lease, None)
+    }
+
+    fn try_until_or_cancel(
+        &self,
+        deadline: Instant,
+        lease: LeaseKind,
+        cancel: Option<&Cancel>,
+    ) -> Result<Option<LeaseGuard>> {
+        let request = self.request_or_cancel(cancel);
+        match acquire(&request, lease, Wait::Until(Some(deadline))) {
             Err(Error::Timeout { .. }) => Ok(None),
             other => other,
         }
+    }
+
+    /// [`Lock::lock`], ended from another thread by `cancel`: [`Error::Cancelled`] once it is
+    /// cancelled (soon after, within one command timeout; a wait whose attempt took the lock
+    /// in the meantime returns the guard).
+    ///
+    /// # Errors
+    ///
+    /// As [`Lock::lock`], and [`Error::Cancelled`].
+    pub fn lock_cancellable(&self, cancel: &Cancel) -> Result<LeaseGuard> {
+        acquire(
+            &self.request_or_cancel(Some(cancel)),
+            LeaseKind::Renewed,
+            Wait::Until(None),
+        )?
+        .ok_or_else(|| Error::Protocol("a waiting acquisition returned nothing".into()))
+    }
+
+    /// [`Lock::try_lock_for`], ended from another thread by `cancel` as
+    /// [`Lock::lock_cancellable`] is.
+    ///
+    /// # Errors
+    ///
+    /// As [`Lock::try_lock_for`], and [`Error::Cancelled`].
+    pub fn try_lock_for_cancellable(
+        &self,
+        wait: Duration,
+        cancel: &Cancel,
+    ) -> Result<Option<LeaseGuard>> {
+        self.try_until_or_cancel(after(wait), LeaseKind::Renewed, Some(cancel))
+    }
+
+    /// [`Lock::try_lock_until`], ended from another thread by `cancel` as
+    /// [`Lock::lock_cancellable`] is.
+    ///
+    /// # Errors
+    ///
+    /// As [`Lock::try_lock_until`], and [`Error::Cancelled`].
+    pub fn try_lock_until_cancellable(
+        &self,
+        deadline: Instant,
+        cancel: &Cancel,
+    ) -> Result<Option<LeaseGuard>> {
+        self.try_until_or_cancel(deadline, LeaseKind::Renewed, Some(cancel))
     }
 
     /// Whether anyone holds the lock.

@@ -112,7 +112,7 @@ pub(crate) fn send(
     grants: Grants,
 ) -> ReleaseOutcome {
     let claiming = match grants {
-        Grants::Allowed if core.backend().grants() => core.claim(keys),
+        Grants::Allowed if core.backend().grants() && keys.kind.grants() => core.claim(keys),
         Grants::Allowed | Grants::No => Claiming::Free,
     };
     let (claim, wake_locally) = match claiming {

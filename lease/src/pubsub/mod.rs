@@ -210,8 +210,13 @@ pub(crate) struct Watch {
 
 impl Watch {
     /// Sleeps until the channel fires or `until` passes. Returns whether it fired. The signal is
-    /// consumed: the next call waits for the next one.
-    pub(crate) fn wait(&self, until: Instant) -> bool {
+    /// consumed: the next call waits for the next one. Woken as well when `cancel` (if any) is
+    /// cancelled.
+    pub(crate) fn wait_or_cancel(&self, until: Instant, cancel: Option<&crate::Cancel>) -> bool {
+        let _registration = cancel.map(|cancel| {
+            let signal = Arc::clone(&self.signal);
+            cancel.on_cancel(Arc::new(move || signal.fire()))
+        });
         let mut fired = self.signal.fired.lock();
         while !*fired {
             if self.signal.wake.wait_until(&mut fired, until).timed_out() {

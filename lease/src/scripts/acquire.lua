@@ -10,8 +10,15 @@
 -- ARGV[2]  owner id
 -- ARGV[3]  this acquisition's id, unique; also the hold's id if the lock is free
 -- ARGV[4]  the id of the hold the caller holds and may re-enter, or ''
+-- KEYS[4]  a fair lock's queue: sorted set of waiting owners by when they first asked
+-- KEYS[5]  a fair lock's places: sorted set of waiting owners by when their place lapses (ms on
+--          the server's clock), unless they ask again
 -- ARGV[5]  the epoch of the tokens: '' (none), a whole number, or 'cluster' (see checks.lua);
 --          a new hold's token is one above the counter, or the epoch's first if that is higher
+-- ARGV[6]  for a fair lock, how long a waiter's place lasts without it asking again, in ms; ''
+--          for a lock that is not fair. A fair acquisition takes a free lock only if no waiter
+--          whose place lasts asked before it; a waiting one takes (or keeps) its place in line.
+-- ARGV[7]  '1' if the caller waits for the lock, else '0'
 -- Reply    {1, 1, token}       acquired as a new hold with the next fencing token
 --          {1, holds, token}   re-entered (holds > 1): the hold keeps its token, and its lease
 --                              is extended to ARGV[1] if less than that is left
@@ -28,7 +35,14 @@ local last, bad = fence_value(KEYS[2])
 if bad then
   return bad
 end
+local line = ARGV[6] ~= '' and fair_line(KEYS[4], KEYS[5], ARGV[2], ARGV[6], ARGV[7] == '1')
+if line and line.bad then
+  return line.bad
+end
 if redis.call('exists', KEYS[1]) == 0 then
+  if line and line.behind then
+    return line.wait()
+  end
   local token, behind, note = token_after(last, ARGV[5], KEYS[3])
   if behind then
     return behind
@@ -36,8 +50,12 @@ if redis.call('exists', KEYS[1]) == 0 then
   local fields = {ARGV[2], 1, ':hold', ARGV[3], ':token', token, ':a:' .. ARGV[3], 1}
   local refused = denied('set', KEYS[2], token) or (note and denied('set', KEYS[3], note))
     or denied('hset', KEYS[1], unpack(fields)) or denied('pexpire', KEYS[1], ARGV[1])
+    or (line and line.denied())
   if refused then
     return refused
+  end
+  if line then
+    line.leave()
   end
   redis.call('set', KEYS[2], token)
   if note then
@@ -64,5 +82,8 @@ if ARGV[4] ~= '' and held[1] == ARGV[4] and held[2] then
     redis.call('pexpire', KEYS[1], ARGV[1])
   end
   return {1, holds, held[3] or last}
+end
+if line then
+  return line.wait(redis.call('pttl', KEYS[1]))
 end
 return {0, redis.call('pttl', KEYS[1])}

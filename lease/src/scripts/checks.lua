@@ -182,3 +182,81 @@ local function token_after(last, source, note)
     fresh = true
   end
 end
+
+-- A fair lock's line of waiters (see acquire.lua): `queue` orders the waiting owners by when they
+-- first asked, `places` by when their place lapses. `owner` asks now, keeping its place for
+-- `place_ms` more if `waits`. Returns a table: `bad`, an error reply if a key cannot be read;
+-- `behind`, whether a waiter whose place lasts asked before `owner`; `denied()`, the refusal of a
+-- command the line needs, else nil; `leave()`, which takes `owner` (and every lapsed place) out
+-- of the line; `wait(ttl)`, which keeps `owner`'s place if it waits and returns the reply for
+-- "not now" (for about `ttl` ms, or until the first place lapses).
+local function fair_line(queue, places, owner, place_ms, waits)
+  local line = {}
+  local unread = denied('zrangebyscore', places, '-inf', '+inf')
+    or (not redis.acl_check_cmd('time') and redis.error_reply(
+      'NOPERM this user may not run time, which a fair lock needs; nothing was written'))
+  if unread then
+    line.bad = unread
+    return line
+  end
+  local now = redis.call('time')
+  now = tonumber(now[1]) * 1000 + math.floor(tonumber(now[2]) / 1000)
+  local lapsed = redis.pcall('zrangebyscore', places, '-inf', '(' .. now)
+  if is_wrong_type(lapsed) then
+    line.bad = wrong_type(places, 'fair lock\'s places (a sorted set)')
+    return line
+  end
+  local first = redis.pcall('zrange', queue, 0, #lapsed + 1)
+  if is_wrong_type(first) then
+    line.bad = wrong_type(queue, 'fair lock\'s queue (a sorted set)')
+    return line
+  end
+  local gone = {}
+  for _, waiter in ipairs(lapsed) do
+    gone[waiter] = true
+  end
+  local head = nil
+  for _, waiter in ipairs(first) do
+    if not gone[waiter] then
+      head = waiter
+      break
+    end
+  end
+  line.behind = head ~= nil and head ~= owner
+  local arrived = redis.call('zscore', queue, owner)
+  function line.denied()
+    return denied('zrem', queue, owner) or denied('zrem', places, owner)
+      or denied('zadd', queue, now, owner) or denied('zadd', places, now, owner)
+  end
+  function line.leave()
+    for _, waiter in ipairs(lapsed) do
+      redis.call('zrem', queue, waiter)
+      redis.call('zrem', places, waiter)
+    end
+    redis.call('zrem', queue, owner)
+    redis.call('zrem', places, owner)
+  end
+  function line.wait(ttl)
+    if waits then
+      local refused = line.denied()
+      if refused then
+        return refused
+      end
+      for _, waiter in ipairs(lapsed) do
+        redis.call('zrem', queue, waiter)
+        redis.call('zrem', places, waiter)
+      end
+      if not arrived then
+        redis.call('zadd', queue, now, owner)
+      end
+      redis.call('zadd', places, now + tonumber(place_ms), owner)
+    end
+    if ttl == nil then
+      -- Free, but another's turn: until that waiter's place lapses, if it does not take it.
+      local lapse = redis.call('zscore', places, head)
+      ttl = lapse and math.max(1, tonumber(lapse) - now) or 1
+    end
+    return {0, ttl}
+  end
+  return line
+end

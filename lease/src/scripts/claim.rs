@@ -46,7 +46,7 @@ mod tests {
     /// `hold`: the grant's token.
     fn granted(con: &mut Conn, keys: &LockKeys, hold: &str) -> u64 {
         let lease = Duration::from_secs(30);
-        acquire(keys, "holder", lease, "h0", None, Epoch::None)
+        acquire(keys, "holder", lease, "h0", None, Epoch::None, false)
             .run(con, "k")
             .expect("free");
         let grant = Grant {

@@ -14,7 +14,11 @@ use std::time::Duration;
 /// The replies of `commands`, sent in one write. A command refused for a key of another type
 /// answers with its `Value::ServerError` among them; any other refusal (a redirect, a missing
 /// permission) is the error of the whole exchange.
-fn pipeline(con: &mut dyn Link, commands: Vec<redis::Cmd>, key: &str) -> Result<Vec<Value>> {
+pub(super) fn pipeline(
+    con: &mut dyn Link,
+    commands: Vec<redis::Cmd>,
+    key: &str,
+) -> Result<Vec<Value>> {
     let replies = con
         .exchange(&commands)
         .map_err(|error| Error::from_redis(error, key))?;
@@ -28,7 +32,7 @@ fn pipeline(con: &mut dyn Link, commands: Vec<redis::Cmd>, key: &str) -> Result<
     Ok(replies)
 }
 
-fn text(value: &Value) -> Option<String> {
+pub(super) fn text(value: &Value) -> Option<String> {
     match value {
         Value::BulkString(bytes) => Some(String::from_utf8_lossy(bytes).into_owned()),
         Value::SimpleString(text) => Some(text.clone()),
@@ -39,22 +43,30 @@ fn text(value: &Value) -> Option<String> {
 
 /// What Redis holds for the lock, read in one pipeline.
 pub(crate) fn inspect(con: &mut dyn Link, keys: &LockKeys) -> Result<LockState> {
-    let replies = pipeline(
-        con,
-        vec![
-            redis::cmd("TYPE").arg(&keys.lock).clone(),
-            redis::cmd("HGETALL").arg(&keys.lock).clone(),
-            redis::cmd("PTTL").arg(&keys.lock).clone(),
-            redis::cmd("TYPE").arg(&keys.fence).clone(),
-            redis::cmd("GET").arg(&keys.fence).clone(),
-            redis::cmd("TYPE").arg(&keys.epoch).clone(),
-        ],
-        &keys.lock,
-    )?;
-    let [lock_type, fields, ttl, fence_type, fence, note_type] = replies.as_slice() else {
+    if keys.kind.shared() {
+        return super::shared::inspect(con, keys);
+    }
+    let fair = keys.kind == crate::keys::Kind::Fair;
+    let mut commands = vec![
+        redis::cmd("TYPE").arg(&keys.lock).clone(),
+        redis::cmd("HGETALL").arg(&keys.lock).clone(),
+        redis::cmd("PTTL").arg(&keys.lock).clone(),
+        redis::cmd("TYPE").arg(&keys.fence).clone(),
+        redis::cmd("GET").arg(&keys.fence).clone(),
+        redis::cmd("TYPE").arg(&keys.epoch).clone(),
+    ];
+    if fair {
+        commands.push(redis::cmd("ZCARD").arg(&keys.queue).clone());
+    }
+    let replies = pipeline(con, commands, &keys.lock)?;
+    let [lock_type, fields, ttl, fence_type, fence, note_type, line @ ..] = replies.as_slice()
+    else {
         return Err(Error::Protocol(format!("inspection replied {replies:?}")));
     };
     let mut state = LockState::empty(&keys.name);
+    if let [Value::Int(waiting)] = line {
+        state.waiting = u64::try_from(*waiting).ok();
+    }
     let lock_type = text(lock_type).unwrap_or_default();
     match lock_type.as_str() {
         "none" => {}
@@ -88,6 +100,24 @@ pub(crate) fn inspect(con: &mut dyn Link, keys: &LockKeys) -> Result<LockState> 
             keys.lock
         )),
     }
+    read_fence(&mut state, keys, fence_type, fence);
+    match text(note_type).unwrap_or_default().as_str() {
+        "none" | "string" => {}
+        other => state.problems.push(format!(
+            "epoch note {:?} holds a {other}, not a string (deleting it is safe: the epoch is read again)",
+            keys.epoch
+        )),
+    }
+    Ok(state)
+}
+
+/// The fencing counter into `state`, from its `TYPE` and `GET` replies.
+pub(super) fn read_fence(
+    state: &mut LockState,
+    keys: &LockKeys,
+    fence_type: &Value,
+    fence: &Value,
+) {
     match (text(fence_type).unwrap_or_default().as_str(), text(fence)) {
         ("none", _) => {}
         ("string", Some(value)) => match value.parse::<u64>() {
@@ -106,14 +136,6 @@ pub(crate) fn inspect(con: &mut dyn Link, keys: &LockKeys) -> Result<LockState> 
             keys.fence
         )),
     }
-    match text(note_type).unwrap_or_default().as_str() {
-        "none" | "string" => {}
-        other => state.problems.push(format!(
-            "epoch note {:?} holds a {other}, not a string (deleting it is safe: the epoch is read again)",
-            keys.epoch
-        )),
-    }
-    Ok(state)
 }
 
 /// Deletes the lock whatever holds it (whatever type its key has), and announces it. Returns
@@ -123,6 +145,9 @@ pub(crate) fn force_release(
     keys: &LockKeys,
     announce: Announce,
 ) -> Result<bool> {
+    if keys.kind.shared() {
+        return super::shared::force_release(con, keys, announce);
+    }
     let replies = pipeline(
         con,
         vec![

@@ -12,6 +12,7 @@ mod call;
 mod claim;
 mod direct;
 mod reply;
+mod shared;
 
 pub(crate) use acks::Acks;
 pub(crate) use call::{is_noscript, Call};
@@ -20,7 +21,7 @@ pub(crate) use direct::{force_release, inspect};
 pub(crate) use reply::{parse_acquire, parse_release, parse_renew, Acquire, ReleaseReply};
 
 use crate::fencing::Epoch;
-use crate::keys::LockKeys;
+use crate::keys::{Kind, LockKeys};
 use call::{millis, Lua};
 use std::sync::LazyLock;
 use std::time::Duration;
@@ -28,9 +29,16 @@ use std::time::Duration;
 static ACQUIRE: LazyLock<Lua> = LazyLock::new(|| Lua::new(include_str!("acquire.lua")));
 static RELEASE: LazyLock<Lua> = LazyLock::new(|| Lua::new(include_str!("release.lua")));
 static RENEW: LazyLock<Lua> = LazyLock::new(|| Lua::new(include_str!("renew.lua")));
+static WITHDRAW: LazyLock<Lua> = LazyLock::new(|| Lua::new(include_str!("withdraw.lua")));
+
+/// How long a waiter's mark lasts in Redis unless it asks again (a fair lock's place in line, a
+/// writer's claim to go before new readers): a waiter asks at least every second, so a live
+/// one keeps it, and one that vanished holds others up for at most this long.
+pub(crate) const WAITER_MARK: Duration = Duration::from_secs(5);
 
 /// An acquisition attempt: a new hold whose id (and first acquisition's) is `id`, or a re-entry
-/// of the hold `reenter` under the acquisition `id`.
+/// of the hold `reenter` under the acquisition `id`; `waits` if the caller waits should the
+/// primitive be taken (a fair lock's waiter then takes a place in line).
 pub(crate) fn acquire(
     keys: &LockKeys,
     owner: &str,
@@ -38,13 +46,45 @@ pub(crate) fn acquire(
     id: &str,
     reenter: Option<&str>,
     epoch: Epoch,
+    waits: bool,
 ) -> Call {
-    Call::new(&ACQUIRE, &[&keys.lock, &keys.fence, &keys.epoch])
-        .arg(millis(lease))
+    if keys.kind.shared() {
+        return shared::acquire(keys, owner, lease, id, reenter, epoch, waits);
+    }
+    // A plain lock names only the keys it has: an importing node runs a script for a migrating
+    // slot only if it holds every key named (else TRYAGAIN, until the migration ends).
+    let (fair, call) = match keys.kind {
+        Kind::Fair => (
+            millis(WAITER_MARK).to_string(),
+            Call::new(
+                &ACQUIRE,
+                &[
+                    &keys.lock,
+                    &keys.fence,
+                    &keys.epoch,
+                    &keys.queue,
+                    &keys.queue_until,
+                ],
+            ),
+        ),
+        _ => (
+            String::new(),
+            Call::new(&ACQUIRE, &[&keys.lock, &keys.fence, &keys.epoch]),
+        ),
+    };
+    call.arg(millis(lease))
         .arg(owner)
         .arg(id)
         .arg(reenter.unwrap_or(""))
         .arg(epoch.arg())
+        .arg(fair)
+        .arg(u8::from(waits))
+}
+
+/// Withdraws `owner`'s marks of a wait that ended without the primitive: its place in a fair
+/// lock's line, its mark as a read-write lock's waiting writer.
+pub(crate) fn withdraw(keys: &LockKeys, owner: &str) -> Call {
+    Call::new(&WITHDRAW, &[&keys.queue, &keys.queue_until, &keys.writer]).arg(owner)
 }
 
 /// A waiting owner that a release may grant the lock to, as a new hold of id `hold`.
@@ -82,6 +122,9 @@ pub(crate) fn release(
     announce: Announce,
     epoch: Epoch,
 ) -> Call {
+    if keys.kind.shared() {
+        return shared::release(keys, owner, hold, id, announce);
+    }
     Call::new(
         &RELEASE,
         &[&keys.lock, &keys.fence, &keys.released, &keys.epoch],
@@ -122,7 +165,8 @@ mod tests {
 
     /// Acquires and releases `keys` as a new hold on `con` with tokens of `epoch`.
     fn take(con: &mut Conn, keys: &LockKeys, id: &str, epoch: Epoch) -> Result<u64> {
-        let reply = acquire(keys, "o", Duration::from_secs(5), id, None, epoch).run(con, "k")?;
+        let reply =
+            acquire(keys, "o", Duration::from_secs(5), id, None, epoch, false).run(con, "k")?;
         let Acquire::Acquired { token, .. } = parse_acquire(&reply)? else {
             panic!("held: {reply:?}");
         };

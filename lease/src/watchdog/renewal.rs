@@ -105,7 +105,7 @@ impl Shared {
             found.state = State::Renewing;
             pending.push(Pending {
                 entry,
-                lock_key: found.keys.lock.clone(),
+                lock_key: found.keys.hold_key(&found.hold),
                 hold: Arc::clone(&found.hold),
                 lease: found.lease,
             });

@@ -17,7 +17,7 @@ pub(crate) mod slots;
 
 use routes::{PoolSettings, Routes};
 
-use super::server::{attempt_on, pause, release_on, settle_grant_on};
+use super::server::{attempt_on, log_withdrawal, pause, release_on, settle_grant_on, withdraw_on};
 use super::{Attempt, Attempted, Backend, GrantFate, Release, ReleaseOutcome, Settings};
 use crate::conn::{Conn, Endpoint};
 use crate::error::{Error, Result};
@@ -186,6 +186,16 @@ impl Backend for Cluster {
             attempt_on(via, keys, attempt, deadline, Announce::Sharded)
         })
         .map(|(attempted, _)| attempted)
+    }
+
+    fn abandon(&self, keys: &LockKeys, owner: &str, waited: bool) {
+        if waited && keys.kind.marks_waiting() {
+            let deadline = crate::policy::after(self.call_timeout());
+            let withdrawn = self.route(keys, deadline, |via| {
+                withdraw_on(via, keys, owner, deadline)
+            });
+            log_withdrawal(keys, withdrawn.map(drop));
+        }
     }
 
     fn release(&self, keys: &LockKeys, release: &Release<'_>, deadline: Instant) -> ReleaseOutcome {

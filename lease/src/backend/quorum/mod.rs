@@ -18,7 +18,7 @@ use super::fanout::{self, Answer, Master};
 use super::{Attempt, Attempted, Backend, GrantFate, Release, ReleaseOutcome, Released, Rivals};
 use crate::error::{Error, Result};
 use crate::fencing::Epoch;
-use crate::keys::LockKeys;
+use crate::keys::{Kind, LockKeys};
 use crate::pool::Identity;
 use crate::pubsub::Waiters;
 use crate::scripts::{self, Acquire, Announce, Call};
@@ -64,6 +64,17 @@ impl Backend for Quorum {
         self.node_timeout
     }
 
+    fn admit(&self, keys: &LockKeys) -> Result<()> {
+        match keys.kind {
+            Kind::Lock => Ok(()),
+            other => Err(Error::InvalidArgument(format!(
+                "a {} is not offered on RedLock: its masters would each keep their own holds or \
+                 line, and a quorum of them does not bound its holders as one server does",
+                other.label()
+            ))),
+        }
+    }
+
     fn attempt(
         &self,
         keys: &LockKeys,
@@ -77,6 +88,7 @@ impl Backend for Quorum {
             attempt.id,
             attempt.reenter,
             Epoch::None,
+            attempt.waits,
         );
         // Undoing it, whichever it came to on a master: a new hold, or a re-entry. Each names
         // this acquisition, which exists only where the attempt ran.

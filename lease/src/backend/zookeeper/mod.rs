@@ -159,6 +159,12 @@ impl Backend for ZooKeeper {
     }
 
     fn admit(&self, keys: &LockKeys) -> Result<()> {
+        if keys.kind.shared() {
+            return Err(Error::InvalidArgument(format!(
+                "a {} is not offered on ZooKeeper yet: only locks (every lock there is fair)",
+                keys.kind.label()
+            )));
+        }
         self.lock_path(keys).map(drop)
     }
 
@@ -171,7 +177,7 @@ impl Backend for ZooKeeper {
         recipe::attempt(self, keys, attempt, deadline)
     }
 
-    fn abandon(&self, keys: &LockKeys, owner: &str) {
+    fn abandon(&self, keys: &LockKeys, owner: &str, _waited: bool) {
         recipe::abandon(self, keys, owner);
     }
 

@@ -22,6 +22,7 @@ mod job;
 mod keeper;
 mod logger;
 mod manual;
+mod primitive;
 mod run;
 mod say;
 mod status;

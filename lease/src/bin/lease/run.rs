@@ -15,6 +15,7 @@
 use crate::connect::SECRETS;
 use crate::exit::{self, Failure};
 use crate::job::{self, Event, Group, Terminal};
+use crate::primitive::PrimitiveArgs;
 use clap::Args;
 use crossbeam_channel::{never, select, Receiver};
 use nix::sys::signal::{kill, Signal};
@@ -47,6 +48,8 @@ pub struct RunArgs {
     /// still waits: a hold is never shared between processes
     #[arg(long, value_name = "ID")]
     owner: Option<String>,
+    #[command(flatten)]
+    primitive: PrimitiveArgs,
     /// The lock's name
     pub name: String,
     /// The command to run, after `--`, and its arguments
@@ -158,7 +161,7 @@ pub fn run(client: &Client, args: RunArgs) -> Result<ExitCode, Failure> {
 }
 
 fn acquire(client: &Client, args: &RunArgs) -> Result<LeaseGuard, Failure> {
-    let mut lock = client.lock(&args.name)?;
+    let mut lock = args.primitive.lock(client, &args.name)?;
     if let Some(owner) = &args.owner {
         lock = lock.owned_by(owner.as_str())?;
     }

@@ -2,6 +2,7 @@
 //! Both work on a full server and on keys that hold something a lock cannot use.
 
 use crate::exit::{printed, Failure};
+use crate::primitive::PrimitiveArgs;
 use crate::say::out;
 use clap::Args;
 use redis_lease::{Client, LockState};
@@ -14,23 +15,27 @@ pub struct StatusArgs {
     /// Print one JSON object instead of a sentence
     #[arg(long)]
     json: bool,
+    #[command(flatten)]
+    primitive: PrimitiveArgs,
 }
 
 #[derive(Args)]
 pub struct UnlockArgs {
     /// The lock's name
     name: String,
+    #[command(flatten)]
+    primitive: PrimitiveArgs,
     /// Required: the lock is removed whoever holds it, and the holder is not told
     #[arg(long)]
     force: bool,
 }
 
 pub fn status(client: &Client, args: StatusArgs) -> Result<ExitCode, Failure> {
-    let state = client.lock(&args.name)?.inspect()?;
+    let state = args.primitive.lock(client, &args.name)?.inspect()?;
     let text = if args.json {
-        json(&state).to_string()
+        json(&state, &args.primitive).to_string()
     } else {
-        describe(&state)
+        describe(&state, &args.primitive)
     };
     Ok(printed(out(&text)))
 }
@@ -42,10 +47,10 @@ pub fn unlock(client: &Client, args: UnlockArgs) -> Result<ExitCode, Failure> {
             args.name
         )));
     }
-    let lock = client.lock(&args.name)?;
+    let lock = args.primitive.lock(client, &args.name)?;
     let state = lock.inspect()?;
     let text = if lock.force_unlock()? {
-        format!("removed: {}", describe(&state))
+        format!("removed: {}", describe(&state, &args.primitive))
     } else {
         format!("{:?} was not held: nothing removed", args.name)
     };
@@ -53,8 +58,9 @@ pub fn unlock(client: &Client, args: UnlockArgs) -> Result<ExitCode, Failure> {
 }
 
 /// One sentence: `"jobs" held by 3f…:1 (1 hold), 12.3s left, token 42, last fencing token 42`,
-/// then one line per problem found.
-fn describe(state: &LockState) -> String {
+/// then one line per problem found. A semaphore's says how many permits are held and free; a
+/// read-write lock's names its side.
+fn describe(state: &LockState, primitive: &PrimitiveArgs) -> String {
     let token = match state.last_token {
         _ if state.tokens_exhausted() => {
             "but its fencing tokens are exhausted: no acquisition can succeed".to_owned()
@@ -86,13 +92,20 @@ fn describe(state: &LockState) -> String {
             .hold_token
             .map_or_else(String::new, |token| format!(", token {token}"));
         format!(
-            "{:?}{on} held by {}, {left}{hold_token}, {token}",
+            "{:?}{on}{} held by {}, {left}{hold_token}, {token}",
             state.name,
+            kind(primitive),
             holders.join(", ")
         )
     } else {
-        format!("{:?}{on} is free, {token}", state.name)
+        format!("{:?}{on}{} is free, {token}", state.name, kind(primitive))
     };
+    if let (Some(permits), Some(in_use)) = (primitive.permits, state.permits_in_use) {
+        let free = u64::from(permits).saturating_sub(in_use);
+        text.push_str(&format!(
+            ", {in_use} of {permits} permits held, {free} free"
+        ));
+    }
     if let Some(waiting) = state.waiting {
         text.push_str(&format!(", {waiting} waiting"));
     }
@@ -118,7 +131,15 @@ fn since(state: &LockState) -> String {
     )
 }
 
-fn json(state: &LockState) -> serde_json::Value {
+/// The primitive, after a name: "" for a lock, " (semaphore)", ...
+fn kind(primitive: &PrimitiveArgs) -> String {
+    match primitive.noun() {
+        "lock" => String::new(),
+        noun => format!(" ({noun})"),
+    }
+}
+
+fn json(state: &LockState, primitive: &PrimitiveArgs) -> serde_json::Value {
     let holders: Vec<serde_json::Value> = state
         .holders
         .iter()
@@ -142,5 +163,8 @@ fn json(state: &LockState) -> serde_json::Value {
                 .map(|since| u64::try_from(since.as_millis()).unwrap_or(u64::MAX))
         }),
         "waiting": state.waiting,
+        "kind": primitive.noun(),
+        "permits": primitive.permits,
+        "permits_in_use": state.permits_in_use,
     })
 }

@@ -1,0 +1,63 @@
+//! [`ReadWriteLock`]: many readers or one writer.
+
+use crate::error::Result;
+use crate::lock::Lock;
+
+/// A read-write lock: any number of readers at once, or one writer. Its two sides are
+/// [`Lock`]s, with every call a lock has (waiting policies, fixed leases, cancellation,
+/// `max_hold`, `inspect`), and guards that tell their holder of a lost lease as a lock's do.
+/// Cheap to clone.
+///
+/// - **Reentrant**: an owner re-enters the read hold or the write hold it has.
+/// - **Downgrade**: the owner of the write hold may take a read hold as well, then release the
+///   write hold and go on reading. The reverse (an upgrade) is refused with
+///   [`Error::InvalidArgument`](crate::Error::InvalidArgument) when this client knows the owner
+///   reads: it would wait for itself.
+/// - **Writers are not starved**: a writer that waits leaves a mark in Redis, and readers that
+///   do not hold the lock already wait until it has written. The mark lapses 5 s after the
+///   writer last asked (a waiting writer asks at least every second), so a writer that
+///   vanished holds new readers back for at most that long. A stream of writers can keep
+///   readers waiting.
+/// - Each reader's hold is a lease of its own: a reader that dies lets writers in once its
+///   lease lapses.
+///
+/// Not offered on RedLock or ZooKeeper.
+#[derive(Clone, Debug)]
+pub struct ReadWriteLock {
+    read: Lock,
+    write: Lock,
+}
+
+impl ReadWriteLock {
+    pub(crate) fn new(read: Lock, write: Lock) -> ReadWriteLock {
+        ReadWriteLock { read, write }
+    }
+
+    /// The lock's name.
+    pub fn name(&self) -> &str {
+        self.read.name()
+    }
+
+    /// The shared side: held by many readers at once, never while a writer holds the lock.
+    pub fn read_lock(&self) -> &Lock {
+        &self.read
+    }
+
+    /// The exclusive side: held by one writer, never while anyone reads (but the writer itself,
+    /// after a downgrade).
+    pub fn write_lock(&self) -> &Lock {
+        &self.write
+    }
+
+    /// The same lock, both sides held on behalf of `owner` (see [`Lock::owned_by`]).
+    ///
+    /// # Errors
+    ///
+    /// As [`Lock::owned_by`].
+    pub fn owned_by(&self, owner: &str) -> Result<ReadWriteLock> {
+        Ok(ReadWriteLock {
+            read: self.read.owned_by(owner)?,
+            write: self.write.owned_by(owner)?,
+        })
+    }
+}

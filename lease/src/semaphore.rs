@@ -1,0 +1,227 @@
+//! [`Semaphore`]: permits that expire, each held as a lease by its owner.
+
+use crate::cancel::Cancel;
+use crate::error::{Error, Result};
+use crate::keys::Kind;
+use crate::lock::{LeaseGuard, Lock};
+use crate::state::LockState;
+use std::time::{Duration, Instant};
+
+/// The most permits a semaphore may have: every acquisition reads each hold, so the server's
+/// time per acquisition grows with them.
+pub const MAX_PERMITS: u32 = 10_000;
+
+/// Checks a number of permits.
+pub(crate) fn check_permits(permits: u32) -> Result<()> {
+    if permits == 0 || permits > MAX_PERMITS {
+        return Err(Error::InvalidArgument(format!(
+            "a semaphore has from 1 to {MAX_PERMITS} permits, not {permits}"
+        )));
+    }
+    Ok(())
+}
+
+/// A semaphore whose permits expire: at most [`Semaphore::permits`] held at once across every
+/// client, each acquisition (of one permit, or of several with [`Semaphore::acquire_many`]) a
+/// hold of its own with a lease, renewed by the watchdog while its [`LeaseGuard`] lives, with
+/// [`LeaseGuard::is_lost`], [`LeaseGuard::lost_signal`], [`LeaseGuard::valid_until`] and a
+/// fencing token, as a lock's. A holder that dies gives its permits back when its lease lapses:
+/// none leaks. Cheap to clone.
+///
+/// Not reentrant: each acquisition takes permits of its own, whichever thread asks. The threads
+/// of one client wait in turn for the semaphore in Redis, as for a lock, and a release wakes
+/// the waiters of every client.
+///
+/// **The number of permits is each caller's.** An acquisition succeeds if the permits held plus
+/// those it takes are at most the permits *its* handle declares; nothing else is stored but the
+/// last declared number (for [`LockState::permits`]). To change the number while permits are
+/// held, give the new one to new handles ([`Semaphore::with_permits`]): lowered, the holds in
+/// excess keep their permits until they end, and no acquisition succeeds until fewer than the
+/// new number are held; raised, waiters are let in up to it at their next look (within a
+/// second). While handles disagree, each acquisition keeps to its own number: the most held at
+/// once is the largest number declared.
+#[derive(Clone)]
+pub struct Semaphore {
+    lock: Lock,
+    permits: u32,
+}
+
+impl Semaphore {
+    pub(crate) fn new(lock: Lock, permits: u32) -> Semaphore {
+        Semaphore { lock, permits }
+    }
+
+    /// The semaphore's name.
+    pub fn name(&self) -> &str {
+        self.lock.name()
+    }
+
+    /// The permits this handle declares.
+    pub fn permits(&self) -> u32 {
+        self.permits
+    }
+
+    /// The same semaphore, declaring `permits` (see "The number of permits is each caller's").
+    ///
+    /// # Errors
+    ///
+    /// [`Error::InvalidArgument`] for permits out of range (1 to [`MAX_PERMITS`]).
+    pub fn with_permits(&self, permits: u32) -> Result<Semaphore> {
+        check_permits(permits)?;
+        Ok(Semaphore {
+            lock: self.lock.of_kind(Kind::Semaphore { permits, take: 1 }),
+            permits,
+        })
+    }
+
+    /// The same semaphore, its permits held on behalf of `owner` (see [`Lock::owned_by`]).
+    ///
+    /// # Errors
+    ///
+    /// As [`Lock::owned_by`].
+    pub fn owned_by(&self, owner: impl Into<String>) -> Result<Semaphore> {
+        Ok(Semaphore {
+            lock: self.lock.owned_by(owner)?,
+            permits: self.permits,
+        })
+    }
+
+    /// The same semaphore, each hold renewed for at most `max_hold` (see [`Lock::max_hold`]).
+    ///
+    /// # Errors
+    ///
+    /// As [`Lock::max_hold`].
+    pub fn max_hold(&self, max_hold: Duration) -> Result<Semaphore> {
+        Ok(Semaphore {
+            lock: self.lock.max_hold(max_hold)?,
+            permits: self.permits,
+        })
+    }
+
+    /// The [`Lock`] whose every acquisition takes `n` permits in one hold: the semaphore with
+    /// every waiting policy of a lock (fixed leases, deadlines, cancellation).
+    ///
+    /// # Errors
+    ///
+    /// [`Error::InvalidArgument`] unless `n` is from 1 to [`Semaphore::permits`].
+    pub fn taking(&self, n: u32) -> Result<Lock> {
+        if n == 0 || n > self.permits {
+            return Err(Error::InvalidArgument(format!(
+                "an acquisition takes from 1 to the semaphore's {} permits, not {n}",
+                self.permits
+            )));
+        }
+        Ok(self.lock.of_kind(Kind::Semaphore {
+            permits: self.permits,
+            take: n,
+        }))
+    }
+
+    /// Takes one permit (the client's default lease, renewed while held), waiting as long as
+    /// it takes.
+    ///
+    /// # Errors
+    ///
+    /// As [`Lock::lock`]; [`Error::WrongType`] if the name's key holds something else (a lock,
+    /// a read-write lock).
+    pub fn acquire(&self) -> Result<LeaseGuard> {
+        self.lock.lock()
+    }
+
+    /// [`Semaphore::acquire`], ended from another thread by `cancel` (see
+    /// [`Lock::lock_cancellable`]).
+    ///
+    /// # Errors
+    ///
+    /// As [`Semaphore::acquire`], and [`Error::Cancelled`].
+    pub fn acquire_cancellable(&self, cancel: &Cancel) -> Result<LeaseGuard> {
+        self.lock.lock_cancellable(cancel)
+    }
+
+    /// One attempt at one permit: `Ok(None)` if none is free.
+    ///
+    /// # Errors
+    ///
+    /// As [`Semaphore::acquire`].
+    pub fn try_acquire(&self) -> Result<Option<LeaseGuard>> {
+        self.lock.try_lock()
+    }
+
+    /// Waits up to `wait` for one permit; `Ok(None)` if none came free.
+    ///
+    /// # Errors
+    ///
+    /// As [`Lock::try_lock_for`].
+    pub fn try_acquire_for(&self, wait: Duration) -> Result<Option<LeaseGuard>> {
+        self.lock.try_lock_for(wait)
+    }
+
+    /// Waits until `deadline` for one permit; `Ok(None)` if none came free.
+    ///
+    /// # Errors
+    ///
+    /// As [`Lock::try_lock_until`].
+    pub fn try_acquire_until(&self, deadline: Instant) -> Result<Option<LeaseGuard>> {
+        self.lock.try_lock_until(deadline)
+    }
+
+    /// Takes `n` permits in one hold (one guard, one lease), waiting as long as it takes.
+    ///
+    /// # Errors
+    ///
+    /// As [`Semaphore::acquire`], and [`Error::InvalidArgument`] as [`Semaphore::taking`].
+    pub fn acquire_many(&self, n: u32) -> Result<LeaseGuard> {
+        self.taking(n)?.lock()
+    }
+
+    /// Waits up to `wait` for `n` permits in one hold; `Ok(None)` if they did not come free.
+    ///
+    /// # Errors
+    ///
+    /// As [`Semaphore::try_acquire_for`], and [`Error::InvalidArgument`] as
+    /// [`Semaphore::taking`].
+    pub fn try_acquire_many_for(&self, n: u32, wait: Duration) -> Result<Option<LeaseGuard>> {
+        self.taking(n)?.try_lock_for(wait)
+    }
+
+    /// The permits free now by this handle's number: [`Semaphore::permits`] less those held
+    /// (0 if more are held).
+    ///
+    /// # Errors
+    ///
+    /// As [`Semaphore::inspect`].
+    pub fn available_permits(&self) -> Result<u64> {
+        let held = self.inspect()?.permits_in_use.unwrap_or(0);
+        Ok(u64::from(self.permits).saturating_sub(held))
+    }
+
+    /// What Redis holds for the semaphore: its holders (each hold's owner), the permits in use
+    /// ([`LockState::permits_in_use`]) and last declared, the longest lease left, the newest
+    /// hold's token. Read in two round trips.
+    ///
+    /// # Errors
+    ///
+    /// As [`Lock::inspect`].
+    pub fn inspect(&self) -> Result<LockState> {
+        self.lock.inspect()
+    }
+
+    /// Ends every hold of the semaphore whoever holds it, and wakes its waiters; the holders are
+    /// not told. Returns whether anything was held. For operators.
+    ///
+    /// # Errors
+    ///
+    /// As [`Lock::inspect`].
+    pub fn force_release(&self) -> Result<bool> {
+        self.lock.force_unlock()
+    }
+}
+
+impl std::fmt::Debug for Semaphore {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Semaphore")
+            .field("name", &self.name())
+            .field("permits", &self.permits)
+            .finish_non_exhaustive()
+    }
+}
