@@ -153,7 +153,14 @@ fn scripts_naming_an_old_hold_leave_the_owners_new_hold_alone() {
             "release" => include_str!("../src/scripts/release.lua"),
             _ => include_str!("../src/scripts/renew.lua"),
         };
-        redis::Script::new(&[include_str!("../src/scripts/checks.lua"), body].concat())
+        redis::Script::new(
+            &[
+                include_str!("../src/scripts/checks.lua"),
+                include_str!("../src/scripts/holds.lua"),
+                body,
+            ]
+            .concat(),
+        )
     };
     let released: Vec<i64> = script("release")
         .key("{named}")

@@ -560,6 +560,7 @@ fn a_retried_release_never_decrements_twice_even_after_another_release() {
     let release = redis::Script::new(
         &[
             include_str!("../src/scripts/checks.lua"),
+            include_str!("../src/scripts/holds.lua"),
             include_str!("../src/scripts/release.lua"),
         ]
         .concat(),

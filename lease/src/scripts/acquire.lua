@@ -69,19 +69,9 @@ local held, unreadable = lock_fields(KEYS[1], ':hold', ARGV[2], ':token')
 if unreadable then
   return unreadable
 end
-if ARGV[4] ~= '' and held[1] == ARGV[4] and held[2] then
-  local refused = denied('hincrby', KEYS[1], ARGV[2], 1)
-    or denied('hset', KEYS[1], ':a:' .. ARGV[3], 1) or denied('pexpire', KEYS[1], ARGV[1])
-  if refused then
-    return refused
-  end
-  local ttl = redis.call('pttl', KEYS[1])
-  local holds = redis.call('hincrby', KEYS[1], ARGV[2], 1)
-  redis.call('hset', KEYS[1], ':a:' .. ARGV[3], 1)
-  if ttl < tonumber(ARGV[1]) then
-    redis.call('pexpire', KEYS[1], ARGV[1])
-  end
-  return {1, holds, held[3] or last}
+local again = reenter(KEYS[1], held, ARGV[2], ARGV[4], ARGV[3], ARGV[1], last)
+if again then
+  return again
 end
 if line then
   return line.wait(redis.call('pttl', KEYS[1]))

@@ -7,8 +7,9 @@ use redis::{ConnectionLike, RedisResult, Script, Value};
 use std::time::Duration;
 
 static CHECKS: &str = include_str!("checks.lua");
+static HOLDS: &str = include_str!("holds.lua");
 
-/// One script: its text (the checks, then the script's own) and its hash.
+/// One script: its text (the checks, the steps on a hold, then the script's own) and its hash.
 pub(super) struct Lua {
     pub(super) code: String,
     pub(super) script: Script,
@@ -16,7 +17,7 @@ pub(super) struct Lua {
 
 impl Lua {
     pub(super) fn new(body: &str) -> Lua {
-        let code = [CHECKS, body].concat();
+        let code = [CHECKS, HOLDS, body].concat();
         let script = Script::new(&code);
         Lua { code, script }
     }

@@ -31,33 +31,9 @@ local err = bad_lease(ARGV[7])
 if err then
   return err
 end
-local acquisition = ':a:' .. ARGV[3]
-local state, unreadable = lock_fields(KEYS[1], ':hold', ARGV[1], acquisition)
-if unreadable then
-  return unreadable
-end
-if state[1] ~= ARGV[2] or not state[2] then
-  if redis.pcall('get', KEYS[3]) == ARGV[3] then
-    return {-2}
-  end
-  return {-1}
-end
-if not state[3] then
-  return {-2}
-end
-local left = tonumber(state[2])
-if not left then
-  return redis.error_reply('BADVALUE ' .. KEYS[1] .. ' has a hold count that is not a number')
-end
-left = left - 1
-if left > 0 then
-  local refused = denied('hincrby', KEYS[1], ARGV[1], -1) or denied('hdel', KEYS[1], acquisition)
-  if refused then
-    return refused
-  end
-  redis.call('hincrby', KEYS[1], ARGV[1], -1)
-  redis.call('hdel', KEYS[1], acquisition)
-  return {left}
+local now = release_one(KEYS[1], KEYS[3], ARGV[1], ARGV[2], ARGV[3])
+if now then
+  return now
 end
 local refused = denied('del', KEYS[1]) or denied('set', KEYS[3], ARGV[3], 'px', '60000')
 if refused then

@@ -53,14 +53,14 @@ if bad then
 end
 -- The holds that stand, and those whose keys lapsed.
 local prefix = KEYS[1] .. ':h:'
-local live, gone, marked = {}, {}, #members == 0
+local live, gone, marked, declared = {}, {}, #members == 0, nil
 for i = 1, #members, 2 do
   local id, score = members[i], tonumber(members[i + 1])
   if string.sub(id, 1, 1) == ':' then
     if id ~= marker then
       return wrong_type(KEYS[1], what)
     end
-    marked = true
+    marked, declared = true, score
   elseif redis.call('exists', prefix .. id) == 1 then
     live[#live + 1] = {id, score}
   else
@@ -83,19 +83,9 @@ if ARGV[4] ~= '' then
   if unreadable then
     return unreadable
   end
-  if held[1] == ARGV[4] and held[2] then
-    local refused = denied('hincrby', KEYS[5], ARGV[2], 1)
-      or denied('hset', KEYS[5], ':a:' .. ARGV[3], 1) or denied('pexpire', KEYS[5], ARGV[1])
-    if refused then
-      return refused
-    end
-    local ttl = redis.call('pttl', KEYS[5])
-    local holds = redis.call('hincrby', KEYS[5], ARGV[2], 1)
-    redis.call('hset', KEYS[5], ':a:' .. ARGV[3], 1)
-    if ttl < tonumber(ARGV[1]) then
-      redis.call('pexpire', KEYS[5], ARGV[1])
-    end
-    return {1, holds, held[3] or last}
+  local again = reenter(KEYS[5], held, ARGV[2], ARGV[4], ARGV[3], ARGV[1], last)
+  if again then
+    return again
   end
 end
 
@@ -178,7 +168,9 @@ if note then
 end
 redis.call('hset', KEYS[4], unpack(fields))
 redis.call('pexpire', KEYS[4], ARGV[1])
-redis.call('zadd', KEYS[1], mark, marker)
+if declared ~= mark then
+  redis.call('zadd', KEYS[1], mark, marker)
+end
 redis.call('zadd', KEYS[1], score, ARGV[3])
 if kind == 'write' and waiting == ARGV[2] then
   redis.call('del', KEYS[6])

@@ -13,45 +13,21 @@
 -- Reply    {n} released, n >= 1 acquisitions of the hold left; {0} the hold ended (and was
 --          announced); {-1} this hold holds nothing; {-2} this release was applied already
 -- Errors   WRONGTYPE, BADVALUE, NOPERM: before any write
-local acquisition = ':a:' .. ARGV[3]
-local state, unreadable = lock_fields(KEYS[2], ':hold', ARGV[1], acquisition)
-if unreadable then
-  return unreadable
-end
-if state[1] ~= ARGV[2] or not state[2] then
-  if redis.pcall('get', KEYS[3]) == ARGV[3] then
-    return {-2}
-  end
-  return {-1}
-end
-if not state[3] then
-  return {-2}
-end
-local left = tonumber(state[2])
-if not left then
-  return redis.error_reply('BADVALUE ' .. KEYS[2] .. ' has a hold count that is not a number')
-end
-left = left - 1
-if left > 0 then
-  local refused = denied('hincrby', KEYS[2], ARGV[1], -1) or denied('hdel', KEYS[2], acquisition)
-  if refused then
-    return refused
-  end
-  redis.call('hincrby', KEYS[2], ARGV[1], -1)
-  redis.call('hdel', KEYS[2], acquisition)
-  return {left}
-end
-local set = redis.pcall('zcard', KEYS[1])
-if is_wrong_type(set) then
-  return wrong_type(KEYS[1], 'semaphore or read-write lock (a sorted set)')
+local now = release_one(KEYS[2], KEYS[3], ARGV[1], ARGV[2], ARGV[3])
+if now then
+  return now
 end
 local refused = denied('del', KEYS[2]) or denied('zrem', KEYS[1], ARGV[2])
   or denied('set', KEYS[3], ARGV[3], 'px', '60000')
 if refused then
   return refused
 end
+-- The first write, which a set of another type refuses with nothing written.
+local dropped = redis.pcall('zrem', KEYS[1], ARGV[2])
+if is_wrong_type(dropped) then
+  return wrong_type(KEYS[1], 'semaphore or read-write lock (a sorted set)')
+end
 redis.call('del', KEYS[2])
-redis.call('zrem', KEYS[1], ARGV[2])
 redis.call('set', KEYS[3], ARGV[3], 'px', 60000)
 if redis.acl_check_cmd(ARGV[5], ARGV[4], 'freed') then
   redis.call(ARGV[5], ARGV[4], 'freed')

@@ -1,0 +1,62 @@
+-- The steps on one hold that every primitive's scripts share. A hold is a hash (a lock's own key,
+-- or a hold key of a semaphore or a read-write lock): owner id -> hold count, ':hold' -> the
+-- hold's id, ':token' -> its fencing token, ':a:<id>' -> 1 for each acquisition not yet
+-- released; its TTL is the lease. Prepended to the scripts after checks.lua; it defines
+-- functions.
+
+-- Re-enters `owner`'s hold `hold` in `key` as the acquisition `id`, extending its lease to
+-- `lease` ms if less is left. `held` are the hold's ':hold', `owner` and ':token' fields as read
+-- (see lock_fields), `last` the fencing counter. Returns the acquisition's reply ({1, holds,
+-- token}, or the refusal of a command it needs), or nil if `hold` is not the hold there.
+local function reenter(key, held, owner, hold, id, lease, last)
+  if hold == '' or held[1] ~= hold or not held[2] then
+    return nil
+  end
+  local refused = denied('hincrby', key, owner, 1) or denied('hset', key, ':a:' .. id, 1)
+    or denied('pexpire', key, lease)
+  if refused then
+    return refused
+  end
+  local ttl = redis.call('pttl', key)
+  local holds = redis.call('hincrby', key, owner, 1)
+  redis.call('hset', key, ':a:' .. id, 1)
+  if ttl < tonumber(lease) then
+    redis.call('pexpire', key, lease)
+  end
+  return {1, holds, held[3] or last}
+end
+
+-- Releases the acquisition `id` of `owner`'s hold `hold` in `key`; `log` is the release log that
+-- tells a retry of the release that ended a hold that it was applied. Returns the reply to give
+-- now ({n} acquisitions left, {-1} not the owner's, {-2} applied already, or an error reply),
+-- or nil if `id` is the hold's last acquisition, which the caller ends (nothing written yet).
+local function release_one(key, log, owner, hold, id)
+  local acquisition = ':a:' .. id
+  local state, unreadable = lock_fields(key, ':hold', owner, acquisition)
+  if unreadable then
+    return unreadable
+  end
+  if state[1] ~= hold or not state[2] then
+    if redis.pcall('get', log) == id then
+      return {-2}
+    end
+    return {-1}
+  end
+  if not state[3] then
+    return {-2}
+  end
+  local left = tonumber(state[2])
+  if not left then
+    return redis.error_reply('BADVALUE ' .. key .. ' has a hold count that is not a number')
+  end
+  if left <= 1 then
+    return nil
+  end
+  local refused = denied('hincrby', key, owner, -1) or denied('hdel', key, acquisition)
+  if refused then
+    return refused
+  end
+  redis.call('hincrby', key, owner, -1)
+  redis.call('hdel', key, acquisition)
+  return {left - 1}
+end
