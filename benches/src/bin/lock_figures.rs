@@ -23,6 +23,7 @@
 #![allow(clippy::print_stdout)]
 
 use benches::figures::{quantile, Request};
+use benches::handoff;
 use benches::lock_peers::{
     Lease, LeaseCluster, LeaseClusterNoReplicas, LeaseClusterUnpipelined, LeaseRedLock,
     LeaseUnpipelined, LockPeer, Raw, Redlock, Rslock,
@@ -30,12 +31,12 @@ use benches::lock_peers::{
 use benches::names;
 use benches::plot;
 use parking_lot::Mutex;
-use std::io::{BufRead, BufReader, Write};
+
 use std::process::{Command, Stdio};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{mpsc, Arc, Barrier};
 use std::thread;
-use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+use std::time::{Duration, Instant};
 use testkit::{RedisCluster, RedisServer};
 
 const THREADS: usize = 8;
@@ -725,45 +726,13 @@ fn handoff_in_process<P: LockPeer>(urls: &[String], scale: &Scale) -> (String, V
     handoff_series(format!("{}, one process", P::NAME), &samples)
 }
 
-fn wall_micros() -> u128 {
-    SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .map(|since| since.as_micros())
-        .unwrap_or(0)
-}
-
 /// The waiter is another process with its own client, woken by pub/sub. Both sides stamp with the
 /// system clock, which both processes of one host share. Prints the row and returns the chart's
 /// series.
 fn handoff_across_processes(url: &str, scale: &Scale) -> (String, Vec<(f64, f64)>) {
-    let name = "handoff:processes";
-    let mut child = Command::new(std::env::current_exe().expect("this binary"))
-        .args(["child-waiter", url])
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .spawn()
-        .expect("spawn the waiter process");
-    let mut to_child = child.stdin.take().expect("piped");
-    let mut from_child = BufReader::new(child.stdout.take().expect("piped")).lines();
     let holder = redis_lease::Client::open(url).expect("valid settings");
-    let lock = holder.lock(name).expect("valid name");
-    let mut samples = Vec::with_capacity(scale.rounds);
-    for _ in 0..scale.rounds {
-        let guard = lock.lock().expect("acquired");
-        writeln!(to_child, "go").expect("child alive");
-        to_child.flush().expect("child alive");
-        thread::sleep(scale.hold);
-        let released = wall_micros();
-        guard.unlock().expect("released");
-        let line = from_child
-            .next()
-            .expect("a line from the waiter")
-            .expect("readable");
-        let acquired: u128 = line.trim().parse().expect("a timestamp");
-        samples.push(acquired.saturating_sub(released) as f64 / 1e3);
-    }
-    drop(to_child);
-    let _ = child.wait();
+    let lock = holder.lock("handoff:processes").expect("valid name");
+    let mut samples = handoff::across_processes(&[url], &lock, scale.rounds, scale.hold);
     samples.sort_by(f64::total_cmp);
     let (p50, p99, max) = percentiles(samples.clone());
     println!("| lease | two processes | {p50:.3} | {p99:.3} | {max:.3} |");
@@ -805,20 +774,8 @@ fn handoff_python_redis_lock(url: &str, scale: &Scale) -> Vec<(String, Vec<(f64,
     series
 }
 
-/// The child side: on each "go", wait for the lock, stamp the acquisition, release, report.
+/// The child side: the waiter of [`handoff_across_processes`].
 fn child_waiter(url: &str) {
     let client = redis_lease::Client::open(url).expect("valid settings");
-    let lock = client.lock("handoff:processes").expect("valid name");
-    let stdin = std::io::stdin();
-    let mut out = std::io::stdout();
-    for line in stdin.lock().lines() {
-        if line.is_err() {
-            break;
-        }
-        let guard = lock.lock().expect("acquired");
-        let acquired = wall_micros();
-        guard.unlock().expect("released");
-        writeln!(out, "{acquired}").expect("parent alive");
-        out.flush().expect("parent alive");
-    }
+    handoff::serve_waiter(&client.lock("handoff:processes").expect("valid name"));
 }

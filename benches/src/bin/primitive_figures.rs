@@ -16,13 +16,12 @@
 #![allow(clippy::print_stdout)]
 
 use benches::figures::{median, quantile, Request};
+use benches::handoff;
 use redis_lease::{Client, Lock};
-use std::io::{BufRead, BufReader, Write};
-use std::process::{Command, Stdio};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Barrier};
 use std::thread;
-use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+use std::time::{Duration, Instant};
 use testkit::RedisServer;
 
 const THREADS: usize = 8;
@@ -204,43 +203,11 @@ fn contended(client: &Client, scale: &Scale) {
     println!();
 }
 
-fn wall_micros() -> u128 {
-    SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .map(|since| since.as_micros())
-        .unwrap_or(0)
-}
-
 /// Hand-off samples (ms) of `kind` ("lock" or "fair") to a waiter in another process.
 fn handoff(url: &str, kind: &str, handoffs: usize) -> Vec<f64> {
-    let mut child = Command::new(std::env::current_exe().expect("this binary"))
-        .args(["child-waiter", url, kind])
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .spawn()
-        .expect("spawn the waiter process");
-    let mut to_child = child.stdin.take().expect("piped");
-    let mut from_child = BufReader::new(child.stdout.take().expect("piped")).lines();
     let holder = Client::open(url).expect("valid settings");
     let lock = handoff_lock(&holder, kind);
-    let mut samples = Vec::with_capacity(handoffs);
-    for _ in 0..handoffs {
-        let guard = lock.lock().expect("acquired");
-        writeln!(to_child, "go").expect("child alive");
-        to_child.flush().expect("child alive");
-        thread::sleep(Duration::from_millis(5));
-        let released = wall_micros();
-        guard.unlock().expect("released");
-        let line = from_child
-            .next()
-            .expect("a line from the waiter")
-            .expect("readable");
-        let acquired: u128 = line.trim().parse().expect("a timestamp");
-        samples.push(acquired.saturating_sub(released) as f64 / 1e3);
-    }
-    drop(to_child);
-    let _ = child.wait();
-    samples
+    handoff::across_processes(&[url, kind], &lock, handoffs, Duration::from_millis(5))
 }
 
 fn handoff_lock(client: &Client, kind: &str) -> Lock {
@@ -289,20 +256,8 @@ fn handoffs(url: &str, scale: &Scale) {
     );
 }
 
-/// The child side: on each "go", wait for the lock, stamp the acquisition, release, report.
+/// The child side: the waiter of [`handoff`].
 fn child_waiter(url: &str, kind: &str) {
     let client = Client::open(url).expect("valid settings");
-    let lock = handoff_lock(&client, kind);
-    let stdin = std::io::stdin();
-    let mut out = std::io::stdout();
-    for line in stdin.lock().lines() {
-        if line.is_err() {
-            break;
-        }
-        let guard = lock.lock().expect("acquired");
-        let acquired = wall_micros();
-        guard.unlock().expect("released");
-        writeln!(out, "{acquired}").expect("parent alive");
-        out.flush().expect("parent alive");
-    }
+    handoff::serve_waiter(&handoff_lock(&client, kind));
 }

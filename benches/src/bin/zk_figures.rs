@@ -28,14 +28,15 @@
 #![allow(clippy::print_stdout)]
 
 use benches::figures::{quantile, Request};
+use benches::handoff;
 use parking_lot::Mutex;
-use std::io::{BufRead, BufReader, Read, Write};
+use std::io::{Read, Write};
 use std::net::TcpStream;
 use std::process::{Command, Stdio};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Barrier};
 use std::thread;
-use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+use std::time::{Duration, Instant};
 use testkit::ZooKeeper;
 
 const THREADS: usize = 8;
@@ -324,46 +325,12 @@ fn contended(hosts: &str, run: Duration) -> Contended {
     }
 }
 
-fn wall_micros() -> u128 {
-    SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .map(|since| since.as_micros())
-        .unwrap_or(0)
-}
-
 /// The waiter is this binary run again with its own client. Both sides stamp with the system
 /// clock, which both processes of one host share.
 fn handoff_across_processes(hosts: &str, rounds: usize) -> Handoff {
-    let mut child = Command::new(std::env::current_exe().expect("this binary"))
-        .args(["child-waiter", hosts])
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .spawn()
-        .expect("spawn the waiter process");
-    let mut to_child = child.stdin.take().expect("piped");
-    let mut from_child = BufReader::new(child.stdout.take().expect("piped")).lines();
-    let mut next_line = || {
-        from_child
-            .next()
-            .expect("a line from the waiter")
-            .expect("readable")
-    };
-    assert_eq!(next_line(), "ready", "the waiter connected");
     let holder = client(hosts);
     let lock = holder.lock("handoff").expect("valid name");
-    let mut samples = Vec::with_capacity(rounds);
-    for _ in 0..rounds {
-        let guard = lock.lock().expect("acquired");
-        writeln!(to_child, "go").expect("child alive");
-        to_child.flush().expect("child alive");
-        thread::sleep(HOLD);
-        let released = wall_micros();
-        guard.unlock().expect("released");
-        let acquired: u128 = next_line().trim().parse().expect("a timestamp");
-        samples.push(acquired.saturating_sub(released) as f64 / 1e3);
-    }
-    drop(to_child);
-    let _ = child.wait();
+    let mut samples = handoff::across_processes(&[hosts], &lock, rounds, HOLD);
     samples.sort_by(f64::total_cmp);
     Handoff {
         p50: quantile(&samples, 0.5),
@@ -372,24 +339,10 @@ fn handoff_across_processes(hosts: &str, rounds: usize) -> Handoff {
     }
 }
 
-/// The child side: connect, say "ready"; on each "go", wait for the lock, stamp the
-/// acquisition, release, report the stamp.
+/// The child side: the waiter of [`handoff_across_processes`].
 fn child_waiter(hosts: &str) {
     let client = client(hosts);
-    let lock = client.lock("handoff").expect("valid name");
-    let mut out = std::io::stdout();
-    writeln!(out, "ready").expect("parent alive");
-    out.flush().expect("parent alive");
-    for line in std::io::stdin().lock().lines() {
-        if line.is_err() {
-            break;
-        }
-        let guard = lock.lock().expect("acquired");
-        let acquired = wall_micros();
-        guard.unlock().expect("released");
-        writeln!(out, "{acquired}").expect("parent alive");
-        out.flush().expect("parent alive");
-    }
+    handoff::serve_waiter(&client.lock("handoff").expect("valid name"));
 }
 
 /// kazoo's `figure` by `benches/python/kazoo_lock.py`, or why there is none.
