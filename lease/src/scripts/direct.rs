@@ -43,9 +43,6 @@ pub(super) fn text(value: &Value) -> Option<String> {
 
 /// What Redis holds for the lock, read in one pipeline.
 pub(crate) fn inspect(con: &mut dyn Link, keys: &LockKeys) -> Result<LockState> {
-    if keys.kind.shared() {
-        return super::shared::inspect(con, keys);
-    }
     let fair = keys.kind == crate::keys::Kind::Fair;
     let mut commands = vec![
         redis::cmd("TYPE").arg(&keys.lock).clone(),
@@ -145,9 +142,6 @@ pub(crate) fn force_release(
     keys: &LockKeys,
     announce: Announce,
 ) -> Result<bool> {
-    if keys.kind.shared() {
-        return super::shared::force_release(con, keys, announce);
-    }
     let replies = pipeline(
         con,
         vec![

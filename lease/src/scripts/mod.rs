@@ -17,11 +17,12 @@ mod shared;
 pub(crate) use acks::Acks;
 pub(crate) use call::{is_noscript, Call};
 pub(crate) use claim::{claim, claim_id, parse_claim};
-pub(crate) use direct::{force_release, inspect};
 pub(crate) use reply::{parse_acquire, parse_release, parse_renew, Acquire, ReleaseReply};
 
+use crate::error::Result;
 use crate::fencing::Epoch;
 use crate::keys::{Kind, LockKeys};
+use crate::state::LockState;
 use call::{millis, Lua};
 use std::sync::LazyLock;
 use std::time::Duration;
@@ -79,6 +80,29 @@ pub(crate) fn acquire(
         .arg(epoch.arg())
         .arg(fair)
         .arg(u8::from(waits))
+}
+
+/// What Redis holds for the primitive, read without a script (see `direct.rs`; a shared
+/// primitive's in `shared.rs`).
+pub(crate) fn inspect(con: &mut dyn crate::conn::Link, keys: &LockKeys) -> Result<LockState> {
+    if keys.kind.shared() {
+        shared::inspect(con, keys)
+    } else {
+        direct::inspect(con, keys)
+    }
+}
+
+/// Deletes the primitive whoever holds it, and announces it; whether there was anything.
+pub(crate) fn force_release(
+    con: &mut dyn crate::conn::Link,
+    keys: &LockKeys,
+    announce: Announce,
+) -> Result<bool> {
+    if keys.kind.shared() {
+        shared::force_release(con, keys, announce)
+    } else {
+        direct::force_release(con, keys, announce)
+    }
 }
 
 /// Withdraws `owner`'s marks of a wait that ended without the primitive: its place in a fair
