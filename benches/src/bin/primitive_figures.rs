@@ -79,16 +79,17 @@ fn main() {
         }
     } else {
         Scale {
-            rounds: 5,
-            pairs: 3_000,
-            contention: Duration::from_secs(3),
-            handoffs: 300,
+            rounds: 15,
+            pairs: 600,
+            contention: Duration::from_secs(2),
+            handoffs: 200,
         }
     };
     let server = RedisServer::start();
     let url = server.url();
     let client = Client::open(&url).expect("valid settings");
     uncontended(&client, &scale);
+    server_time(&client, &server, &scale);
     contended(&client, &scale);
     handoffs(&url, &scale);
 }
@@ -129,6 +130,51 @@ fn uncontended(client: &Client, scale: &Scale) {
             median(rates[i].clone()),
             median(ratios)
         );
+    }
+    println!();
+}
+
+/// The server's time per uncontended pair of each primitive: `EVALSHA` microseconds from
+/// `INFO commandstats` over `pairs` pairs (acquisition and release scripts), which the machine's
+/// other load disturbs less than the wall clock.
+fn server_time(client: &Client, server: &RedisServer, scale: &Scale) {
+    let kinds = kinds(client, "server");
+    let mut con = server.connection();
+    let mut micros: Vec<Vec<f64>> = vec![Vec::new(); kinds.len()];
+    for _ in 0..scale.rounds.min(5) {
+        for (i, (_, lock)) in kinds.iter().enumerate() {
+            let () = redis::cmd("CONFIG")
+                .arg("RESETSTAT")
+                .query(&mut con)
+                .expect("CONFIG RESETSTAT");
+            for _ in 0..scale.pairs {
+                lock.lock().expect("free").unlock().expect("held");
+            }
+            let info: String = redis::cmd("INFO")
+                .arg("commandstats")
+                .query(&mut con)
+                .expect("INFO");
+            let usec = info
+                .lines()
+                .find_map(|line| line.strip_prefix("cmdstat_evalsha:"))
+                .and_then(|fields| {
+                    fields
+                        .split(',')
+                        .find_map(|field| field.strip_prefix("usec="))
+                })
+                .and_then(|usec| usec.parse::<f64>().ok())
+                .unwrap_or(0.0);
+            micros[i].push(usec / scale.pairs as f64);
+        }
+    }
+    println!("## The server's time per uncontended pair (EVALSHA, INFO commandstats)");
+    println!();
+    println!("| primitive | µs per pair (median) | / the lock's |");
+    println!("|---|---|---|");
+    let lock = median(micros[0].clone());
+    for (i, (name, _)) in kinds.iter().enumerate() {
+        let own = median(micros[i].clone());
+        println!("| {name} | {own:.1} | {:.2}x |", own / lock);
     }
     println!();
 }

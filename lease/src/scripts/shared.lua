@@ -70,12 +70,15 @@ end
 if not marked then
   return wrong_type(KEYS[1], what)
 end
-local waiting = redis.pcall('get', KEYS[6])
-if is_wrong_type(waiting) then
-  return wrong_type(KEYS[6], 'waiting writer (a string)')
-end
-if type(waiting) == 'table' then
-  return waiting
+local waiting = nil
+if kind ~= 'semaphore' then
+  waiting = redis.pcall('get', KEYS[6])
+  if is_wrong_type(waiting) then
+    return wrong_type(KEYS[6], 'waiting writer (a string)')
+  end
+  if type(waiting) == 'table' then
+    return waiting
+  end
 end
 
 if ARGV[4] ~= '' then
@@ -154,8 +157,8 @@ local mark = kind == 'semaphore' and permits or 0
 local fields = {ARGV[2], 1, ':hold', ARGV[3], ':token', token, ':a:' .. ARGV[3], 1}
 local refused = denied('set', KEYS[2], token) or (note and denied('set', KEYS[3], note))
   or denied('hset', KEYS[4], unpack(fields)) or denied('pexpire', KEYS[4], ARGV[1])
-  or denied('zadd', KEYS[1], score, ARGV[3]) or denied('zrem', KEYS[1], ARGV[3])
-  or (kind == 'write' and denied('del', KEYS[6]))
+  or denied('zadd', KEYS[1], score, ARGV[3]) or (#gone > 0 and denied('zrem', KEYS[1], gone[1]))
+  or (kind == 'write' and waiting == ARGV[2] and denied('del', KEYS[6]))
 if refused then
   return refused
 end
