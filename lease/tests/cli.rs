@@ -465,7 +465,7 @@ fn status_says_a_name_whose_tokens_are_exhausted_is_free_but_cannot_be_acquired(
         .query(&mut con)
         .expect("SET");
     let text = output(lease(&url).args(["status", "worn"]));
-    assert_eq!(text.status.code(), Some(0), "{text:?}");
+    assert_eq!(text.status.code(), Some(1), "free: {text:?}");
     let sentence = stdout_of(&text);
     assert!(
         sentence.contains("is free") && sentence.contains("fencing tokens are exhausted"),

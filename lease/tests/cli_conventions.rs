@@ -59,7 +59,7 @@ fn command_line_mistakes_get_clap_s_message_with_the_usage_and_the_usage_code() 
         (
             &["run", "job", "true"],
             "error: unexpected argument 'true' found",
-            "Usage: lease run [OPTIONS] <NAME> -- <CMD>...",
+            "Usage: lease run [OPTIONS] <NAME> [-- <CMD>...]",
         ),
         (
             &["run", "--wiat", "5s", "job", "--", "true"],
@@ -327,7 +327,7 @@ fn the_server_comes_from_the_flag_then_lease_redis_url_then_redis_url_then_the_d
     // And REDIS_URL alone reaches a live server.
     let server = RedisServer::start();
     let done = output(bare().env("REDIS_URL", server.url()).args(["status", "x"]));
-    assert_eq!(done.status.code(), Some(0), "{done:?}");
+    assert_eq!(done.status.code(), Some(1), "free: {done:?}");
 }
 
 #[test]
@@ -345,9 +345,14 @@ fn other_settings_come_from_the_flag_then_their_variable_then_the_default() {
         .expect("free");
     let held = |command: &mut Command| {
         let done = output(command.args(["status", "--json", "job"]));
-        assert_eq!(done.status.code(), Some(0), "{done:?}");
         let status: serde_json::Value = serde_json::from_slice(&done.stdout).expect("JSON");
-        status["held"] == true
+        let held = status["held"] == true;
+        assert_eq!(
+            done.status.code(),
+            Some(if held { 0 } else { 1 }),
+            "{done:?}"
+        );
+        held
     };
     assert!(held(lease(&url).env("LEASE_PREFIX", "app1")));
     assert!(!held(
@@ -390,7 +395,7 @@ fn other_settings_come_from_the_flag_then_their_variable_then_the_default() {
             .env("LEASE_LEASE", "5x")
             .args(["--lease", "2s", "status", "x"]),
     );
-    assert_eq!(overridden.status.code(), Some(0), "{overridden:?}");
+    assert_eq!(overridden.status.code(), Some(1), "free: {overridden:?}");
 
     // Switches from the environment: falsy words are off, and a flag beats the other's variable.
     let off = output(
@@ -398,7 +403,7 @@ fn other_settings_come_from_the_flag_then_their_variable_then_the_default() {
             .env("LEASE_CLUSTER", "false")
             .args(["status", "x"]),
     );
-    assert_eq!(off.status.code(), Some(0), "{off:?}");
+    assert_eq!(off.status.code(), Some(1), "free: {off:?}");
     let both = output(
         lease(&url)
             .env("LEASE_CLUSTER", "1")
@@ -428,7 +433,7 @@ fn logs_go_to_stderr_filtered_by_lease_log_and_by_v_and_q_and_json_alone_to_stdo
     let server = RedisServer::start();
     let url = server.url();
     let verbose = output(lease(&url).args(["-v", "status", "--json", "x"]));
-    assert_eq!(verbose.status.code(), Some(0), "{verbose:?}");
+    assert_eq!(verbose.status.code(), Some(1), "free: {verbose:?}");
     let _: serde_json::Value = serde_json::from_slice(&verbose.stdout).expect("stdout is JSON");
     let stderr = stderr_of(&verbose);
     assert!(stderr.contains(" debug lease::"), "{stderr}");

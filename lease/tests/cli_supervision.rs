@@ -237,7 +237,7 @@ fn keys_a_lock_cannot_use_get_the_data_code_and_status_and_unlock_still_work() {
     let run = output(lease(&url).args(["run", "bad", "--", "true"]));
     assert_eq!(run.status.code(), Some(DATA), "{run:?}");
     let status = output(lease(&url).args(["status", "bad"]));
-    assert_eq!(status.status.code(), Some(0), "{status:?}");
+    assert_eq!(status.status.code(), Some(1), "free: {status:?}");
     let text = String::from_utf8_lossy(&status.stdout);
     assert!(
         text.contains("problem") && text.contains("string"),
@@ -330,7 +330,7 @@ fn passwords_stay_out_of_help_errors_and_the_commands_environment() {
             .arg(&file)
             .args(["status", "x"]),
     );
-    assert_eq!(from_file.status.code(), Some(0), "{from_file:?}");
+    assert_eq!(from_file.status.code(), Some(1), "free: {from_file:?}");
 }
 
 #[test]
@@ -346,7 +346,7 @@ fn socket_passwords_stay_out_of_the_log_the_status_and_errors() {
         format!("REDIS+UNIX://{socket}?pass=hunter2"),
     ] {
         let done = output(lease(&url).args(["-vv", "status", "--json", "x"]));
-        assert_eq!(done.status.code(), Some(0), "{url}: {done:?}");
+        assert_eq!(done.status.code(), Some(1), "free: {url}: {done:?}");
         let (stdout, stderr) = (stdout_of(&done), stderr_of(&done));
         assert!(
             stderr.contains("(from $LEASE_REDIS_URL)"),
@@ -360,7 +360,7 @@ fn socket_passwords_stay_out_of_the_log_the_status_and_errors() {
             "{url}:\n{stdout}\n{stderr}"
         );
         let plain = output(lease(&url).args(["status", "x"]));
-        assert_eq!(plain.status.code(), Some(0), "{url}: {plain:?}");
+        assert_eq!(plain.status.code(), Some(1), "free: {url}: {plain:?}");
         assert!(!stdout_of(&plain).contains("hunter2"), "{plain:?}");
     }
     // Forms it reads no password from, or a wrong one: refused, and never shown.

@@ -99,6 +99,27 @@ pub struct Connection {
         hide_env_values = true
     )]
     tls_ca_file: Option<PathBuf>,
+    /// A PEM file of the client certificate (and its chain) to present to rediss:// servers
+    /// that ask for one; with --tls-key
+    #[arg(
+        long,
+        global = true,
+        value_name = "FILE",
+        env = "LEASE_TLS_CERT",
+        hide_env_values = true,
+        requires = "tls_key"
+    )]
+    tls_cert: Option<PathBuf>,
+    /// The PEM file of the client certificate's private key; with --tls-cert
+    #[arg(
+        long,
+        global = true,
+        value_name = "FILE",
+        env = "LEASE_TLS_KEY",
+        hide_env_values = true,
+        requires = "tls_cert"
+    )]
+    tls_key: Option<PathBuf>,
     /// Read the password from the first line of this file, to keep it out of the URL (and out
     /// of `ps`); without it, the password is taken from $LEASE_REDIS_PASSWORD if set
     #[arg(
@@ -493,6 +514,9 @@ impl Connection {
         }
         if let Some(ca_file) = &self.tls_ca_file {
             builder = builder.tls_ca_file(ca_file);
+        }
+        if let (Some(cert), Some(key)) = (&self.tls_cert, &self.tls_key) {
+            builder = builder.tls_client_cert(cert, key);
         }
         if let Some(password) = self.password()? {
             builder = builder.password(password);

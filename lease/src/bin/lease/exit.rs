@@ -24,13 +24,16 @@ pub const CANNOT_EXECUTE: u8 = 126;
 pub const NOT_FOUND: u8 = 127;
 /// Anything else the tool could not do (an unexpected reply, a thread that would not start).
 pub const FAILED: u8 = 1;
+/// `lease status`: the lock is free (0 when it is held).
+pub const FREE: u8 = 1;
 
 /// The exit codes and what each means, as `--help` and the man pages show them.
-pub const CODES: [(&str, &str); 9] = [
+pub const CODES: [(&str, &str); 10] = [
     (
         "the command's own",
         "lease run: the command's exit status; 128+N if signal N killed it",
     ),
+    ("0, 1", "lease status: the lock is held (0) or free (1)"),
     (
         "64",
         "usage error: no command, a bad option, duration, URL or name",
@@ -43,7 +46,7 @@ pub const CODES: [(&str, &str); 9] = [
     ),
     (
         "75",
-        "lease run: the lock was not acquired within --wait (held elsewhere)",
+        "lease run: the lock was not acquired within --wait (held elsewhere; -E sets another)",
     ),
     (
         "78",

@@ -1,6 +1,7 @@
 //! The tool's logger: every message on stderr is a log record, the tool's own and the lock
-//! library's, filtered by `$LEASE_LOG` (`env_logger`'s syntax: `debug`, `redis_lease::watchdog=trace`)
-//! and by `-v`/`-q`, and written through the non-blocking stderr thread of `say`.
+//! library's, filtered by `$LEASE_LOG` (`env_logger`'s syntax: `debug`, `redis_lease::watchdog=trace`;
+//! `$RUST_LOG` when `$LEASE_LOG` is unset) and by `-v`/`-q`, and written through the
+//! non-blocking stderr thread of `say`.
 //!
 //! Levels: `error` is the line that explains a failing exit code, `warn` what went wrong on the
 //! way (a lease lost, a command stopped, a renewal or release that failed), `info` what the tool
@@ -13,6 +14,9 @@ use std::time::Instant;
 
 /// The variable that holds the log filter.
 pub const FILTER_VARIABLE: &str = "LEASE_LOG";
+
+/// The variable read for the filter when [`FILTER_VARIABLE`] is unset, as Rust programs do.
+pub const RUST_FILTER_VARIABLE: &str = "RUST_LOG";
 
 /// How many `-v` and `-q` were given, passed on to the tool's own helper processes.
 static FLAGS: OnceLock<(u8, u8)> = OnceLock::new();
@@ -30,14 +34,16 @@ fn level(verbose: u8, quiet: u8) -> Option<LevelFilter> {
     })
 }
 
-/// Installs the logger: `warn` and above unless `$LEASE_LOG` says otherwise; the level of `-v`
-/// and `-q`, when given, over the one `$LEASE_LOG` gives (its per-module levels stay).
+/// Installs the logger: `warn` and above unless `$LEASE_LOG` (else `$RUST_LOG`) says otherwise;
+/// the level of `-v` and `-q`, when given, over the one the variable gives (its per-module
+/// levels stay).
 pub fn install(verbose: u8, quiet: u8) {
     let _ = FLAGS.set((verbose, quiet));
     let started = Instant::now();
     let mut builder = env_logger::Builder::new();
     builder.filter_level(LevelFilter::Warn);
-    if let Ok(filter) = std::env::var(FILTER_VARIABLE) {
+    let filter = std::env::var(FILTER_VARIABLE).or_else(|_| std::env::var(RUST_FILTER_VARIABLE));
+    if let Ok(filter) = filter {
         builder.parse_filters(&filter);
     }
     if let Some(level) = level(verbose, quiet) {

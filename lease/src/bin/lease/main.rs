@@ -104,7 +104,7 @@ fn is_helper() -> bool {
 }
 
 /// The variables the tool reads besides the options' own.
-const VARIABLES: [(&str, &str); 3] = [
+const VARIABLES: [(&str, &str); 4] = [
     (
         "REDIS_URL",
         "the server, when neither --url nor LEASE_REDIS_URL gives one",
@@ -117,6 +117,10 @@ const VARIABLES: [(&str, &str); 3] = [
         logger::FILTER_VARIABLE,
         "what to log: warn (the default), debug, redis_lease::watchdog=trace,... (-v and -q override \
          its level)",
+    ),
+    (
+        logger::RUST_FILTER_VARIABLE,
+        "what to log, when LEASE_LOG is unset",
     ),
 ];
 
@@ -207,12 +211,17 @@ fn execute(cli: Cli, matches: &ArgMatches) -> Result<ExitCode, Failure> {
     match cli.command {
         Command::Run(args) => {
             let name = args.name.clone();
+            let conflict = args.conflict_exit_code;
             let servers = connection.servers(matches)?;
             connection
                 .client(&servers)
                 .and_then(|client| run::run(&client, args))
                 .map_err(|failure| {
-                    let failure = connection.unless_masters_unavailable(&servers, &name, failure);
+                    let mut failure =
+                        connection.unless_masters_unavailable(&servers, &name, failure);
+                    if let (exit::NOT_ACQUIRED, Some(code)) = (failure.code, conflict) {
+                        failure.code = code;
+                    }
                     servers.named_in(failure)
                 })
         }

@@ -48,13 +48,44 @@ pub struct RunArgs {
     /// still waits: a hold is never shared between processes
     #[arg(long, value_name = "ID")]
     owner: Option<String>,
+    /// Renew the lease for at most this long in all: then the lease runs out and the command
+    /// is stopped as for a lost lease (exit 79); a bound on a job that hangs
+    #[arg(long, value_name = "DURATION", value_parser = crate::duration)]
+    max_hold: Option<Duration>,
+    /// The exit code when the lock was not acquired within --wait, instead of 75 (as flock's
+    /// -E): 0 makes "someone else is running it" a success
+    #[arg(short = 'E', long, value_name = "CODE")]
+    pub conflict_exit_code: Option<u8>,
     #[command(flatten)]
     primitive: PrimitiveArgs,
     /// The lock's name
     pub name: String,
+    /// Run this shell command (with /bin/sh -c) instead of CMD, as flock's -c
+    #[arg(
+        short = 'c',
+        long = "command",
+        id = "shell",
+        value_name = "SHELL_COMMAND"
+    )]
+    shell: Option<String>,
     /// The command to run, after `--`, and its arguments
-    #[arg(last = true, required = true, value_name = "CMD")]
+    #[arg(
+        last = true,
+        required_unless_present = "shell",
+        conflicts_with = "shell",
+        value_name = "CMD"
+    )]
     command: Vec<String>,
+}
+
+impl RunArgs {
+    /// The command line to run: CMD, or `/bin/sh -c SHELL_COMMAND`.
+    fn command_line(&self) -> Vec<String> {
+        match &self.shell {
+            Some(shell) => vec!["/bin/sh".into(), "-c".into(), shell.clone()],
+            None => self.command.clone(),
+        }
+    }
 }
 
 /// What the command finds in its environment besides `lease`'s own (less its secrets).
@@ -165,6 +196,9 @@ fn acquire(client: &Client, args: &RunArgs) -> Result<LeaseGuard, Failure> {
     if let Some(owner) = &args.owner {
         lock = lock.owned_by(owner.as_str())?;
     }
+    if let Some(max_hold) = args.max_hold {
+        lock = lock.max_hold(max_hold)?;
+    }
     let acquired = match args.wait {
         None => Some(lock.lock()?),
         Some(wait) if wait.is_zero() => lock.try_lock()?,
@@ -196,7 +230,7 @@ fn spawn(args: &RunArgs, guard: &LeaseGuard, foreground: bool) -> Result<Child, 
     }
     command
         .arg("--")
-        .args(&args.command)
+        .args(args.command_line())
         .env("LEASE_NAME", &args.name)
         .env("LEASE_OWNER", guard.owner())
         .env("LEASE_HELD", "1")

@@ -1,7 +1,7 @@
 //! `lease status` and `lease unlock --force`: an operator's view of a lock, and its last resort.
 //! Both work on a full server and on keys that hold something a lock cannot use.
 
-use crate::exit::{printed, Failure};
+use crate::exit::{self, printed, Failure};
 use crate::primitive::PrimitiveArgs;
 use crate::say::out;
 use clap::Args;
@@ -37,7 +37,13 @@ pub fn status(client: &Client, args: StatusArgs) -> Result<ExitCode, Failure> {
     } else {
         describe(&state, &args.primitive)
     };
-    Ok(printed(out(&text)))
+    // Scripts ask `lease status NAME` as they ask `test`: 0 when held, 1 when free.
+    let written = out(&text);
+    Ok(if written && !state.is_held() {
+        ExitCode::from(exit::FREE)
+    } else {
+        printed(written)
+    })
 }
 
 pub fn unlock(client: &Client, args: UnlockArgs) -> Result<ExitCode, Failure> {
