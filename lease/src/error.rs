@@ -155,6 +155,23 @@ impl Error {
         }
     }
 
+    /// Whether the same call may succeed if made again later, nothing else changed: the server
+    /// did not answer or cannot serve now ([`Error::Unavailable`],
+    /// [`Error::ZooKeeperUnavailable`]), too few replicas acknowledged ([`Error::NotReplicated`]),
+    /// the lock stayed held ([`Error::Timeout`]), or too many threads wait for it
+    /// ([`Error::QueueFull`]). Everything else needs a change first: a setting, an argument, the
+    /// keys, or the caller's own decision ([`Error::Cancelled`]).
+    pub fn is_retryable(&self) -> bool {
+        matches!(
+            self,
+            Error::Unavailable(_)
+                | Error::ZooKeeperUnavailable(_)
+                | Error::NotReplicated { .. }
+                | Error::Timeout { .. }
+                | Error::QueueFull { .. }
+        )
+    }
+
     /// Whether the operation failed for want of an answer, so that it may have taken effect.
     pub(crate) fn is_unavailable(&self) -> bool {
         matches!(self, Error::Unavailable(_) | Error::ZooKeeperUnavailable(_))
@@ -170,6 +187,42 @@ fn scripted_key(error: &redis::RedisError) -> Option<&str> {
 
 /// The crate's result type.
 pub type Result<T, E = Error> = std::result::Result<T, E>;
+
+#[cfg(test)]
+mod retry_tests {
+    use super::*;
+
+    #[test]
+    fn only_errors_that_may_pass_are_retryable() {
+        let io = || redis::RedisError::from(std::io::Error::other("reset"));
+        for error in [
+            Error::Unavailable(io()),
+            Error::ZooKeeperUnavailable("lost".into()),
+            Error::Timeout {
+                name: "a".into(),
+                waited: Duration::ZERO,
+            },
+            Error::QueueFull {
+                name: "a".into(),
+                waiting: 1,
+            },
+        ] {
+            assert!(error.is_retryable(), "{error}");
+        }
+        for error in [
+            Error::Refused(io()),
+            Error::InvalidArgument("x".into()),
+            Error::Cancelled { name: "a".into() },
+            Error::WrongType { key: "k".into() },
+            Error::NotOwner {
+                name: "a".into(),
+                owner: "o".into(),
+            },
+        ] {
+            assert!(!error.is_retryable(), "{error}");
+        }
+    }
+}
 
 #[cfg(test)]
 mod tests {

@@ -20,6 +20,13 @@
 //! # Ok::<(), redis_lease::Error>(())
 //! ```
 //!
+//! # Platforms and servers
+//!
+//! Unix only (Linux, macOS, the BSDs); a build for another target stops with a message saying so.
+//! Redis 7.0 or later: the scripts ask the user's ACL rules with `redis.acl_check_cmd` and a
+//! cluster's waiters use sharded pub/sub (`SPUBLISH`), both Redis 7. The test suite runs against
+//! Debian's Redis 7.0.15 and ZooKeeper 3.8.
+//!
 //! # What a lease guarantees
 //!
 //! While a guard is not lost, no other owner holds the lock, provided Redis keeps the key and its
@@ -35,7 +42,8 @@
 //! does (silent, frozen, or dripping its reply a byte at a time): the crate keeps its own socket
 //! and bounds whole calls, not single reads. Errors tell apart unavailability (retry later),
 //! refusals (a wrong password, an ACL rule, a full server: retrying will not help), keys a lock
-//! cannot use, a hold that is no longer the caller's, and bad input; see [`Error`].
+//! cannot use, a hold that is no longer the caller's, and bad input; see [`Error`], and
+//! [`Error::is_retryable`] for the errors a later call may get past.
 //!
 //! # Several masters, several locks
 //!
@@ -96,6 +104,14 @@
 #![forbid(unsafe_code)]
 #![warn(clippy::missing_errors_doc)]
 
+// The crate runs on Unix (Linux, macOS, the BSDs): its connections use Unix sockets and its
+// tool Unix processes and signals.
+#[cfg(not(unix))]
+compile_error!(
+    "redis-lease runs on Unix only (Linux, macOS, the BSDs): it uses Unix sockets, signals and \
+     process groups"
+);
+
 mod backend;
 mod cancel;
 mod client;
@@ -129,13 +145,20 @@ pub use client::{Client, ClientBuilder};
 /// the crate shows URLs in its messages; text that is not a URL is shown up to its last `@` as
 /// `***`. For programs that print the URLs they were given.
 pub use conn::redact as redact_url;
+/// The channel crate of [`LostSignal`], re-exported so that `select!` over a lost signal and
+/// other channels needs no dependency of the caller's own, at the version this crate uses.
+pub use crossbeam_channel;
 pub use error::{Error, Result};
 /// The timer crate the watchdog runs on, for [`ClientBuilder::timer`].
 pub use hashwheel;
 pub use lock::{LeaseGuard, Lock};
-pub use lost::{Lost, LostReason};
+pub use lost::{Lost, LostReason, LostSignal};
 pub use multilock::{MultiGuard, MultiLock};
 pub use policy::{MAX_LEASE, MIN_LEASE};
+/// The Redis client crate, re-exported: [`Error::Unavailable`] and [`Error::Refused`] carry its
+/// `RedisError` (its `code()` and `detail()` say what the server answered), and the crate's
+/// version is the one those errors come from.
+pub use redis;
 pub use rwlock::ReadWriteLock;
 pub use semaphore::{Semaphore, MAX_PERMITS};
 pub use state::LockState;

@@ -6,6 +6,12 @@ use parking_lot::Mutex;
 use std::sync::Arc;
 use std::time::Instant;
 
+/// The receiving end a guard's `lost_signal()` returns: it gets one [`Lost`] when the hold can no
+/// longer be trusted. A `crossbeam_channel::Receiver` (re-exported as
+/// [`redis_lease::crossbeam_channel`](crate::crossbeam_channel)), so that it can wait in a
+/// `select!` beside the caller's own channels; `recv_timeout` and `try_recv` need no import.
+pub type LostSignal = Receiver<Lost>;
+
 /// Why a hold can no longer be trusted.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 #[non_exhaustive]

@@ -4,7 +4,6 @@ use crate::error::{Error, Result};
 use crate::lock::{LeaseGuard, Lock};
 use crate::lost::Lost;
 use crate::policy::after;
-use crossbeam_channel::Receiver;
 use std::sync::{Arc, OnceLock};
 use std::time::{Duration, Instant};
 
@@ -203,7 +202,7 @@ impl MultiGuard {
     }
 
     /// A receiver that gets a [`Lost`] when any member is lost.
-    pub fn lost_signal(&self) -> Receiver<Lost> {
+    pub fn lost_signal(&self) -> crate::LostSignal {
         let (tell, told) = crossbeam_channel::bounded(self.guards.len());
         for guard in &self.guards {
             guard.watched().lost_to(tell.clone());

@@ -6,7 +6,6 @@ use super::release::Holding;
 use crate::error::{Error, Result};
 use crate::lost::Lost;
 use crate::watchdog::Watched;
-use crossbeam_channel::Receiver;
 use std::time::{Duration, Instant};
 
 /// One acquisition, as its guard keeps it: the handle it releases through, what the acquisition came to, and its
@@ -28,8 +27,8 @@ pub(crate) struct Acquisition {
 /// [`LeaseGuard::is_lost`] between steps, or wait on [`LeaseGuard::lost_signal`] beside the work:
 ///
 /// ```no_run
-/// use crossbeam_channel::{select, Receiver};
-/// # fn work_done() -> Receiver<()> { crossbeam_channel::never() }
+/// use redis_lease::crossbeam_channel::{never, select, Receiver};
+/// # fn work_done() -> Receiver<()> { never() }
 /// # let client = redis_lease::Client::open("redis://127.0.0.1:6379")?;
 /// let guard = client.lock("reports/nightly")?.lock()?;
 /// select! {
@@ -108,7 +107,7 @@ impl LeaseGuard {
     /// deadline, even if Redis hangs. Each call makes a new receiver; all of them are told. Each
     /// is kept (a few dozen bytes) until the hold is lost or released, dropped or not: take one
     /// receiver before a `select!` loop rather than calling this in every round.
-    pub fn lost_signal(&self) -> Receiver<Lost> {
+    pub fn lost_signal(&self) -> crate::LostSignal {
         self.acquisition.watched.lost_signal()
     }
 

@@ -301,6 +301,14 @@ pub struct Advance<'a, T> {
     wheel: &'a mut Wheel<T>,
 }
 
+impl<T> std::fmt::Debug for Advance<'_, T> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Advance")
+            .field("wheel", &self.wheel)
+            .finish()
+    }
+}
+
 impl<T> Iterator for Advance<'_, T> {
     type Item = (u64, T);
 
