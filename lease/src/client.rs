@@ -62,6 +62,63 @@ impl Client {
         ClientBuilder::new(Topology::Server(url.into()))
     }
 
+    /// Settings for a client of the one server an application's `redis` crate already connects
+    /// to: its address (`redis://`, `rediss://` or a Unix socket), user, password and database.
+    /// The password goes to [`ClientBuilder::password`], never into a URL. TLS certificates set
+    /// in the `ConnectionInfo` cannot be read back out of it: give them with
+    /// [`ClientBuilder::tls_ca_file`] and [`ClientBuilder::tls_client_cert`].
+    ///
+    /// ```no_run
+    /// use redis_lease::{redis::IntoConnectionInfo, Client};
+    ///
+    /// let info = "redis://app@127.0.0.1:6379/2".into_connection_info()?;
+    /// let client = Client::from_connection_info(&info)?.build()?;
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    ///
+    /// # Errors
+    ///
+    /// [`Error::InvalidArgument`] for TLS without hostname verification (`insecure`), which the
+    /// crate does not offer, and for TLS certificates given in the `ConnectionInfo`.
+    pub fn from_connection_info(info: &redis::ConnectionInfo) -> Result<ClientBuilder> {
+        let settings = info.redis_settings();
+        let user = settings
+            .username()
+            .map_or_else(String::new, |user| format!("{}@", percent_encode(user)));
+        let db = settings.db();
+        let url = match info.addr() {
+            redis::ConnectionAddr::Tcp(host, port) => format!("redis://{user}{host}:{port}/{db}"),
+            redis::ConnectionAddr::TcpTls {
+                host,
+                port,
+                insecure,
+                tls_params,
+            } => {
+                if *insecure || tls_params.is_some() {
+                    return Err(Error::InvalidArgument(
+                        "a ConnectionInfo with insecure TLS or its own certificates: give the \
+                         certificates with tls_ca_file and tls_client_cert instead"
+                            .into(),
+                    ));
+                }
+                format!("rediss://{user}{host}:{port}/{db}")
+            }
+            redis::ConnectionAddr::Unix(path) => {
+                format!("redis+unix://{}?db={db}", path.display())
+            }
+            other => {
+                return Err(Error::InvalidArgument(format!(
+                    "a ConnectionInfo for {other}, which this crate cannot reach"
+                )))
+            }
+        };
+        let builder = Client::builder(url);
+        Ok(match settings.password() {
+            Some(password) => builder.password(password),
+            None => builder,
+        })
+    }
+
     /// Settings for a client of a Redis Cluster, given the URL of one or more of its nodes (the
     /// seeds): the client learns the other nodes and which master serves which slot from them,
     /// and follows the cluster as slots move and replicas are promoted. Each lock lives in the
@@ -580,4 +637,16 @@ impl ClientBuilder {
             })),
         })
     }
+}
+
+/// `text` with every byte but RFC 3986's unreserved characters as `%XX`: a user name in a URL.
+fn percent_encode(text: &str) -> String {
+    text.bytes()
+        .map(|byte| match byte {
+            b'A'..=b'Z' | b'a'..=b'z' | b'0'..=b'9' | b'-' | b'.' | b'_' | b'~' => {
+                char::from(byte).to_string()
+            }
+            other => format!("%{other:02X}"),
+        })
+        .collect()
 }
