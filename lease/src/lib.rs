@@ -118,6 +118,7 @@ mod client;
 mod conn;
 mod error;
 mod fencing;
+mod held;
 mod keys;
 mod local_queue;
 mod lock;
@@ -151,6 +152,7 @@ pub use crossbeam_channel;
 pub use error::{Error, Result};
 /// The timer crate the watchdog runs on, for [`ClientBuilder::timer`].
 pub use hashwheel;
+pub use held::Held;
 pub use lock::{LeaseGuard, Lock};
 pub use lost::{Lost, LostReason, LostSignal};
 pub use multilock::{MultiGuard, MultiLock};

@@ -821,3 +821,27 @@ fn a_release_without_an_answer_is_sent_again_before_the_owner_acquires_again() {
     again.unlock().expect("held");
     assert!(!lock.is_locked().expect("reachable"), "freed for good");
 }
+
+/// A lock's guard and a `MultiLock`'s are both `Held`: code that takes either works with both.
+#[test]
+fn both_guards_are_held() {
+    fn finish(guard: impl redis_lease::Held) -> bool {
+        let fine = !guard.is_lost()
+            && guard.lost().is_none()
+            && guard.valid_until() > std::time::Instant::now()
+            && guard.lost_signal().try_recv().is_err();
+        fine && guard.unlock().is_ok()
+    }
+    let server = RedisServer::start();
+    let client = client(&server);
+    let one = client.lock("held-one").expect("valid");
+    assert!(finish(one.lock().expect("free")));
+    let both = redis_lease::MultiLock::new([
+        client.lock("held-a").expect("valid"),
+        client.lock("held-b").expect("valid"),
+    ])
+    .expect("valid");
+    assert!(finish(both.lock().expect("free")));
+    assert!(!one.is_locked().expect("reachable"));
+    assert!(!both.members()[0].is_locked().expect("reachable"));
+}

@@ -1,0 +1,93 @@
+//! [`Held`]: what every guard offers, so that code can take a lock's guard or a `MultiLock`'s
+//! alike.
+
+use crate::error::Result;
+use crate::lost::{Lost, LostSignal};
+use std::time::Instant;
+
+/// What a guard offers, whichever lock made it: a [`LeaseGuard`](crate::LeaseGuard) or a
+/// [`MultiGuard`](crate::MultiGuard). The inherent methods of each say more.
+///
+/// ```no_run
+/// use redis_lease::Held;
+///
+/// /// Writes while the hold lasts, whichever lock guards it.
+/// fn write_while_held(guard: impl Held) -> redis_lease::Result<()> {
+///     for _step in 0..10 {
+///         if guard.is_lost() {
+///             return Ok(()); // another owner may hold it now
+///         }
+///         // ... one step of work ...
+///     }
+///     guard.unlock()
+/// }
+/// # let client = redis_lease::Client::open("redis://127.0.0.1:6379")?;
+/// # write_while_held(client.lock("a")?.lock()?)?;
+/// # Ok::<(), redis_lease::Error>(())
+/// ```
+pub trait Held {
+    /// Whether the hold can no longer be trusted (lost, or past its local deadline).
+    fn is_lost(&self) -> bool;
+
+    /// Why the hold was lost, if it was.
+    fn lost(&self) -> Option<Lost>;
+
+    /// Until when the hold is known valid, on the watchdog's clock.
+    fn valid_until(&self) -> Instant;
+
+    /// A receiver told when the hold is lost.
+    fn lost_signal(&self) -> LostSignal;
+
+    /// Releases the hold and reports the outcome.
+    ///
+    /// # Errors
+    ///
+    /// As the guard's own `unlock`.
+    fn unlock(self) -> Result<()>
+    where
+        Self: Sized;
+}
+
+impl Held for crate::LeaseGuard {
+    fn is_lost(&self) -> bool {
+        crate::LeaseGuard::is_lost(self)
+    }
+
+    fn lost(&self) -> Option<Lost> {
+        crate::LeaseGuard::lost(self)
+    }
+
+    fn valid_until(&self) -> Instant {
+        crate::LeaseGuard::valid_until(self)
+    }
+
+    fn lost_signal(&self) -> LostSignal {
+        crate::LeaseGuard::lost_signal(self)
+    }
+
+    fn unlock(self) -> Result<()> {
+        crate::LeaseGuard::unlock(self)
+    }
+}
+
+impl Held for crate::MultiGuard {
+    fn is_lost(&self) -> bool {
+        crate::MultiGuard::is_lost(self)
+    }
+
+    fn lost(&self) -> Option<Lost> {
+        crate::MultiGuard::lost(self)
+    }
+
+    fn valid_until(&self) -> Instant {
+        crate::MultiGuard::valid_until(self)
+    }
+
+    fn lost_signal(&self) -> LostSignal {
+        crate::MultiGuard::lost_signal(self)
+    }
+
+    fn unlock(self) -> Result<()> {
+        crate::MultiGuard::unlock(self)
+    }
+}
