@@ -3,6 +3,7 @@
 
 use crate::backend::{cluster, quorum, sentinel, server, Settings};
 use crate::conn::redact;
+use crate::conn::Pem;
 use crate::error::{Error, Result};
 use crate::keys::{Kind, LockKeys};
 use crate::lock::core::{Core, Parts};
@@ -430,7 +431,26 @@ impl ClientBuilder {
     /// managed service's, or your own CA's). Read when the client is built.
     #[must_use = "a setting applies to the builder it returns"]
     pub fn tls_ca_file(mut self, path: impl Into<std::path::PathBuf>) -> Self {
-        self.backend.tls.ca_file = Some(path.into());
+        self.backend.tls.ca_file = Some(Pem::File(path.into()));
+        self
+    }
+
+    /// [`ClientBuilder::tls_ca_file`] with the PEM text itself (from a secret store, say), in
+    /// place of a file.
+    #[must_use = "a setting applies to the builder it returns"]
+    pub fn tls_ca_pem(mut self, pem: impl AsRef<[u8]>) -> Self {
+        self.backend.tls.ca_file = Some(Pem::Text(pem.as_ref().into()));
+        self
+    }
+
+    /// [`ClientBuilder::tls_client_cert`] with the PEM text of the chain and of the key, in
+    /// place of files. The key is never shown (the builder's `Debug` gives its length).
+    #[must_use = "a setting applies to the builder it returns"]
+    pub fn tls_client_cert_pem(mut self, cert: impl AsRef<[u8]>, key: impl AsRef<[u8]>) -> Self {
+        self.backend.tls.client_cert = Some((
+            Pem::Text(cert.as_ref().into()),
+            Pem::Text(key.as_ref().into()),
+        ));
         self
     }
 
@@ -442,7 +462,7 @@ impl ClientBuilder {
         cert: impl Into<std::path::PathBuf>,
         key: impl Into<std::path::PathBuf>,
     ) -> Self {
-        self.backend.tls.client_cert = Some((cert.into(), key.into()));
+        self.backend.tls.client_cert = Some((Pem::File(cert.into()), Pem::File(key.into())));
         self
     }
 

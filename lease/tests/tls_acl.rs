@@ -78,6 +78,34 @@ fn the_lock_works_over_tls_with_a_client_certificate() {
     }
 }
 
+#[test]
+fn certificates_given_in_memory_work_as_files_do_and_the_key_is_never_shown() {
+    let server = RedisServer::start_tls(TlsOptions {
+        client_auth: ClientAuth::Required,
+        ..TlsOptions::default()
+    });
+    let certs = server.tls_certificates().expect("a TLS server").clone();
+    let read = |path: std::path::PathBuf| std::fs::read(path).expect("readable");
+    let key = read(certs.client_key());
+    let builder = Client::builder(server.url())
+        .tls_ca_pem(read(certs.ca_cert()))
+        .tls_client_cert_pem(read(certs.client_cert()), &key)
+        .default_lease(Duration::from_millis(300));
+    let shown = format!("{builder:?}");
+    let key_text = String::from_utf8_lossy(&key);
+    let body = key_text.lines().nth(1).expect("a PEM body");
+    assert!(!shown.contains(body), "{shown}");
+    exercise(&builder.build().expect("valid settings"));
+    for bad in [
+        Client::builder(server.url()).tls_ca_pem("not PEM"),
+        Client::builder(server.url()).tls_client_cert_pem(read(certs.client_cert()), "not a key"),
+        Client::builder(server.url()).tls_client_cert_pem("", &key),
+    ] {
+        let built = bad.build();
+        assert!(matches!(built, Err(Error::InvalidArgument(_))), "{built:?}");
+    }
+}
+
 /// The rules docs/lease.md gives for a user of the key prefix `app:`.
 const RULES: &[&str] = &[
     "on",

@@ -27,7 +27,7 @@ pub(crate) use resolve::resolve;
 #[cfg(feature = "zookeeper")]
 pub(crate) use stream::Socket;
 pub(crate) use stream::Timed;
-pub(crate) use tls::{config as tls_config, TlsFiles};
+pub(crate) use tls::{config as tls_config, Pem, TlsFiles};
 
 use crate::fencing::Epoch;
 use redis::{ConnectionLike, RedisError, RedisResult, Value};

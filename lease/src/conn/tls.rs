@@ -7,20 +7,59 @@ use crate::error::{Error, Result};
 use rustls::pki_types::pem::PemObject;
 use rustls::pki_types::{CertificateDer, PrivateKeyDer, ServerName};
 use rustls::{ClientConfig, RootCertStore};
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::sync::Arc;
+
+/// Where PEM text comes from: a file read when the client is built, or text given in memory
+/// (shown by its length only: it may be a private key).
+#[derive(Clone)]
+pub(crate) enum Pem {
+    File(PathBuf),
+    Text(Arc<[u8]>),
+}
+
+impl std::fmt::Debug for Pem {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Pem::File(path) => path.fmt(f),
+            Pem::Text(text) => write!(f, "<{} bytes of PEM in memory>", text.len()),
+        }
+    }
+}
+
+impl Pem {
+    /// The certificates in it.
+    fn certificates(&self, what: &str) -> Result<Vec<CertificateDer<'static>>> {
+        let certs: std::result::Result<Vec<_>, _> = match self {
+            Pem::File(path) => CertificateDer::pem_file_iter(path)
+                .map_err(|error| invalid(what, self, error))?
+                .collect(),
+            Pem::Text(text) => CertificateDer::pem_slice_iter(text).collect(),
+        };
+        certs.map_err(|error| invalid(what, self, error))
+    }
+
+    /// The private key in it.
+    fn key(&self) -> Result<PrivateKeyDer<'static>> {
+        match self {
+            Pem::File(path) => PrivateKeyDer::from_pem_file(path),
+            Pem::Text(text) => PrivateKeyDer::from_pem_slice(text),
+        }
+        .map_err(|error| invalid("client key", self, error))
+    }
+}
 
 /// What a builder was told about TLS.
 #[derive(Clone, Debug, Default)]
 pub(crate) struct TlsFiles {
-    /// A PEM file of CA certificates to trust beside the system's.
-    pub(crate) ca_file: Option<PathBuf>,
+    /// PEM CA certificates to trust beside the system's.
+    pub(crate) ca_file: Option<Pem>,
     /// A PEM certificate chain and its private key, to present to the server.
-    pub(crate) client_cert: Option<(PathBuf, PathBuf)>,
+    pub(crate) client_cert: Option<(Pem, Pem)>,
 }
 
-fn invalid(what: &str, path: &Path, error: impl std::fmt::Display) -> Error {
-    Error::InvalidArgument(format!("{what} {}: {error}", path.display()))
+fn invalid(what: &str, pem: &Pem, error: impl std::fmt::Display) -> Error {
+    Error::InvalidArgument(format!("{what} {pem:?}: {error}"))
 }
 
 /// The client configuration for `files`, read now (a missing or malformed file is an
@@ -32,19 +71,15 @@ pub(crate) fn config(files: &TlsFiles) -> Result<Arc<ClientConfig>> {
         // A system certificate rustls cannot use is one fewer root, not a failure.
         let _ = roots.add(cert);
     }
-    if let Some(path) = &files.ca_file {
-        let certs =
-            CertificateDer::pem_file_iter(path).map_err(|error| invalid("CA file", path, error))?;
-        let mut added = 0;
+    if let Some(pem) = &files.ca_file {
+        let certs = pem.certificates("CA file")?;
+        if certs.is_empty() {
+            return Err(invalid("CA file", pem, "no certificate in it"));
+        }
         for cert in certs {
-            let cert = cert.map_err(|error| invalid("CA file", path, error))?;
             roots
                 .add(cert)
-                .map_err(|error| invalid("CA file", path, error))?;
-            added += 1;
-        }
-        if added == 0 {
-            return Err(invalid("CA file", path, "no certificate in it"));
+                .map_err(|error| invalid("CA file", pem, error))?;
         }
     }
     let provider = Arc::new(rustls::crypto::ring::default_provider());
@@ -54,15 +89,14 @@ pub(crate) fn config(files: &TlsFiles) -> Result<Arc<ClientConfig>> {
         .with_root_certificates(roots);
     let config = match &files.client_cert {
         None => builder.with_no_client_auth(),
-        Some((cert_path, key_path)) => {
-            let chain = CertificateDer::pem_file_iter(cert_path)
-                .and_then(|certs| certs.collect::<std::result::Result<Vec<_>, _>>())
-                .map_err(|error| invalid("client certificate", cert_path, error))?;
-            let key = PrivateKeyDer::from_pem_file(key_path)
-                .map_err(|error| invalid("client key", key_path, error))?;
+        Some((cert, key)) => {
+            let chain = cert.certificates("client certificate")?;
+            if chain.is_empty() {
+                return Err(invalid("client certificate", cert, "no certificate in it"));
+            }
             builder
-                .with_client_auth_cert(chain, key)
-                .map_err(|error| invalid("client certificate", cert_path, error))?
+                .with_client_auth_cert(chain, key.key()?)
+                .map_err(|error| invalid("client certificate", cert, error))?
         }
     };
     Ok(Arc::new(config))
