@@ -5,6 +5,7 @@ use crate::backend::{cluster, quorum, sentinel, server, Settings};
 use crate::conn::redact;
 use crate::conn::Pem;
 use crate::error::{Error, Result};
+use crate::events::Events;
 use crate::keys::{Kind, LockKeys};
 use crate::lock::core::{Core, Parts};
 use crate::lock::Lock;
@@ -326,17 +327,20 @@ impl Client {
         self.core.backend().fenced()
     }
 
-    /// Publishes the watchdog's counters ([`WatchdogMetrics::record`]) and its timer's
+    /// Publishes the watchdog's gauges ([`WatchdogMetrics::record`]) and its timer's counters
     /// (`hashwheel::Metrics::record`) through the `metrics` facade, labelled with the client's
-    /// id (`client`, and `timer` = `lease-<client id>`). With the `metrics` feature.
+    /// name (`client`, and `timer` = `lease-<name>`; the name is
+    /// [`ClientBuilder::name`]'s, else the client's id). The counters of acquisitions,
+    /// renewals and losses are published as they happen, without this call. With the `metrics`
+    /// feature.
     #[cfg(feature = "metrics")]
     pub fn record_metrics(&self) {
-        let id = self.core.ids().client();
-        self.core.watchdog().metrics().record(id);
+        let name = self.core.name();
+        self.core.watchdog().metrics().record(name);
         self.core
             .watchdog()
             .timer_metrics()
-            .record(&format!("lease-{id}"));
+            .record(&format!("lease-{name}"));
     }
 
     /// A snapshot of the watchdog's counters: holds watched, renewal calls, losses.
@@ -397,6 +401,7 @@ pub struct ClientBuilder {
     max_local_waiters: usize,
     renewal_batch: usize,
     timer: Option<Timer>,
+    name: Option<String>,
 }
 
 impl std::fmt::Debug for ClientBuilder {
@@ -424,7 +429,17 @@ impl ClientBuilder {
             max_local_waiters: 1024,
             renewal_batch: watchdog::DEFAULT_BATCH,
             timer: None,
+            name: None,
         }
+    }
+
+    /// The client's name in its metrics (the label `client`, see docs/lease.md "Metrics"): a
+    /// stable name an operator graphs by, such as the service's. Default: the client's random id,
+    /// new with each process. 1 to 128 bytes.
+    #[must_use = "a setting applies to the builder it returns"]
+    pub fn name(mut self, name: impl Into<String>) -> Self {
+        self.name = Some(name.into());
+        self
     }
 
     /// For `rediss://` servers: a PEM file of CA certificates to trust beside the system's (a
@@ -622,6 +637,15 @@ impl ClientBuilder {
         }
         watchdog::check_batch(self.renewal_batch)?;
         crate::keys::check_prefix(&self.prefix)?;
+        if self
+            .name
+            .as_ref()
+            .is_some_and(|name| name.is_empty() || name.len() > 128)
+        {
+            return Err(Error::InvalidArgument(
+                "a client's name is 1 to 128 bytes".into(),
+            ));
+        }
         let settings = Settings {
             client_id: owner::random_id()?,
             ..self.backend
@@ -637,12 +661,14 @@ impl ClientBuilder {
                 crate::backend::zookeeper::build(&settings, zk, &self.prefix, default_lease)?
             }
         };
+        let events = Events::new(self.name.as_deref().unwrap_or(&settings.client_id));
         let timer = watchdog::timer_or_new(self.timer, settings.thread_name("timer"))?;
         let watchdog = Watchdog::start(
             timer,
             backend.renewer(),
             self.renewal_batch,
             settings.thread_name("renew"),
+            events.clone(),
         )?;
         let waiters = backend.waiters(settings.thread_name("pubsub"))?;
         Ok(Client {
@@ -654,6 +680,8 @@ impl ClientBuilder {
                 id: settings.client_id,
                 default_lease,
                 prefix: self.prefix,
+                events,
+                name: self.name,
             })),
         })
     }

@@ -117,6 +117,7 @@ mod cancel;
 mod client;
 mod conn;
 mod error;
+mod events;
 mod fencing;
 mod held;
 mod keys;

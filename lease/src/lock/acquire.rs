@@ -12,6 +12,7 @@ use super::release::{self, Grants, Holding};
 use crate::backend::{Attempt, Attempted};
 use crate::cancel::{self, Cancel};
 use crate::error::{Error, Result};
+use crate::events::AcquireOutcome;
 use crate::keys::Kind;
 use crate::keys::LockKeys;
 use crate::local_queue::Refused;
@@ -46,7 +47,17 @@ pub(crate) fn acquire(
     kind: LeaseKind,
     wait: Wait,
 ) -> Result<Option<LeaseGuard>> {
-    let acquired = contend(lock, kind, wait);
+    let started = Instant::now();
+    let mut contended = false;
+    let acquired = contend(lock, kind, wait, &mut contended);
+    let outcome = match &acquired {
+        Ok(Some(_)) if contended => AcquireOutcome::Contended,
+        Ok(Some(_)) => AcquireOutcome::Uncontended,
+        Ok(None) | Err(Error::Timeout { .. }) => AcquireOutcome::TimedOut,
+        Err(Error::Cancelled { .. }) => AcquireOutcome::Cancelled,
+        Err(_) => AcquireOutcome::Error,
+    };
+    lock.core.events().acquisition(outcome, started.elapsed());
     if !matches!(acquired, Ok(Some(_))) {
         // A backend that keeps a contender's place in the server while it waits (ZooKeeper's
         // nodes) gives it up, or it would stand in the queue ahead of later contenders.
@@ -57,7 +68,12 @@ pub(crate) fn acquire(
 }
 
 /// The acquisition itself: the local queue, then attempts until held or given up.
-fn contend(lock: &Request<'_>, kind: LeaseKind, wait: Wait) -> Result<Option<LeaseGuard>> {
+fn contend(
+    lock: &Request<'_>,
+    kind: LeaseKind,
+    wait: Wait,
+    contended: &mut bool,
+) -> Result<Option<LeaseGuard>> {
     let core = lock.core;
     let keys = lock.keys;
     let lease = kind.lease(core.default_lease())?;
@@ -176,6 +192,7 @@ fn contend(lock: &Request<'_>, kind: LeaseKind, wait: Wait) -> Result<Option<Lea
                 return guard(lock, &owner, acquired, lease, kind).map(Some);
             }
             Attempted::Busy { ttl } => {
+                *contended = true;
                 let deadline = match wait {
                     Wait::No => return Ok(None),
                     Wait::Until(deadline) => deadline,

@@ -9,6 +9,7 @@
 use super::handoff::{Claiming, Offer};
 use super::registry::{Registry, Unsettled};
 use crate::backend::{Backend, Rivals};
+use crate::events::Events;
 use crate::keys::LockKeys;
 use crate::local_queue::{LocalQueues, Refused, Turn};
 use crate::owner::{self, Ids};
@@ -26,6 +27,9 @@ pub(crate) struct Parts {
     pub(crate) id: String,
     pub(crate) default_lease: Duration,
     pub(crate) prefix: String,
+    pub(crate) events: Events,
+    /// The name the user gave the client, if any.
+    pub(crate) name: Option<String>,
 }
 
 /// The parts every lock of a client shares.
@@ -38,6 +42,8 @@ pub(crate) struct Core {
     ids: Ids,
     default_lease: Duration,
     prefix: String,
+    events: Events,
+    name: Option<String>,
 }
 
 impl Core {
@@ -51,7 +57,20 @@ impl Core {
             ids: Ids::new(parts.id),
             default_lease: parts.default_lease,
             prefix: parts.prefix,
+            events: parts.events,
+            name: parts.name,
         }
+    }
+
+    /// Where the client's events go (metrics, with the feature).
+    pub(crate) fn events(&self) -> &Events {
+        &self.events
+    }
+
+    /// The client's name in its metrics: the one it was given, else its id.
+    #[cfg_attr(not(feature = "metrics"), allow(dead_code))]
+    pub(crate) fn name(&self) -> &str {
+        self.name.as_deref().unwrap_or(self.ids.client())
     }
 
     pub(crate) fn backend(&self) -> &dyn Backend {
@@ -166,6 +185,7 @@ impl Core {
             format!("{}\0{owner}", keys.scope)
         };
         self.registry.contending(&queue_key);
+        self.events.local_waiters(1);
         match self.queues.enter(&queue_key, deadline, cancel) {
             Ok(turn) => Ok(Contention {
                 core: self,
@@ -175,6 +195,7 @@ impl Core {
             }),
             Err(refused) => {
                 self.registry.contention_over(&queue_key, None);
+                self.events.local_waiters(-1);
                 Err(refused)
             }
         }
@@ -220,5 +241,6 @@ impl Drop for Contention<'_> {
         self.core
             .registry
             .contention_over(&self.name, self.offer.as_ref());
+        self.core.events.local_waiters(-1);
     }
 }

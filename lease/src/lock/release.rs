@@ -32,6 +32,8 @@ pub(crate) struct Holding {
     hold: Arc<str>,
     /// This acquisition's id.
     id: String,
+    /// When it was acquired, for the hold's length in the metrics.
+    acquired_at: Instant,
 }
 
 impl Holding {
@@ -48,6 +50,7 @@ impl Holding {
             owner,
             hold,
             id,
+            acquired_at: Instant::now(),
         }
     }
 
@@ -67,6 +70,7 @@ impl Holding {
     /// Stops watching and releases, all within one call timeout.
     pub(crate) fn release(&self, watched: &Watched) -> Result<()> {
         let core = &self.core;
+        core.events().held(self.acquired_at.elapsed());
         let deadline = core.call_deadline();
         core.watchdog().unwatch(watched.entry, Some(deadline));
         core.guard_gone(&self.keys, &self.owner, &self.hold);
@@ -85,6 +89,7 @@ impl Holding {
     /// Stops watching without a release: the hold lapses, or is released before the owner's
     /// next acquisition of the lock.
     pub(crate) fn abandon(&self, watched: &Watched) {
+        self.core.events().held(self.acquired_at.elapsed());
         self.core.watchdog().unwatch(watched.entry, None);
         self.core
             .backend()

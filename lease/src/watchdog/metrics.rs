@@ -24,24 +24,12 @@ pub struct WatchdogMetrics {
 
 #[cfg(feature = "metrics")]
 impl WatchdogMetrics {
-    /// Publishes this snapshot through the [`metrics`] facade, to whatever recorder (exporter)
-    /// the program installed: counters `redis_lease_renewal_calls_total`,
-    /// `redis_lease_renewals_sent_total`, `redis_lease_renewed_total`,
-    /// `redis_lease_renewal_calls_failed_total` and `redis_lease_lost_total` (set to the
-    /// snapshot's totals), and gauges `redis_lease_watched` and `redis_lease_renewals_in_flight`,
-    /// each with the label `client` = `name`.
+    /// Publishes this snapshot's gauges through the [`metrics`] facade, to whatever recorder
+    /// (exporter) the program installed: `redis_lease_watched` and
+    /// `redis_lease_renewals_in_flight`, each with the label `client` = `name`. The counters
+    /// (renewals, losses) are published as they happen (see docs/lease.md "Metrics").
     pub fn record(&self, name: &str) {
         let labels = [("client", name.to_owned())];
-        let counters = [
-            ("redis_lease_renewal_calls_total", self.renewal_calls),
-            ("redis_lease_renewals_sent_total", self.renewals_sent),
-            ("redis_lease_renewed_total", self.renewed),
-            ("redis_lease_renewal_calls_failed_total", self.failed_calls),
-            ("redis_lease_lost_total", self.lost),
-        ];
-        for (key, total) in counters {
-            metrics::counter!(key, &labels).absolute(total);
-        }
         metrics::gauge!("redis_lease_watched", &labels).set(self.watched as f64);
         metrics::gauge!("redis_lease_renewals_in_flight", &labels).set(self.in_flight as f64);
     }

@@ -31,6 +31,7 @@ pub(crate) use renewal::{check_batch, Pending, Renewed, Renewer, DEFAULT_BATCH};
 pub(crate) use table::EntryRef;
 
 use crate::error::{Error, Result};
+use crate::events::Events;
 use crate::keys::LockKeys;
 use crate::lost::{Lost, LostReason, Status};
 use crossbeam_channel::{Receiver, Sender};
@@ -128,13 +129,14 @@ impl Watchdog {
         renewer: Box<dyn Renewer>,
         batch: usize,
         thread_name: String,
+        events: Events,
     ) -> Result<Watchdog> {
         let (queue, requests) = crossbeam_channel::unbounded();
         let origin = timer.now();
         let shared = Arc::new(Shared {
             grid: Grid::new(origin, timer.tick_floor(origin), timer.tick()),
             timer,
-            table: Mutex::new(Table::default()),
+            table: Mutex::new(Table::with_events(events)),
             settled: Condvar::new(),
             queue,
         });

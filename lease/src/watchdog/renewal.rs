@@ -7,6 +7,7 @@
 use super::table::{State, Table};
 use super::{EntryRef, Shared};
 use crate::error::{Error, Result};
+use crate::events::RenewOutcome;
 use crate::lost::LostReason;
 use crate::scripts::Renewal;
 use crossbeam_channel::Receiver;
@@ -125,6 +126,16 @@ impl Shared {
         if outcome.contains(&Renewed::Failed) {
             table.metrics.failed_calls += 1;
         }
+        let count = |what: Renewed| outcome.iter().filter(|&&one| one == what).count() as u64;
+        let events = &table.events;
+        events.renewals(RenewOutcome::Renewed, count(Renewed::Yes));
+        events.renewals(RenewOutcome::Gone, count(Renewed::Gone));
+        events.renewals(RenewOutcome::Failed, count(Renewed::Failed));
+        log::trace!(
+            "renewal of {} leases: {} confirmed",
+            sent.len(),
+            count(Renewed::Yes)
+        );
         for (index, pending) in sent.iter().enumerate() {
             table.metrics.in_flight = table.metrics.in_flight.saturating_sub(1);
             let Some(found) = table.get_mut(pending.entry) else {

@@ -25,6 +25,7 @@
 //!   that a guard of the hold still finds it lost.
 
 use super::metrics::WatchdogMetrics;
+use crate::events::Events;
 use crate::keys::LockKeys;
 use crate::lost::{Lost, LostReason, Status};
 use hashwheel::Timeout;
@@ -111,9 +112,19 @@ pub(super) struct Table {
     renewed: HashMap<Arc<str>, EntryRef>,
     next_id: u64,
     pub(super) metrics: WatchdogMetrics,
+    /// Where losses are told as they happen.
+    pub(super) events: Events,
 }
 
 impl Table {
+    /// An empty table whose losses are told to `events`.
+    pub(super) fn with_events(events: Events) -> Table {
+        Table {
+            events,
+            ..Table::default()
+        }
+    }
+
     pub(super) fn get(&self, entry: EntryRef) -> Option<&Entry> {
         self.entries
             .get(entry.slot)
@@ -206,5 +217,6 @@ impl Table {
         log::warn!("lock {:?} is lost: {reason}", lost.name);
         found.status.mark_lost(lost);
         self.metrics.lost += 1;
+        self.events.lost(reason);
     }
 }
