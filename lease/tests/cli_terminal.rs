@@ -302,7 +302,7 @@ fn a_mistyped_option_gets_clap_s_suggestion_and_the_usage() {
     for expected in [
         "error: unexpected argument '--wiat' found",
         "tip: a similar argument exists: '--wait'",
-        "Usage: lease run --wait <DURATION> <NAME> -- <CMD>...",
+        "Usage: lease run --wait <DURATION> <NAME> [-- <CMD>...]",
         "For more information, try '--help'.",
     ] {
         assert!(printed.contains(expected), "no {expected:?}:\n{screen}");
