@@ -357,7 +357,7 @@ fn a_silent_port_or_a_server_that_is_not_zookeeper_fails_within_the_bound() {
 }
 
 #[test]
-fn a_fair_lock_is_the_lock_in_line_and_shared_primitives_are_refused() {
+fn a_fair_lock_is_the_lock_in_line_and_a_wait_ends_when_cancelled() {
     let zk = ZooKeeper::start_with(&["forceSync=no"]);
     let hosts = zk.connect_string();
     let clients = |lease| {
@@ -370,14 +370,6 @@ fn a_fair_lock_is_the_lock_in_line_and_shared_primitives_are_refused() {
     };
     common::primitives::fair_lock_grants_in_order(&clients, "fair");
     let client = clients(SESSION);
-    assert!(matches!(
-        client.semaphore("s", 2),
-        Err(Error::InvalidArgument(_))
-    ));
-    assert!(matches!(
-        client.read_write_lock("rw"),
-        Err(Error::InvalidArgument(_))
-    ));
     // A wait on ZooKeeper ends when cancelled, its node withdrawn.
     let lock = client.lock("cancelled").expect("valid");
     let held = lock.lock().expect("free");
@@ -399,4 +391,26 @@ fn a_fair_lock_is_the_lock_in_line_and_shared_primitives_are_refused() {
         lock.inspect().expect("reachable").waiting == Some(0)
     });
     drop(held);
+}
+
+#[test]
+fn semaphores_and_read_write_locks_work_on_zookeeper() {
+    use common::primitives::*;
+    let zk = ZooKeeper::start_with(&["forceSync=no"]);
+    let hosts = zk.connect_string();
+    let clients = |lease| {
+        Client::zookeeper([hosts.as_str()])
+            .default_lease(lease)
+            .connect_timeout(Duration::from_secs(1))
+            .command_timeout(Duration::from_secs(1))
+            .build()
+            .expect("valid settings")
+    };
+    semaphore_bounds_its_holders(&clients, "s-bounds");
+    semaphore_permits_change_while_held(&clients, "s-change");
+    semaphore_permits_of_the_dead_come_back(&clients, "s-dead");
+    read_write_lock_excludes_writers(&clients, "rw-excl");
+    read_write_lock_does_not_starve_writers(&clients, "rw-starve");
+    read_write_lock_forgets_writers_that_left(&clients, "rw-left");
+    waits_end_when_cancelled(&clients, "cancel");
 }

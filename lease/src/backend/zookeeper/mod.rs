@@ -159,12 +159,6 @@ impl Backend for ZooKeeper {
     }
 
     fn admit(&self, keys: &LockKeys) -> Result<()> {
-        if keys.kind.shared() {
-            return Err(Error::InvalidArgument(format!(
-                "a {} is not offered on ZooKeeper yet: only locks (every lock there is fair)",
-                keys.kind.label()
-            )));
-        }
         self.lock_path(keys).map(drop)
     }
 

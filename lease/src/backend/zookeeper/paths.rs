@@ -6,14 +6,63 @@
 //! guid, unique to one contender's turn, lets a contender whose `create` reply was lost find its
 //! node again instead of making a second one; the sequence, ten digits that ZooKeeper appends,
 //! orders the contenders. The lowest sequence holds the lock.
+//!
+//! A read-write lock's readers are named `<guid>-read-<sequence>` (its writers as a lock's
+//! contenders are), and a semaphore's contenders `<guid>-take<n>-<sequence>`, `n` the permits
+//! they take: what a node claims is in its name, for every contender to read from one listing.
 
 use crate::error::{Error, Result};
+use crate::keys::Kind;
 
 /// The node under which every lock lives.
 const ROOT: &str = "/lease";
 
-/// What separates a contender's guid from its sequence.
+/// What separates an exclusive contender's guid from its sequence.
 const MARK: &str = "-lock-";
+
+/// What a contender's node claims.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum Claim {
+    /// The lock alone: a lock's, a fair lock's, a writer's.
+    Exclusive,
+    /// A share beside other readers.
+    Read,
+    /// This many of a semaphore's permits.
+    Take(u32),
+}
+
+impl Claim {
+    /// What an acquisition of `kind` claims.
+    pub(super) fn of(kind: Kind) -> Claim {
+        match kind {
+            Kind::Lock | Kind::Fair | Kind::Write => Claim::Exclusive,
+            Kind::Read => Claim::Read,
+            Kind::Semaphore { take, .. } => Claim::Take(take),
+        }
+    }
+
+    /// The part of a node's name between its guid and its sequence.
+    fn mark(self) -> String {
+        match self {
+            Claim::Exclusive => MARK.to_owned(),
+            Claim::Read => "-read-".to_owned(),
+            Claim::Take(n) => format!("-take{n}-"),
+        }
+    }
+
+    /// The claim a mark (without its dashes) names.
+    fn named(mark: &str) -> Option<Claim> {
+        match mark {
+            "lock" => Some(Claim::Exclusive),
+            "read" => Some(Claim::Read),
+            _ => mark
+                .strip_prefix("take")
+                .and_then(|n| n.parse().ok())
+                .filter(|&n| n > 0)
+                .map(Claim::Take),
+        }
+    }
+}
 
 /// The node of the lock `name` (with the client's key `prefix` before it), checked to be a path
 /// ZooKeeper accepts: segments separated by single slashes, none empty, `.` or `..`, and no
@@ -49,24 +98,34 @@ fn refused(c: char) -> bool {
 
 /// The prefix the contender with `guid` creates its node under `lock`; ZooKeeper appends the
 /// sequence.
-pub(super) fn contender_prefix(lock: &str, guid: &str) -> String {
-    format!("{lock}/{guid}{MARK}")
+pub(super) fn contender_prefix(lock: &str, guid: &str, claim: Claim) -> String {
+    format!("{lock}/{guid}{}", claim.mark())
 }
 
-/// The sequence of a contender's node name (a child name, not a path), if it is one.
-pub(super) fn sequence(child: &str) -> Option<u64> {
-    let (_, digits) = child.rsplit_once(MARK)?;
+/// The guid part, claim and sequence of a contender's node name (a child name, not a path), if
+/// it is one.
+fn parse(child: &str) -> Option<(&str, Claim, u64)> {
+    let (rest, digits) = child.rsplit_once('-')?;
     if digits.len() < 10 || !digits.bytes().all(|b| b.is_ascii_digit()) {
         return None;
     }
-    digits.parse().ok()
+    let (guid, mark) = rest.rsplit_once('-')?;
+    Some((guid, Claim::named(mark)?, digits.parse().ok()?))
+}
+
+/// The sequence of a contender's node name, if it is one.
+pub(super) fn sequence(child: &str) -> Option<u64> {
+    parse(child).map(|(_, _, sequence)| sequence)
+}
+
+/// What a contender's node claims, if it is one.
+pub(super) fn claim(child: &str) -> Option<Claim> {
+    parse(child).map(|(_, claim, _)| claim)
 }
 
 /// Whether the child `child` is the node of the contender with `guid`.
 pub(super) fn is_of(child: &str, guid: &str) -> bool {
-    child
-        .strip_prefix(guid)
-        .is_some_and(|rest| rest.starts_with(MARK) && sequence(child).is_some())
+    parse(child).is_some_and(|(own, _, _)| own == guid)
 }
 
 /// The contenders among `children`, in the order they hold the lock: by sequence. Children that
@@ -140,7 +199,15 @@ mod tests {
         assert!(is_of("abc-lock-0000000001", "abc"));
         assert!(!is_of("abcd-lock-0000000001", "abc"));
         assert!(!is_of("abc-lock-x", "abc"));
-        assert_eq!(contender_prefix("/lease/x", "g"), "/lease/x/g-lock-");
+        assert_eq!(
+            contender_prefix("/lease/x", "g", Claim::Exclusive),
+            "/lease/x/g-lock-"
+        );
+        assert!(is_of("g:1-take3-0000000007", "g:1"));
+        assert_eq!(claim("g:1-take3-0000000007"), Some(Claim::Take(3)));
+        assert_eq!(claim("g:1-read-0000000007"), Some(Claim::Read));
+        assert_eq!(claim("g:1-take0-0000000007"), None);
+        assert_eq!(claim("g:1-write-0000000007"), None);
         assert_eq!(child_name("/lease/x/g-lock-1"), "g-lock-1");
         assert_eq!(parent("/lease/x/g-lock-1"), "/lease/x");
     }

@@ -15,13 +15,13 @@
 //!   of a name, across leader elections and reconnections.
 
 use super::ensemble::unavailable;
-use super::paths;
+use super::paths::{self, Claim};
 use super::reaper::Job;
 use super::table::{Held, Node, Waiting};
 use super::ZooKeeper;
 use crate::backend::{Attempt, Attempted, Release, ReleaseOutcome, Released};
 use crate::error::{Error, Result};
-use crate::keys::LockKeys;
+use crate::keys::{Kind, LockKeys};
 use crate::state::LockState;
 use crate::zk::{CreateMode, Session, ZkError};
 use std::time::{Duration, Instant, SystemTime};
@@ -51,13 +51,15 @@ pub(super) fn attempt(
         }
     }
     zk.ensemble.route(&lock, &keys.channel);
+    let claim = Claim::of(keys.kind);
     let mut made = 0;
-    let mut node = own_node(zk, &session, &lock, attempt, deadline)?;
+    let mut node = own_node(zk, &session, &lock, attempt, claim, deadline)?;
     loop {
-        // The listing's answer proves the session (the lease) alive when it was asked.
+        // The listing's answer proves the session (the lease) alive when it was asked. A
+        // semaphore's contender may be let in by any node ahead going: it watches the listing.
         let asked_at = (attempt.now)();
         let children = session
-            .get_children(&lock, false, deadline)
+            .get_children(&lock, matches!(claim, Claim::Take(_)), deadline)
             .map_err(|error| unavailable(&error))?
             .0;
         let queue = paths::queue(children);
@@ -72,10 +74,11 @@ pub(super) fn attempt(
             if made > NEW_NODES {
                 return Ok(Attempted::Busy { ttl: None });
             }
-            node = own_node(zk, &session, &lock, attempt, deadline)?;
+            node = own_node(zk, &session, &lock, attempt, claim, deadline)?;
             continue;
         };
-        if place == 0 {
+        let blocker = blocker(zk, keys.kind, &lock, &queue[..place], attempt.owner);
+        if blocker == Blocker::None {
             let mut table = zk.table.lock();
             table.waiting.remove(&waiting_key(&lock, attempt.owner));
             table.held.insert(
@@ -95,7 +98,12 @@ pub(super) fn attempt(
                 confirmed_at: Some(asked_at),
             });
         }
-        let predecessor = format!("{lock}/{}", queue[place - 1].1);
+        let watched = match blocker {
+            Blocker::Node(index) => index,
+            // The listing is watched.
+            Blocker::Any | Blocker::None => return Ok(Attempted::Busy { ttl: None }),
+        };
+        let predecessor = format!("{lock}/{}", queue[watched].1);
         match session.exists(&predecessor, true, deadline) {
             Ok(Some(_)) => return Ok(Attempted::Busy { ttl: None }),
             // Gone between the listing and the watch: look again.
@@ -103,6 +111,62 @@ pub(super) fn attempt(
             Ok(None) => return Ok(Attempted::Busy { ttl: None }),
             Err(error) => return Err(unavailable(&error)),
         }
+    }
+}
+
+/// What keeps a contender from holding, of the contenders `ahead` of it in the queue.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Blocker {
+    /// Nothing: it holds.
+    None,
+    /// The node at this index of `ahead`: looking again when it goes.
+    Node(usize),
+    /// Too many permits ahead, whichever goes: looking again when the queue changes.
+    Any,
+}
+
+/// What keeps an acquisition of `kind` by `owner` from holding the lock at `lock`, behind the
+/// contenders `ahead`: an exclusive one holds first in line; a reader holds behind readers only
+/// (or behind the write hold `owner` has in this client: a downgrade); a semaphore's contender
+/// holds behind contenders that take at most its permits less its own, all of them.
+fn blocker(zk: &ZooKeeper, kind: Kind, lock: &str, ahead: &[(u64, String)], owner: &str) -> Blocker {
+    let claims = ahead.iter().map(|(_, child)| paths::claim(child));
+    match kind {
+        Kind::Semaphore { permits, take } => {
+            let mut taken: u64 = 0;
+            for (index, claim) in claims.enumerate() {
+                match claim {
+                    Some(Claim::Take(n)) => taken += u64::from(n),
+                    _ => return Blocker::Node(index),
+                }
+            }
+            if taken + u64::from(take) <= u64::from(permits) {
+                Blocker::None
+            } else {
+                Blocker::Any
+            }
+        }
+        Kind::Read => {
+            let table = zk.table.lock();
+            let own_write = |child: &str| {
+                let path = format!("{lock}/{child}");
+                table
+                    .held_at(&path)
+                    .is_some_and(|held| held.owner == owner)
+            };
+            ahead
+                .iter()
+                .enumerate()
+                .rev()
+                .find(|(_, (_, child))| {
+                    paths::claim(child) != Some(Claim::Read) && !own_write(child)
+                })
+                .map_or(Blocker::None, |(index, _)| Blocker::Node(index))
+        }
+        Kind::Lock | Kind::Fair | Kind::Write => match ahead.len() {
+            0 => Blocker::None,
+            len => Blocker::Node(len - 1),
+        },
     }
 }
 
@@ -155,6 +219,7 @@ fn own_node(
     session: &Session,
     lock: &str,
     attempt: &Attempt<'_>,
+    claim: Claim,
     deadline: Instant,
 ) -> Result<Node> {
     let sid = session.session_id();
@@ -190,7 +255,7 @@ fn own_node(
     let node = match found {
         Some(node) => node,
         None => {
-            let created = create(session, lock, &waiting.guid, attempt.owner, deadline);
+            let created = create(session, lock, &waiting.guid, attempt.owner, claim, deadline);
             // Any failure may hide an applied create (a lost reply, a connection that broke
             // mid-reply): the next attempt looks for its node first.
             if created.is_err() {
@@ -234,9 +299,10 @@ fn create(
     lock: &str,
     guid: &str,
     owner: &str,
+    claim: Claim,
     deadline: Instant,
 ) -> Result<Node> {
-    let prefix = paths::contender_prefix(lock, guid);
+    let prefix = paths::contender_prefix(lock, guid, claim);
     let mode = CreateMode::EphemeralSequential;
     let created = match session.create(&prefix, owner.as_bytes(), mode, deadline) {
         Err(ZkError::NoNode) => {
@@ -369,6 +435,9 @@ pub(super) fn inspect(zk: &ZooKeeper, keys: &LockKeys, deadline: Instant) -> Res
         Err(error) => return Err(unavailable(&error)),
     };
     let queue = paths::queue(children);
+    if keys.kind.shared() {
+        return inspect_shared(zk, &session, keys, &lock, &queue, state, deadline);
+    }
     for (_, child) in &queue {
         let path = format!("{lock}/{child}");
         let (data, stat) = match session.get_data(&path, false, deadline) {
@@ -394,7 +463,80 @@ pub(super) fn inspect(zk: &ZooKeeper, keys: &LockKeys, deadline: Instant) -> Res
     Ok(state)
 }
 
-/// Deletes the node that holds the lock; whether there was one.
+/// The nodes of a semaphore's or a read-write lock's queue that hold it (indices into `queue`),
+/// as `kind` counts them: the readers first in line; the contenders first in line that take the
+/// permits `kind` declares, at most; the writer first in line.
+fn holding(kind: Kind, queue: &[(u64, String)]) -> Vec<usize> {
+    let claims: Vec<Option<Claim>> = queue.iter().map(|(_, child)| paths::claim(child)).collect();
+    match kind {
+        Kind::Semaphore { permits, .. } => {
+            let mut taken = 0u64;
+            claims
+                .iter()
+                .map_while(|claim| match claim {
+                    Some(Claim::Take(n)) if taken + u64::from(*n) <= u64::from(permits) => {
+                        taken += u64::from(*n);
+                        Some(())
+                    }
+                    _ => None,
+                })
+                .enumerate()
+                .map(|(index, ())| index)
+                .collect()
+        }
+        Kind::Read => claims
+            .iter()
+            .take_while(|claim| **claim == Some(Claim::Read))
+            .enumerate()
+            .map(|(index, _)| index)
+            .collect(),
+        _ => match claims.first() {
+            Some(Some(Claim::Exclusive)) => vec![0],
+            _ => Vec::new(),
+        },
+    }
+}
+
+/// [`inspect`] of a semaphore or a side of a read-write lock: every node that holds it.
+fn inspect_shared(
+    zk: &ZooKeeper,
+    session: &Session,
+    keys: &LockKeys,
+    lock: &str,
+    queue: &[(u64, String)],
+    mut state: LockState,
+    deadline: Instant,
+) -> Result<LockState> {
+    let holding = holding(keys.kind, queue);
+    let mut in_use = 0u64;
+    for &index in &holding {
+        let child = &queue[index].1;
+        let path = format!("{lock}/{child}");
+        let (data, stat) = match session.get_data(&path, false, deadline) {
+            Ok(found) => found,
+            Err(ZkError::NoNode) => continue,
+            Err(error) => return Err(unavailable(&error)),
+        };
+        let owner = String::from_utf8_lossy(&data).into_owned();
+        let holds = zk.table.lock().held_at(&path).map_or(1, |held| held.count);
+        state.holders.push((owner, holds));
+        let token = token(stat.czxid)?;
+        state.hold_token = state.hold_token.max(Some(token));
+        state.last_token = state.hold_token;
+        if let Some(Claim::Take(n)) = paths::claim(child) {
+            in_use += u64::from(n);
+        }
+    }
+    state.waiting = Some((queue.len() - holding.len()) as u64);
+    if let Kind::Semaphore { permits, .. } = keys.kind {
+        state.permits = Some(u64::from(permits));
+        state.permits_in_use = Some(in_use);
+    }
+    Ok(state)
+}
+
+/// Deletes the node that holds the lock (every node that holds a semaphore or a read-write
+/// lock's side); whether there was one.
 pub(super) fn force_release(zk: &ZooKeeper, keys: &LockKeys, deadline: Instant) -> Result<bool> {
     let lock = zk.lock_path(keys)?;
     let session = zk.ensemble.session(deadline)?;
@@ -403,7 +545,19 @@ pub(super) fn force_release(zk: &ZooKeeper, keys: &LockKeys, deadline: Instant) 
         Err(ZkError::NoNode) => return Ok(false),
         Err(error) => return Err(unavailable(&error)),
     };
-    for (_, child) in paths::queue(children) {
+    let queue = paths::queue(children);
+    if keys.kind.shared() {
+        let mut deleted = false;
+        for index in holding(keys.kind, &queue) {
+            match session.delete(&format!("{lock}/{}", queue[index].1), None, deadline) {
+                Ok(()) => deleted = true,
+                Err(ZkError::NoNode) => {}
+                Err(error) => return Err(unavailable(&error)),
+            }
+        }
+        return Ok(deleted);
+    }
+    for (_, child) in queue {
         match session.delete(&format!("{lock}/{child}"), None, deadline) {
             Ok(()) => return Ok(true),
             Err(ZkError::NoNode) => continue,
