@@ -48,6 +48,7 @@
 
 mod clock;
 mod error;
+mod fast_now;
 mod metrics;
 mod task;
 mod tick;

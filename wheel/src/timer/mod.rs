@@ -140,7 +140,7 @@ impl Timer {
         F: FnOnce() + Send + 'static,
     {
         let shared = self.shared();
-        let tick = shared.ticks.delay_tick(shared.clock.now(), delay);
+        let tick = shared.ticks.delay_tick(shared.clock.deadline_now(), delay);
         self.schedule_tick(tick, task)
     }
 
@@ -229,7 +229,7 @@ impl Timer {
             return Err(ScheduleError::ZeroPeriod(task));
         }
         let shared = self.shared();
-        let now = shared.clock.now();
+        let now = shared.clock.deadline_now();
         let tick = shared.ticks.delay_tick(now, first);
         let shard = shared.home_shard();
         let mut state = shard.state.lock();
@@ -439,6 +439,9 @@ impl TimerBuilder {
             Some(given) => given.next_power_of_two(),
             None => default_shards(),
         };
+        if let Clock::Monotonic = self.clock {
+            crate::fast_now::warm_up();
+        }
         let slots = self.ticks_per_wheel.next_power_of_two();
         let ticks = Ticks::new(self.clock.now(), self.tick);
         let limit = max_pending.map(|max| Arc::new(PendingLimit::new(max)));
