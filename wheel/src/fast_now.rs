@@ -51,6 +51,7 @@ pub(crate) trait Counter: Copy {
 }
 
 impl Counter for quanta::Instant {
+    #[inline]
     fn since(self, earlier: Self) -> Option<Duration> {
         self.checked_duration_since(earlier)
     }
@@ -74,6 +75,7 @@ impl<C: Counter> Anchor<C> {
 
     /// An instant at or after the time at which `counter` was read, or `None` if the counter is
     /// behind the anchor or more than [`ANCHOR_AGE`] past it.
+    #[inline]
     pub(crate) fn upper_bound(&self, counter: C) -> Option<Instant> {
         let since = counter
             .since(self.counter)
@@ -88,6 +90,7 @@ thread_local! {
 }
 
 /// Whether the kernel keeps time with the CPU's time-stamp counter.
+#[inline]
 fn counter_usable() -> bool {
     static USABLE: OnceLock<bool> = OnceLock::new();
     *USABLE.get_or_init(|| {
@@ -111,6 +114,7 @@ pub(crate) fn warm_up() {
 }
 
 /// An instant at or after `Instant::now()`, at most twice [`SLACK`] after it.
+#[inline]
 pub(crate) fn now_upper_bound() -> Instant {
     if !counter_usable() {
         return Instant::now();

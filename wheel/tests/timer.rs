@@ -426,3 +426,45 @@ fn handles_are_send_and_sync() {
     send_sync::<hashwheel::Periodic>();
     send_sync::<ManualClock>();
 }
+
+/// A dropped timer's shards serve the timers built after it; a handle of the dropped timer
+/// never reaches a task of a later one, whatever slot it lands in.
+#[test]
+fn a_handle_of_a_dropped_timer_never_cancels_a_later_timers_task() {
+    let clock = ManualClock::new();
+    let build = || {
+        Timer::builder()
+            .clock(clock.clone())
+            .shards(1)
+            .build()
+            .expect("valid settings")
+    };
+    let old = build();
+    let stale: Vec<_> = (0..64)
+        .map(|_| {
+            old.schedule(Duration::from_secs(1), || {})
+                .expect("running")
+        })
+        .collect();
+    drop(old);
+    let count = Arc::new(AtomicUsize::new(0));
+    let timers: Vec<Timer> = (0..8).map(|_| build()).collect();
+    for timer in &timers {
+        for _ in 0..64 {
+            let counter = count.clone();
+            timer
+                .schedule(Duration::from_secs(1), move || {
+                    counter.fetch_add(1, Ordering::SeqCst);
+                })
+                .expect("running");
+        }
+    }
+    for handle in &stale {
+        assert!(!handle.cancel());
+        assert!(!handle.is_pending());
+        assert_eq!(handle.deadline(), None);
+    }
+    clock.advance(Duration::from_secs(1));
+    assert_eq!(count.load(Ordering::SeqCst), 8 * 64);
+    assert!(timers.iter().all(|timer| timer.metrics().cancelled == 0));
+}

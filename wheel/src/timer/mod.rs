@@ -2,6 +2,7 @@
 
 mod handle;
 mod limit;
+mod pool;
 mod shard;
 mod shared;
 mod sleep;
@@ -14,7 +15,7 @@ use crate::error::{BuildError, ScheduleError};
 use crate::metrics::Metrics;
 use crate::task::{Cadence, Job, Once, PeriodicJob, PeriodicState, UnrunTask};
 use crate::tick::Ticks;
-use crate::wheel::{Key, Wheel, MAX_LEN, MAX_SLOTS};
+use crate::wheel::{Key, MAX_LEN, MAX_SLOTS};
 use limit::PendingLimit;
 use shard::{Shard, ShardState};
 use shared::{Jobs, Shared};
@@ -35,12 +36,12 @@ pub const MAX_SHARDS: usize = 256;
 
 /// Why a new task cannot be stored in this shard now, as the error that hands it back; counts a
 /// rejection. Takes the task's place in the pending limit when it is stored.
-fn refusal<F>(shard: &Shard, state: &mut ShardState) -> Option<fn(F) -> ScheduleError<F>> {
+fn refusal<F>(state: &mut ShardState) -> Option<fn(F) -> ScheduleError<F>> {
     if state.stopped {
         return Some(ScheduleError::Stopped);
     }
     let full = state.wheel.len() >= MAX_PENDING
-        || shard.limit.as_ref().is_some_and(|limit| !limit.try_take());
+        || state.limit.as_ref().is_some_and(|limit| !limit.try_take());
     if full {
         state.rejected += 1;
         return Some(ScheduleError::TooManyPending);
@@ -164,7 +165,7 @@ impl Timer {
         let shared = self.shared();
         let shard = shared.home_shard();
         let mut state = shard.state.lock();
-        if let Some(refuse) = refusal(shard, &mut state) {
+        if let Some(refuse) = refusal(&mut state) {
             return Err(refuse(task));
         }
         state.scheduled += 1;
@@ -172,7 +173,7 @@ impl Timer {
         shard.stored_due_at(tick);
         drop(state);
         shared.sleep.wake_before(tick);
-        Ok(Timeout::new(Arc::clone(shard), key))
+        Ok(Timeout::new(shard, key))
     }
 
     /// Runs `task` at `first` from now, then every `period` after that first deadline:
@@ -233,7 +234,7 @@ impl Timer {
         let tick = shared.ticks.delay_tick(now, first);
         let shard = shared.home_shard();
         let mut state = shard.state.lock();
-        if let Some(refuse) = refusal(shard, &mut state) {
+        if let Some(refuse) = refusal(&mut state) {
             return Err(refuse(task));
         }
         // A first delay past the range of `Instant` has the tick NEVER, so `due` is never used.
@@ -254,7 +255,7 @@ impl Timer {
             .store(key.to_raw(), std::sync::atomic::Ordering::Release);
         drop(state);
         shared.sleep.wake_before(tick);
-        Ok(Periodic::new(Arc::clone(shard), periodic))
+        Ok(Periodic::new(shard, periodic))
     }
 
     /// Stops the timer and hands back every task that had not started, in deadline order. Tasks
@@ -445,16 +446,19 @@ impl TimerBuilder {
         let slots = self.ticks_per_wheel.next_power_of_two();
         let ticks = Ticks::new(self.clock.now(), self.tick);
         let limit = max_pending.map(|max| Arc::new(PendingLimit::new(max)));
-        let shards = (0..shards)
-            .map(|_| {
-                let wheel: Wheel<Box<dyn Job>> =
-                    Wheel::new(slots).map_err(|_| BuildError::TicksPerWheel {
+        let mut taken: Vec<&'static Shard> = Vec::with_capacity(shards);
+        for _ in 0..shards {
+            match pool::take(slots, ticks, limit.clone()) {
+                Ok(shard) => taken.push(shard),
+                Err(_) => {
+                    pool::give_back(&taken);
+                    return Err(BuildError::TicksPerWheel {
                         given: self.ticks_per_wheel,
-                    })?;
-                Ok(Shard::new(wheel, ticks, limit.clone()))
-            })
-            .collect::<Result<Vec<Shard>, BuildError>>()?;
-        let shared = Arc::new(Shared::new(shards, ticks, self.clock.clone()));
+                    });
+                }
+            }
+        }
+        let shared = Arc::new(Shared::new(taken, limit, ticks, self.clock.clone()));
         if let Clock::Manual(manual) = &self.clock {
             let follower: Arc<dyn crate::clock::Follower> = shared.clone();
             manual.follow(Arc::downgrade(&follower));
