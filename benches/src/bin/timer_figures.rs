@@ -4,7 +4,7 @@
 //!
 //! Run: `cargo run --release -p benches --bin timer_figures [quick] [SECTION...]`, sections being
 //! `loop`, `burst`, `deadline`, `lateness`, `idle`, `threads` (many threads scheduling
-//! into one timer) and `busy` (the deadline and lateness figures while two threads schedule and
+//! into one timer; `wheel-threads` runs its `hashwheel` rows alone) and `busy` (the deadline and lateness figures while two threads schedule and
 //! cancel at full speed); all by default. Each figure is the median of three runs unless marked
 //! otherwise. `quick` shrinks every workload, for a smoke test.
 //!
@@ -77,6 +77,9 @@ fn main() {
     };
     println!("# timer figures ({})", if quick { "quick" } else { "full" });
     println!();
+    if wanted("wheel-threads") && !wanted("threads") {
+        wheel_threads(&scale);
+    }
     let all: [(&str, Section); 7] = [
         ("loop", tight_loop),
         ("burst", expiry_bursts),
@@ -443,6 +446,21 @@ fn threads(scale: &Scale) {
     }
 }
 
+/// The `hashwheel` rows of the `threads` section alone, without charts.
+fn wheel_threads(scale: &Scale) {
+    println!(
+        "## many threads, one timer: {} alone ({})",
+        SharedWheel::NAME,
+        SharedWheel::SETTINGS
+    );
+    println!("| threads | timer | schedule | cancel | schedule + cancel |");
+    println!("|---|---|---|---|---|");
+    for threads in [1, 2, 4, 8] {
+        threads_of::<SharedWheel>(scale, threads);
+    }
+    println!();
+}
+
 /// One of a burst's figures.
 type Figure = fn(&BurstFigures) -> f64;
 
@@ -476,31 +494,34 @@ fn busy(scale: &Scale) {
     let callers = 2;
     let delays = Arc::new(delays(1 << 16, 13));
     println!("## wheel while {callers} threads schedule and cancel on it at full speed");
-    let runs: Vec<(f64, f64, f64)> = (0..3)
-        .map(|_| {
-            let mut timer = Wheel::start();
-            let load = keep_busy(&timer.0, callers, Arc::clone(&delays));
-            thread::sleep(Duration::from_millis(100));
-            let (first, last) = starts_after_deadline(&mut timer, scale.one_deadline);
-            (first, last, load.stop())
-        })
-        .collect();
-    let firsts: Vec<f64> = runs.iter().map(|run| run.0).collect();
-    let lates: Vec<f64> = runs.iter().map(|run| run.1).collect();
-    let rates: Vec<f64> = runs.iter().map(|run| run.2).collect();
-    println!(
-        "{} no-op tasks on one deadline (1 ms tick): last started {:.2} ms after the deadline \
-         (median of 3; runs {}; the first {:.2}); callers made {:.1} M operations/s (median)",
-        scale.one_deadline,
-        median(lates.clone()),
-        lates
-            .iter()
-            .map(|late| format!("{late:.2}"))
-            .collect::<Vec<_>>()
-            .join(" / "),
-        median(firsts),
-        median(rates) / 1e6
-    );
+    for (setting, nice) in [("default settings", None), ("worker_nice(-10)", Some(-10))] {
+        let runs: Vec<(f64, f64, f64)> = (0..3)
+            .map(|_| {
+                let mut timer = nice.map_or_else(Wheel::start, Wheel::with_worker_nice);
+                let load = keep_busy(&timer.0, callers, Arc::clone(&delays));
+                thread::sleep(Duration::from_millis(100));
+                let (first, last) = starts_after_deadline(&mut timer, scale.one_deadline);
+                (first, last, load.stop())
+            })
+            .collect();
+        let firsts: Vec<f64> = runs.iter().map(|run| run.0).collect();
+        let lates: Vec<f64> = runs.iter().map(|run| run.1).collect();
+        let rates: Vec<f64> = runs.iter().map(|run| run.2).collect();
+        println!(
+            "{setting}: {} no-op tasks on one deadline (1 ms tick): last started {:.2} ms after \
+             the deadline (median of 3; runs {}; the first {:.2}); callers made {:.1} M \
+             operations/s (median)",
+            scale.one_deadline,
+            median(lates.clone()),
+            lates
+                .iter()
+                .map(|late| format!("{late:.2}"))
+                .collect::<Vec<_>>()
+                .join(" / "),
+            median(firsts),
+            median(rates) / 1e6
+        );
+    }
     println!(
         "lateness ({} timeouts, delays 10-500 ms, 1 ms tick), one run:",
         scale.lateness

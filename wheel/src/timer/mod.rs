@@ -3,6 +3,7 @@
 mod handle;
 mod limit;
 mod pool;
+mod priority;
 mod shard;
 mod shared;
 mod sleep;
@@ -339,6 +340,7 @@ pub struct TimerBuilder {
     shards: Option<usize>,
     thread_name: String,
     clock: Clock,
+    worker_nice: Option<i32>,
 }
 
 impl Default for TimerBuilder {
@@ -350,6 +352,7 @@ impl Default for TimerBuilder {
             shards: None,
             thread_name: "wheel-timer".to_owned(),
             clock: Clock::Monotonic,
+            worker_nice: None,
         }
     }
 }
@@ -403,6 +406,17 @@ impl TimerBuilder {
     #[must_use = "a setting applies to the builder it returns"]
     pub fn thread_name(mut self, name: impl Into<String>) -> Self {
         self.thread_name = name.into();
+        self
+    }
+
+    /// The worker thread's nice value, from -20 (runs first) to 19 (last), on Linux; default: the
+    /// value it inherits. A worker below its callers' value gets the CPU first when they keep
+    /// every core busy, so a burst of expiries is not delayed by them. A negative value needs
+    /// `CAP_SYS_NICE`; without it, or on other systems, the worker logs a warning and keeps the
+    /// inherited value.
+    #[must_use = "a setting applies to the builder it returns"]
+    pub fn worker_nice(mut self, nice: i32) -> Self {
+        self.worker_nice = Some(nice);
         self
     }
 
@@ -464,9 +478,15 @@ impl TimerBuilder {
             manual.follow(Arc::downgrade(&follower));
         }
         let worker_shared = Arc::clone(&shared);
+        let nice = self.worker_nice;
         thread::Builder::new()
             .name(self.thread_name)
-            .spawn(move || worker::run(worker_shared))?;
+            .spawn(move || {
+                if let Some(nice) = nice {
+                    priority::set_worker_nice(nice);
+                }
+                worker::run(worker_shared)
+            })?;
         Ok(Timer {
             _owner: Arc::new(Owner {
                 shared: Arc::clone(&shared),
