@@ -32,10 +32,13 @@ impl Clock {
     /// The time to compute a deadline from: never before [`Clock::now`]. On the monotonic clock,
     /// a cheaper reading that may be up to 60 µs later (see `fast_now.rs`); a manual clock's own
     /// time.
-    #[inline]
     pub(crate) fn deadline_now(&self) -> Instant {
         match self {
-            Clock::Monotonic => crate::fast_now::now_upper_bound(),
+            Clock::Monotonic => {
+                let since = Duration::from_nanos(crate::fast_now::now_upper_bound());
+                let epoch = crate::fast_now::epoch();
+                epoch.checked_add(since).unwrap_or_else(Instant::now)
+            }
             Clock::Manual(manual) => manual.now(),
         }
     }

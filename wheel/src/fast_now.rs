@@ -46,87 +46,119 @@ pub(crate) const SLACK: Duration = Duration::from_nanos(
 
 /// A reading of a cheap counter, and the counter time between two readings.
 pub(crate) trait Counter: Copy {
-    /// The counter time from `earlier` to `self`; `None` if the counter went back.
-    fn since(self, earlier: Self) -> Option<Duration>;
+    /// The counter time from `earlier` to `self` in nanoseconds; `None` if the counter went back.
+    fn since(self, earlier: Self) -> Option<u64>;
 }
 
-impl Counter for quanta::Instant {
+/// A raw reading of the time-stamp counter, with the calibration that turns it into time.
+#[derive(Clone, Copy)]
+pub(crate) struct Tsc {
+    raw: u64,
+    clock: &'static quanta::Clock,
+}
+
+impl Counter for Tsc {
     #[inline]
-    fn since(self, earlier: Self) -> Option<Duration> {
-        self.checked_duration_since(earlier)
+    fn since(self, earlier: Self) -> Option<u64> {
+        (self.raw >= earlier.raw).then(|| self.clock.delta_as_nanos(earlier.raw, self.raw))
     }
 }
 
-/// A counter reading and an `Instant` read after it.
+/// A counter reading and the time read just after it, in nanoseconds since [`epoch`].
 #[derive(Clone, Copy, Debug)]
 pub(crate) struct Anchor<C> {
     counter: C,
-    instant: Instant,
+    nanos: u64,
 }
 
 impl<C: Counter> Anchor<C> {
     /// An anchor at `counter`, which must have been read before `reference` is called.
-    pub(crate) fn take(counter: C, reference: impl FnOnce() -> Instant) -> Self {
+    pub(crate) fn take(counter: C, reference: impl FnOnce() -> u64) -> Self {
         Anchor {
             counter,
-            instant: reference(),
+            nanos: reference(),
         }
     }
 
-    /// An instant at or after the time at which `counter` was read, or `None` if the counter is
+    /// A time at or after the one at which `counter` was read, or `None` if the counter is
     /// behind the anchor or more than [`ANCHOR_AGE`] past it.
     #[inline]
-    pub(crate) fn upper_bound(&self, counter: C) -> Option<Instant> {
+    pub(crate) fn upper_bound(&self, counter: C) -> Option<u64> {
         let since = counter
             .since(self.counter)
-            .filter(|since| *since <= ANCHOR_AGE)?;
-        self.instant.checked_add(since + SLACK)
+            .filter(|since| *since <= ANCHOR_AGE.as_nanos() as u64)?;
+        Some(self.nanos.saturating_add(since + SLACK.as_nanos() as u64))
+    }
+}
+
+impl std::fmt::Debug for Tsc {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_tuple("Tsc").field(&self.raw).finish()
     }
 }
 
 thread_local! {
     /// This thread's anchor, `None` until it first reads.
-    static ANCHOR: Cell<Option<Anchor<quanta::Instant>>> = const { Cell::new(None) };
+    static ANCHOR: Cell<Option<Anchor<Tsc>>> = const { Cell::new(None) };
 }
 
-/// Whether the kernel keeps time with the CPU's time-stamp counter.
+/// The instant from which readings count, set by the first [`warm_up`]: before the origin of
+/// every timer on the monotonic clock.
+pub(crate) fn epoch() -> Instant {
+    static EPOCH: OnceLock<Instant> = OnceLock::new();
+    *EPOCH.get_or_init(Instant::now)
+}
+
+/// Nanoseconds from [`epoch`] to `instant`, saturating.
 #[inline]
-fn counter_usable() -> bool {
-    static USABLE: OnceLock<bool> = OnceLock::new();
-    *USABLE.get_or_init(|| {
-        let usable = cfg!(all(target_os = "linux", target_arch = "x86_64"))
-            && std::fs::read_to_string(
-                "/sys/devices/system/clocksource/clocksource0/current_clocksource",
-            )
-            .is_ok_and(|source| source.trim() == "tsc");
-        if usable {
-            // Calibrates quanta's clock once, here rather than in a first `schedule`.
-            let _ = quanta::Instant::now();
-        }
-        usable
-    })
+fn since_epoch(epoch: Instant, instant: Instant) -> u64 {
+    u64::try_from(instant.saturating_duration_since(epoch).as_nanos()).unwrap_or(u64::MAX)
 }
 
-/// Prepares the reading (checks the clock source, calibrates the counter) so that the first
-/// deadline is as cheap as the rest.
-pub(crate) fn warm_up() {
-    let _ = counter_usable();
-}
-
-/// An instant at or after `Instant::now()`, at most twice [`SLACK`] after it.
+/// The calibrated time-stamp counter, where the kernel keeps time with it.
 #[inline]
-pub(crate) fn now_upper_bound() -> Instant {
-    if !counter_usable() {
-        return Instant::now();
-    }
-    let counter = quanta::Instant::now();
+fn counter_clock() -> Option<&'static quanta::Clock> {
+    static CLOCK: OnceLock<Option<quanta::Clock>> = OnceLock::new();
+    CLOCK
+        .get_or_init(|| {
+            let usable = cfg!(all(target_os = "linux", target_arch = "x86_64"))
+                && std::fs::read_to_string(
+                    "/sys/devices/system/clocksource/clocksource0/current_clocksource",
+                )
+                .is_ok_and(|source| source.trim() == "tsc");
+            // Calibrates once, here rather than in a first `schedule`.
+            usable.then(quanta::Clock::new)
+        })
+        .as_ref()
+}
+
+/// Sets the epoch and prepares the counter (checks the clock source, calibrates), so that the
+/// first deadline is as cheap as the rest. Returns the epoch.
+pub(crate) fn warm_up() -> Instant {
+    let epoch = epoch();
+    let _ = counter_clock();
+    epoch
+}
+
+/// A time at or after `Instant::now()`, at most twice [`SLACK`] after it, in nanoseconds since
+/// [`epoch`].
+#[inline]
+pub(crate) fn now_upper_bound() -> u64 {
+    let epoch = epoch();
+    let Some(clock) = counter_clock() else {
+        return since_epoch(epoch, Instant::now());
+    };
+    let counter = Tsc {
+        raw: clock.raw(),
+        clock,
+    };
     ANCHOR.with(|anchor| {
         if let Some(now) = anchor.get().and_then(|held| held.upper_bound(counter)) {
             return now;
         }
-        let fresh = Anchor::take(counter, Instant::now);
+        let fresh = Anchor::take(counter, || since_epoch(epoch, Instant::now()));
         anchor.set(Some(fresh));
-        fresh.instant
+        fresh.nanos
     })
 }
 
@@ -142,11 +174,14 @@ mod tests {
     struct Skewed(i128);
 
     impl Counter for Skewed {
-        fn since(self, earlier: Self) -> Option<Duration> {
-            u64::try_from(self.0 - earlier.0)
-                .ok()
-                .map(Duration::from_nanos)
+        fn since(self, earlier: Self) -> Option<u64> {
+            u64::try_from(self.0 - earlier.0).ok()
         }
+    }
+
+    /// The manual clock's time in nanoseconds since `origin`.
+    fn nanos(clock: &ManualClock, origin: Instant) -> u64 {
+        since_epoch(origin, clock.now())
     }
 
     fn read(clock: &ManualClock, origin: Instant, ppm: i128, skew: i128) -> Skewed {
@@ -183,20 +218,27 @@ mod tests {
             for skew in [-20_000, 0, 20_000] {
                 let clock = ManualClock::new();
                 let origin = clock.now();
-                let ticks = Ticks::new(origin, tick);
+                let ticks = Ticks::new(origin, tick).counted_from(origin);
                 clock.advance(Duration::from_micros(123));
-                let anchor = Anchor::take(read(&clock, origin, ppm, 0), || clock.now());
+                let anchor = Anchor::take(read(&clock, origin, ppm, 0), || nanos(&clock, origin));
                 for step in steps.iter().cycle().take(12) {
                     clock.advance(*step);
                     let Some(upper) = anchor.upper_bound(read(&clock, origin, ppm, skew)) else {
                         continue;
                     };
                     let now = clock.now();
-                    assert!(upper >= now, "reading early: ppm {ppm}, skew {skew}");
-                    assert!(upper - now <= 2 * SLACK, "reading too late");
+                    let exact_nanos = nanos(&clock, origin);
+                    assert!(
+                        upper >= exact_nanos,
+                        "reading early: ppm {ppm}, skew {skew}"
+                    );
+                    assert!(
+                        upper - exact_nanos <= 2 * SLACK.as_nanos() as u64,
+                        "reading too late"
+                    );
                     for delay in delays {
                         let exact = ticks.delay_tick(now, delay);
-                        let cheap = ticks.delay_tick(upper, delay);
+                        let cheap = ticks.delay_tick_since_epoch(upper, delay);
                         assert!(cheap >= exact, "deadline early: ppm {ppm}, skew {skew}");
                         let boundary = ticks.instant_of(cheap).expect("in range");
                         assert!(boundary >= now + delay);
@@ -214,7 +256,7 @@ mod tests {
         let clock = ManualClock::new();
         let origin = clock.now();
         clock.advance(Duration::from_millis(5));
-        let anchor = Anchor::take(read(&clock, origin, 0, 0), || clock.now());
+        let anchor = Anchor::take(read(&clock, origin, 0, 0), || nanos(&clock, origin));
         assert!(anchor.upper_bound(read(&clock, origin, 0, -1)).is_none());
         clock.advance(ANCHOR_AGE);
         assert!(anchor.upper_bound(read(&clock, origin, 0, 0)).is_some());
@@ -224,8 +266,9 @@ mod tests {
 
     #[test]
     fn the_real_reading_is_never_before_the_monotonic_clock() {
+        let epoch = warm_up();
         for _ in 0..100_000 {
-            let before = Instant::now();
+            let before = since_epoch(epoch, Instant::now());
             assert!(now_upper_bound() >= before);
         }
     }

@@ -18,6 +18,9 @@ fn nanos(duration: Duration) -> u64 {
 #[derive(Clone, Copy, Debug)]
 pub(crate) struct Ticks {
     origin: Instant,
+    /// The origin in nanoseconds since the epoch of the cheap reading (`fast_now.rs`), for
+    /// timers on the monotonic clock; 0 otherwise.
+    origin_since_epoch: u64,
     tick_nanos: u64,
     /// `u64::MAX / tick_nanos`: dividing by the tick is a multiplication by it and a correction
     /// (a 64-bit division costs about ten times as much, on every schedule).
@@ -29,8 +32,27 @@ impl Ticks {
         let tick_nanos = nanos(tick).max(1);
         Ticks {
             origin,
+            origin_since_epoch: 0,
             tick_nanos,
             reciprocal: u64::MAX / tick_nanos,
+        }
+    }
+
+    /// The same ticks, for readings counted in nanoseconds from `epoch`, which must not be
+    /// after the origin.
+    pub(crate) fn counted_from(mut self, epoch: Instant) -> Self {
+        self.origin_since_epoch = nanos(self.origin.saturating_duration_since(epoch));
+        self
+    }
+
+    /// The deadline tick of `now + delay`, `now` in nanoseconds since the epoch given to
+    /// [`Ticks::counted_from`]; saturating.
+    #[inline]
+    pub(crate) fn delay_tick_since_epoch(&self, now: u64, delay: Duration) -> u64 {
+        let since_origin = now.saturating_sub(self.origin_since_epoch);
+        match since_origin.checked_add(nanos(delay)) {
+            Some(total) if total < u64::MAX => self.ceil_ticks(total),
+            _ => NEVER,
         }
     }
 

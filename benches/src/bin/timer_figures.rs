@@ -106,7 +106,7 @@ fn tight_loop(scale: &Scale) {
         scale.pending
     );
     let mut timer = Wheel::start();
-    let _pending: Vec<_> = delays(scale.pending, 7)
+    let prefilled: Vec<_> = delays(scale.pending, 7)
         .into_iter()
         .map(|delay| timer.schedule(delay, noop))
         .collect();
@@ -133,12 +133,51 @@ fn tight_loop(scale: &Scale) {
         pair = pair.min(per_op(start));
     }
     println!("schedule {schedule:.1} ns, cancel {cancel:.1} ns, schedule + cancel {pair:.1} ns");
+    drop(prefilled);
+    drop(timer);
+    bare_wheel(scale, rounds, per_round);
     floor_costs();
     println!();
 }
 
-/// What every schedule pays before touching the wheel: reading the monotonic clock, an
-/// uncontended lock and unlock, and an `Arc` clone and drop. Best of 10 rounds of 10^7 each.
+/// The same rounds on a bare `hashwheel::Wheel` of boxed closures (no lock, no clock, no
+/// handle), with the same 1M pending at a 1 ms tick: what the wheel's own work costs.
+fn bare_wheel(scale: &Scale, rounds: usize, per_round: usize) {
+    type Task = Box<dyn FnOnce() + Send>;
+    let mut wheel: hashwheel::Wheel<Task> = hashwheel::Wheel::new(512).expect("valid");
+    let tick = |delay: Duration| delay.as_millis() as u64;
+    for delay in delays(scale.pending, 7) {
+        let task: Task = Box::new(noop);
+        if wheel.insert(tick(delay), task).is_err() {
+            unreachable!("a wheel holds 4G entries");
+        }
+    }
+    let delays = delays(1 << 16, 11);
+    let mut keys = Vec::with_capacity(per_round);
+    let per_op = |start: Instant| start.elapsed().as_nanos() as f64 / per_round as f64;
+    let (mut insert, mut cancel) = (f64::MAX, f64::MAX);
+    for _ in 0..rounds {
+        let start = Instant::now();
+        for i in 0..per_round {
+            let task: Task = Box::new(noop);
+            match wheel.insert(tick(delays[i % delays.len()]), task) {
+                Ok(key) => keys.push(key),
+                Err(_) => unreachable!("a wheel holds 4G entries"),
+            }
+        }
+        insert = insert.min(per_op(start));
+        let start = Instant::now();
+        for key in keys.drain(..) {
+            drop(std::hint::black_box(wheel.cancel(key)));
+        }
+        cancel = cancel.min(per_op(start));
+    }
+    println!("bare Wheel (no lock, clock or handle): insert {insert:.1} ns, cancel {cancel:.1} ns");
+}
+
+/// What every schedule pays before touching the wheel: reading the monotonic clock, reading the
+/// time-stamp counter through `quanta`, an uncontended lock and unlock, and an `Arc` clone and
+/// drop. Best of 10 rounds of 10^7 each.
 fn floor_costs() {
     let rounds = 10;
     let count = 10_000_000u32;
@@ -156,12 +195,16 @@ fn floor_costs() {
     let clock = best(Box::new(|| {
         std::hint::black_box(Instant::now());
     }));
+    let counter = best(Box::new(|| {
+        std::hint::black_box(quanta::Instant::now());
+    }));
     let mutex = Mutex::new(0u64);
     let lock = best(Box::new(move || *std::hint::black_box(&mutex).lock() += 1));
     let shared = Arc::new(0u8);
     let arc = best(Box::new(move || drop(std::hint::black_box(shared.clone()))));
     println!(
-        "floor: Instant::now {clock:.1} ns, lock + unlock {lock:.1} ns, Arc clone + drop {arc:.1} ns"
+        "floor: Instant::now {clock:.1} ns, quanta::Instant::now {counter:.1} ns, lock + unlock \
+         {lock:.1} ns, Arc clone + drop {arc:.1} ns"
     );
 }
 

@@ -142,7 +142,12 @@ impl Timer {
         F: FnOnce() + Send + 'static,
     {
         let shared = self.shared();
-        let tick = shared.ticks.delay_tick(shared.clock.deadline_now(), delay);
+        let tick = match &shared.clock {
+            Clock::Monotonic => shared
+                .ticks
+                .delay_tick_since_epoch(crate::fast_now::now_upper_bound(), delay),
+            Clock::Manual(manual) => shared.ticks.delay_tick(manual.now(), delay),
+        };
         self.schedule_tick(tick, task)
     }
 
@@ -454,11 +459,15 @@ impl TimerBuilder {
             Some(given) => given.next_power_of_two(),
             None => default_shards(),
         };
-        if let Clock::Monotonic = self.clock {
-            crate::fast_now::warm_up();
-        }
         let slots = self.ticks_per_wheel.next_power_of_two();
-        let ticks = Ticks::new(self.clock.now(), self.tick);
+        let ticks = match self.clock {
+            Clock::Monotonic => {
+                // The epoch is set before the origin is read, so it is never after it.
+                let epoch = crate::fast_now::warm_up();
+                Ticks::new(self.clock.now(), self.tick).counted_from(epoch)
+            }
+            Clock::Manual(_) => Ticks::new(self.clock.now(), self.tick),
+        };
         let limit = max_pending.map(|max| Arc::new(PendingLimit::new(max)));
         let mut taken: Vec<&'static Shard> = Vec::with_capacity(shards);
         for _ in 0..shards {
