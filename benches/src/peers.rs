@@ -37,6 +37,18 @@ pub trait Peer {
 /// This workspace's timer, with a 1 ms tick.
 pub struct Wheel(pub hashwheel::Timer);
 
+impl Wheel {
+    /// The same timer with its worker at nice value `nice` (see `TimerBuilder::worker_nice`).
+    pub fn with_worker_nice(nice: i32) -> Self {
+        Wheel(
+            hashwheel::Timer::builder()
+                .worker_nice(nice)
+                .build()
+                .expect("valid settings"),
+        )
+    }
+}
+
 impl Peer for Wheel {
     type Handle = hashwheel::Timeout;
     const NAME: &'static str = "wheel";

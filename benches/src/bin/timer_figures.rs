@@ -4,7 +4,7 @@
 //!
 //! Run: `cargo run --release -p benches --bin timer_figures [quick] [SECTION...]`, sections being
 //! `loop`, `burst`, `deadline`, `lateness`, `idle`, `threads` (many threads scheduling
-//! into one timer) and `busy` (the deadline and lateness figures while two threads schedule and
+//! into one timer; `wheel-threads` runs its `hashwheel` rows alone) and `busy` (the deadline and lateness figures while two threads schedule and
 //! cancel at full speed); all by default. Each figure is the median of three runs unless marked
 //! otherwise. `quick` shrinks every workload, for a smoke test.
 //!
@@ -77,6 +77,9 @@ fn main() {
     };
     println!("# timer figures ({})", if quick { "quick" } else { "full" });
     println!();
+    if wanted("wheel-threads") && !wanted("threads") {
+        wheel_threads(&scale);
+    }
     let all: [(&str, Section); 7] = [
         ("loop", tight_loop),
         ("burst", expiry_bursts),
@@ -103,7 +106,7 @@ fn tight_loop(scale: &Scale) {
         scale.pending
     );
     let mut timer = Wheel::start();
-    let _pending: Vec<_> = delays(scale.pending, 7)
+    let prefilled: Vec<_> = delays(scale.pending, 7)
         .into_iter()
         .map(|delay| timer.schedule(delay, noop))
         .collect();
@@ -130,12 +133,51 @@ fn tight_loop(scale: &Scale) {
         pair = pair.min(per_op(start));
     }
     println!("schedule {schedule:.1} ns, cancel {cancel:.1} ns, schedule + cancel {pair:.1} ns");
+    drop(prefilled);
+    drop(timer);
+    bare_wheel(scale, rounds, per_round);
     floor_costs();
     println!();
 }
 
-/// What every schedule pays before touching the wheel: reading the monotonic clock, an
-/// uncontended lock and unlock, and an `Arc` clone and drop. Best of 10 rounds of 10^7 each.
+/// The same rounds on a bare `hashwheel::Wheel` of boxed closures (no lock, no clock, no
+/// handle), with the same 1M pending at a 1 ms tick: what the wheel's own work costs.
+fn bare_wheel(scale: &Scale, rounds: usize, per_round: usize) {
+    type Task = Box<dyn FnOnce() + Send>;
+    let mut wheel: hashwheel::Wheel<Task> = hashwheel::Wheel::new(512).expect("valid");
+    let tick = |delay: Duration| delay.as_millis() as u64;
+    for delay in delays(scale.pending, 7) {
+        let task: Task = Box::new(noop);
+        if wheel.insert(tick(delay), task).is_err() {
+            unreachable!("a wheel holds 4G entries");
+        }
+    }
+    let delays = delays(1 << 16, 11);
+    let mut keys = Vec::with_capacity(per_round);
+    let per_op = |start: Instant| start.elapsed().as_nanos() as f64 / per_round as f64;
+    let (mut insert, mut cancel) = (f64::MAX, f64::MAX);
+    for _ in 0..rounds {
+        let start = Instant::now();
+        for i in 0..per_round {
+            let task: Task = Box::new(noop);
+            match wheel.insert(tick(delays[i % delays.len()]), task) {
+                Ok(key) => keys.push(key),
+                Err(_) => unreachable!("a wheel holds 4G entries"),
+            }
+        }
+        insert = insert.min(per_op(start));
+        let start = Instant::now();
+        for key in keys.drain(..) {
+            drop(std::hint::black_box(wheel.cancel(key)));
+        }
+        cancel = cancel.min(per_op(start));
+    }
+    println!("bare Wheel (no lock, clock or handle): insert {insert:.1} ns, cancel {cancel:.1} ns");
+}
+
+/// What every schedule pays before touching the wheel: reading the monotonic clock, reading the
+/// time-stamp counter through `quanta`, an uncontended lock and unlock, and an `Arc` clone and
+/// drop. Best of 10 rounds of 10^7 each.
 fn floor_costs() {
     let rounds = 10;
     let count = 10_000_000u32;
@@ -153,12 +195,16 @@ fn floor_costs() {
     let clock = best(Box::new(|| {
         std::hint::black_box(Instant::now());
     }));
+    let counter = best(Box::new(|| {
+        std::hint::black_box(quanta::Instant::now());
+    }));
     let mutex = Mutex::new(0u64);
     let lock = best(Box::new(move || *std::hint::black_box(&mutex).lock() += 1));
     let shared = Arc::new(0u8);
     let arc = best(Box::new(move || drop(std::hint::black_box(shared.clone()))));
     println!(
-        "floor: Instant::now {clock:.1} ns, lock + unlock {lock:.1} ns, Arc clone + drop {arc:.1} ns"
+        "floor: Instant::now {clock:.1} ns, quanta::Instant::now {counter:.1} ns, lock + unlock \
+         {lock:.1} ns, Arc clone + drop {arc:.1} ns"
     );
 }
 
@@ -200,20 +246,22 @@ fn one_deadline(scale: &Scale) {
         "## {} no-op tasks on one deadline (wheel, 1 ms tick)",
         scale.one_deadline
     );
-    println!("time from the deadline to the start of the last task; median of 3");
-    let runs: Vec<f64> = (0..3)
-        .map(|_| last_start_after_deadline(&mut Wheel::start(), scale.one_deadline))
+    println!("time from the deadline to the start of the first and the last task; median of 3");
+    let runs: Vec<(f64, f64)> = (0..3)
+        .map(|_| starts_after_deadline(&mut Wheel::start(), scale.one_deadline))
         .collect();
+    let (firsts, lasts): (Vec<f64>, Vec<f64>) = runs.into_iter().unzip();
     println!(
-        "last task started {:.2} ms after the deadline",
-        median(runs)
+        "last task started {:.2} ms after the deadline (the first {:.2})",
+        median(lasts),
+        median(firsts)
     );
     println!();
 }
 
 /// Schedules `count` no-op tasks on one deadline 500 ms away and returns, in ms, how long after
-/// the deadline the last one started.
-fn last_start_after_deadline(timer: &mut Wheel, count: usize) -> f64 {
+/// the deadline the first and the last one started.
+fn starts_after_deadline(timer: &mut Wheel, count: usize) -> (f64, f64) {
     let deadline = Instant::now() + Duration::from_millis(500);
     burst_reset(count);
     let left = |now: Instant| deadline.saturating_duration_since(now);
@@ -223,8 +271,9 @@ fn last_start_after_deadline(timer: &mut Wheel, count: usize) -> f64 {
     drop(handles);
     let done = burst_done;
     assert!(timer.wait_until(&done, burst_task, Duration::from_secs(30)));
-    let (_, last) = burst_times().expect("every task ran");
-    last.saturating_duration_since(deadline).as_secs_f64() * 1e3
+    let (first, last) = burst_times().expect("every task ran");
+    let after = |start: Instant| start.saturating_duration_since(deadline).as_secs_f64() * 1e3;
+    (after(first), after(last))
 }
 
 /// Lateness of timeouts with delays spread over 10-500 ms at a 1 ms tick.
@@ -440,6 +489,21 @@ fn threads(scale: &Scale) {
     }
 }
 
+/// The `hashwheel` rows of the `threads` section alone, without charts.
+fn wheel_threads(scale: &Scale) {
+    println!(
+        "## many threads, one timer: {} alone ({})",
+        SharedWheel::NAME,
+        SharedWheel::SETTINGS
+    );
+    println!("| threads | timer | schedule | cancel | schedule + cancel |");
+    println!("|---|---|---|---|---|");
+    for threads in [1, 2, 4, 8] {
+        threads_of::<SharedWheel>(scale, threads);
+    }
+    println!();
+}
+
 /// One of a burst's figures.
 type Figure = fn(&BurstFigures) -> f64;
 
@@ -473,28 +537,34 @@ fn busy(scale: &Scale) {
     let callers = 2;
     let delays = Arc::new(delays(1 << 16, 13));
     println!("## wheel while {callers} threads schedule and cancel on it at full speed");
-    let runs: Vec<(f64, f64)> = (0..3)
-        .map(|_| {
-            let mut timer = Wheel::start();
-            let load = keep_busy(&timer.0, callers, Arc::clone(&delays));
-            thread::sleep(Duration::from_millis(100));
-            let late = last_start_after_deadline(&mut timer, scale.one_deadline);
-            (late, load.stop())
-        })
-        .collect();
-    let (lates, rates): (Vec<f64>, Vec<f64>) = runs.into_iter().unzip();
-    println!(
-        "{} no-op tasks on one deadline (1 ms tick): last started {:.2} ms after the deadline \
-         (median of 3; runs {}); callers made {:.1} M operations/s (median)",
-        scale.one_deadline,
-        median(lates.clone()),
-        lates
-            .iter()
-            .map(|late| format!("{late:.2}"))
-            .collect::<Vec<_>>()
-            .join(" / "),
-        median(rates) / 1e6
-    );
+    for (setting, nice) in [("default settings", None), ("worker_nice(-10)", Some(-10))] {
+        let runs: Vec<(f64, f64, f64)> = (0..3)
+            .map(|_| {
+                let mut timer = nice.map_or_else(Wheel::start, Wheel::with_worker_nice);
+                let load = keep_busy(&timer.0, callers, Arc::clone(&delays));
+                thread::sleep(Duration::from_millis(100));
+                let (first, last) = starts_after_deadline(&mut timer, scale.one_deadline);
+                (first, last, load.stop())
+            })
+            .collect();
+        let firsts: Vec<f64> = runs.iter().map(|run| run.0).collect();
+        let lates: Vec<f64> = runs.iter().map(|run| run.1).collect();
+        let rates: Vec<f64> = runs.iter().map(|run| run.2).collect();
+        println!(
+            "{setting}: {} no-op tasks on one deadline (1 ms tick): last started {:.2} ms after \
+             the deadline (median of 3; runs {}; the first {:.2}); callers made {:.1} M \
+             operations/s (median)",
+            scale.one_deadline,
+            median(lates.clone()),
+            lates
+                .iter()
+                .map(|late| format!("{late:.2}"))
+                .collect::<Vec<_>>()
+                .join(" / "),
+            median(firsts),
+            median(rates) / 1e6
+        );
+    }
     println!(
         "lateness ({} timeouts, delays 10-500 ms, 1 ms tick), one run:",
         scale.lateness

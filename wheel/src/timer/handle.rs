@@ -1,6 +1,7 @@
 //! The handles `schedule*` returns: [`Timeout`] for a one-shot task, [`Periodic`] for a
 //! recurring one. Each holds the shard its task is stored in, so everything it does takes that
-//! shard's lock alone.
+//! shard's lock alone. Shards are never freed (see `pool.rs`), so a handle holds a plain
+//! reference and its task's key: creating and dropping one changes no reference count.
 
 use super::shard::Shard;
 use crate::task::PeriodicState;
@@ -17,19 +18,21 @@ const CANCELLED: u64 = 1 << 63;
 ///
 /// Dropping the handle does not cancel the task.
 pub struct Timeout {
-    shard: Arc<Shard>,
+    shard: &'static Shard,
     /// The task's [`Key`], with [`CANCELLED`] set once cancelled.
     key: AtomicU64,
 }
 
 impl Timeout {
-    pub(crate) fn new(shard: Arc<Shard>, key: Key) -> Self {
+    #[inline]
+    pub(crate) fn new(shard: &'static Shard, key: Key) -> Self {
         Timeout {
             shard,
             key: AtomicU64::new(key.to_raw()),
         }
     }
 
+    #[inline]
     fn key(&self) -> Key {
         Key::from_raw(self.key.load(Ordering::Acquire))
     }
@@ -37,6 +40,7 @@ impl Timeout {
     /// Cancels the task and drops it at once. Returns `true` only if this call took it out before
     /// the worker did: a `false` means it has run, is running, was cancelled already, or was handed
     /// back by [`Timer::stop`](crate::Timer::stop).
+    #[inline]
     pub fn cancel(&self) -> bool {
         let Some(task) = self.shard.cancel(self.key()) else {
             return false;
@@ -53,7 +57,9 @@ impl Timeout {
         self.key.load(Ordering::Acquire) & CANCELLED != 0
     }
 
-    /// Whether the worker has taken the task to run it (it may still be running).
+    /// Whether the worker has taken the task to run it (it may still be running). Once the
+    /// timer has been dropped and a timer built since has taken its shard, a task that was
+    /// handed back unrun counts as expired too.
     pub fn is_expired(&self) -> bool {
         if self.is_cancelled() {
             return false;
@@ -69,8 +75,9 @@ impl Timeout {
 
     /// The tick boundary the task waits for, while it is pending.
     pub fn deadline(&self) -> Option<Instant> {
-        let tick = self.shard.state.lock().wheel.deadline(self.key())?;
-        self.shard.ticks.instant_of(tick)
+        let state = self.shard.state.lock();
+        let tick = state.wheel.deadline(self.key())?;
+        state.ticks.instant_of(tick)
     }
 }
 
@@ -85,12 +92,12 @@ impl std::fmt::Debug for Timeout {
 
 /// A recurring task in a [`Timer`](crate::Timer). Dropping the handle does not cancel it.
 pub struct Periodic {
-    shard: Arc<Shard>,
+    shard: &'static Shard,
     state: Arc<PeriodicState>,
 }
 
 impl Periodic {
-    pub(crate) fn new(shard: Arc<Shard>, state: Arc<PeriodicState>) -> Self {
+    pub(crate) fn new(shard: &'static Shard, state: Arc<PeriodicState>) -> Self {
         Periodic { shard, state }
     }
 
@@ -108,10 +115,10 @@ impl Periodic {
         shard.cancelled += 1;
         let key = Key::from_raw(self.state.key.load(Ordering::Acquire));
         let task = shard.wheel.cancel(key);
-        drop(shard);
         if task.is_some() {
-            self.shard.release(1);
+            shard.release(1);
         }
+        drop(shard);
         drop(task);
         true
     }

@@ -2,6 +2,8 @@
 
 mod handle;
 mod limit;
+mod pool;
+mod priority;
 mod shard;
 mod shared;
 mod sleep;
@@ -14,7 +16,7 @@ use crate::error::{BuildError, ScheduleError};
 use crate::metrics::Metrics;
 use crate::task::{Cadence, Job, Once, PeriodicJob, PeriodicState, UnrunTask};
 use crate::tick::Ticks;
-use crate::wheel::{Key, Wheel, MAX_LEN, MAX_SLOTS};
+use crate::wheel::{Key, MAX_LEN, MAX_SLOTS};
 use limit::PendingLimit;
 use shard::{Shard, ShardState};
 use shared::{Jobs, Shared};
@@ -35,12 +37,12 @@ pub const MAX_SHARDS: usize = 256;
 
 /// Why a new task cannot be stored in this shard now, as the error that hands it back; counts a
 /// rejection. Takes the task's place in the pending limit when it is stored.
-fn refusal<F>(shard: &Shard, state: &mut ShardState) -> Option<fn(F) -> ScheduleError<F>> {
+fn refusal<F>(state: &mut ShardState) -> Option<fn(F) -> ScheduleError<F>> {
     if state.stopped {
         return Some(ScheduleError::Stopped);
     }
     let full = state.wheel.len() >= MAX_PENDING
-        || shard.limit.as_ref().is_some_and(|limit| !limit.try_take());
+        || state.limit.as_ref().is_some_and(|limit| !limit.try_take());
     if full {
         state.rejected += 1;
         return Some(ScheduleError::TooManyPending);
@@ -140,7 +142,12 @@ impl Timer {
         F: FnOnce() + Send + 'static,
     {
         let shared = self.shared();
-        let tick = shared.ticks.delay_tick(shared.clock.now(), delay);
+        let tick = match &shared.clock {
+            Clock::Monotonic => shared
+                .ticks
+                .delay_tick_since_epoch(crate::fast_now::now_upper_bound(), delay),
+            Clock::Manual(manual) => shared.ticks.delay_tick(manual.now(), delay),
+        };
         self.schedule_tick(tick, task)
     }
 
@@ -164,7 +171,7 @@ impl Timer {
         let shared = self.shared();
         let shard = shared.home_shard();
         let mut state = shard.state.lock();
-        if let Some(refuse) = refusal(shard, &mut state) {
+        if let Some(refuse) = refusal(&mut state) {
             return Err(refuse(task));
         }
         state.scheduled += 1;
@@ -172,7 +179,7 @@ impl Timer {
         shard.stored_due_at(tick);
         drop(state);
         shared.sleep.wake_before(tick);
-        Ok(Timeout::new(Arc::clone(shard), key))
+        Ok(Timeout::new(shard, key))
     }
 
     /// Runs `task` at `first` from now, then every `period` after that first deadline:
@@ -229,11 +236,11 @@ impl Timer {
             return Err(ScheduleError::ZeroPeriod(task));
         }
         let shared = self.shared();
-        let now = shared.clock.now();
+        let now = shared.clock.deadline_now();
         let tick = shared.ticks.delay_tick(now, first);
         let shard = shared.home_shard();
         let mut state = shard.state.lock();
-        if let Some(refuse) = refusal(shard, &mut state) {
+        if let Some(refuse) = refusal(&mut state) {
             return Err(refuse(task));
         }
         // A first delay past the range of `Instant` has the tick NEVER, so `due` is never used.
@@ -254,7 +261,7 @@ impl Timer {
             .store(key.to_raw(), std::sync::atomic::Ordering::Release);
         drop(state);
         shared.sleep.wake_before(tick);
-        Ok(Periodic::new(Arc::clone(shard), periodic))
+        Ok(Periodic::new(shard, periodic))
     }
 
     /// Stops the timer and hands back every task that had not started, in deadline order. Tasks
@@ -338,6 +345,7 @@ pub struct TimerBuilder {
     shards: Option<usize>,
     thread_name: String,
     clock: Clock,
+    worker_nice: Option<i32>,
 }
 
 impl Default for TimerBuilder {
@@ -349,6 +357,7 @@ impl Default for TimerBuilder {
             shards: None,
             thread_name: "wheel-timer".to_owned(),
             clock: Clock::Monotonic,
+            worker_nice: None,
         }
     }
 }
@@ -405,6 +414,17 @@ impl TimerBuilder {
         self
     }
 
+    /// The worker thread's nice value, from -20 (runs first) to 19 (last), on Linux; default: the
+    /// value it inherits. A worker below its callers' value gets the CPU first when they keep
+    /// every core busy, so a burst of expiries is not delayed by them. A negative value needs
+    /// `CAP_SYS_NICE`; without it, or on other systems, the worker logs a warning and keeps the
+    /// inherited value.
+    #[must_use = "a setting applies to the builder it returns"]
+    pub fn worker_nice(mut self, nice: i32) -> Self {
+        self.worker_nice = Some(nice);
+        self
+    }
+
     /// Reads time from a [`ManualClock`] instead of the monotonic clock.
     #[must_use = "a setting applies to the builder it returns"]
     pub fn clock(mut self, clock: ManualClock) -> Self {
@@ -440,26 +460,42 @@ impl TimerBuilder {
             None => default_shards(),
         };
         let slots = self.ticks_per_wheel.next_power_of_two();
-        let ticks = Ticks::new(self.clock.now(), self.tick);
+        let ticks = match self.clock {
+            Clock::Monotonic => {
+                // The epoch is set before the origin is read, so it is never after it.
+                let epoch = crate::fast_now::warm_up();
+                Ticks::new(self.clock.now(), self.tick).counted_from(epoch)
+            }
+            Clock::Manual(_) => Ticks::new(self.clock.now(), self.tick),
+        };
         let limit = max_pending.map(|max| Arc::new(PendingLimit::new(max)));
-        let shards = (0..shards)
-            .map(|_| {
-                let wheel: Wheel<Box<dyn Job>> =
-                    Wheel::new(slots).map_err(|_| BuildError::TicksPerWheel {
+        let mut taken: Vec<&'static Shard> = Vec::with_capacity(shards);
+        for _ in 0..shards {
+            match pool::take(slots, ticks, limit.clone()) {
+                Ok(shard) => taken.push(shard),
+                Err(_) => {
+                    pool::give_back(&taken);
+                    return Err(BuildError::TicksPerWheel {
                         given: self.ticks_per_wheel,
-                    })?;
-                Ok(Shard::new(wheel, ticks, limit.clone()))
-            })
-            .collect::<Result<Vec<Shard>, BuildError>>()?;
-        let shared = Arc::new(Shared::new(shards, ticks, self.clock.clone()));
+                    });
+                }
+            }
+        }
+        let shared = Arc::new(Shared::new(taken, limit, ticks, self.clock.clone()));
         if let Clock::Manual(manual) = &self.clock {
             let follower: Arc<dyn crate::clock::Follower> = shared.clone();
             manual.follow(Arc::downgrade(&follower));
         }
         let worker_shared = Arc::clone(&shared);
+        let nice = self.worker_nice;
         thread::Builder::new()
             .name(self.thread_name)
-            .spawn(move || worker::run(worker_shared))?;
+            .spawn(move || {
+                if let Some(nice) = nice {
+                    priority::set_worker_nice(nice);
+                }
+                worker::run(worker_shared)
+            })?;
         Ok(Timer {
             _owner: Arc::new(Owner {
                 shared: Arc::clone(&shared),

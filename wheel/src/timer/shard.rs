@@ -27,7 +27,7 @@
 use super::limit::PendingLimit;
 use crate::task::Job;
 use crate::tick::{Ticks, NEVER};
-use crate::wheel::{Key, Wheel};
+use crate::wheel::{InvalidSlots, Key, Wheel};
 use parking_lot::Mutex;
 use std::cell::Cell;
 use std::collections::HashSet;
@@ -37,21 +37,22 @@ use std::sync::Arc;
 /// A task as a shard stores it.
 pub(crate) type Stored = Box<dyn Job>;
 
-/// One wheel and its lock. Aligned to two cache lines, so that two shards (and the reference
-/// counts of their `Arc`s, which every handle touches) never share one.
+/// One wheel and its lock. Aligned to two cache lines, so that two shards never share one.
+/// Shards are never freed: a dropped timer's shards wait in a pool for the next timer (see
+/// `pool.rs`), so that handles refer to them without a reference count.
 #[repr(align(128))]
 pub(crate) struct Shard {
     pub(crate) state: Mutex<ShardState>,
-    /// The timer's ticks, to turn a stored tick back into an instant.
-    pub(crate) ticks: Ticks,
-    /// The timer's bound on pending tasks, when one was set.
-    pub(crate) limit: Option<Arc<PendingLimit>>,
     /// A tick at or before the earliest at which the wheel has work; [`NEVER`] when it has none.
     pub(crate) due_hint: AtomicU64,
 }
 
 pub(crate) struct ShardState {
     pub(crate) wheel: Wheel<Stored>,
+    /// The ticks of the timer using the shard, to turn a stored tick back into an instant.
+    pub(crate) ticks: Ticks,
+    /// That timer's bound on pending tasks, when one was set.
+    pub(crate) limit: Option<Arc<PendingLimit>>,
     /// Set by a stop: nothing more is stored.
     pub(crate) stopped: bool,
     /// Keys of the tasks a stop took out of the wheel: they are neither cancelled nor expired.
@@ -64,6 +65,15 @@ pub(crate) struct ShardState {
     pub(crate) rejected: u64,
 }
 
+impl ShardState {
+    /// Gives back `count` places to the pending limit, if there is one.
+    pub(crate) fn release(&self, count: usize) {
+        if let Some(limit) = &self.limit {
+            limit.release(count);
+        }
+    }
+}
+
 impl Shard {
     pub(crate) fn new(
         wheel: Wheel<Stored>,
@@ -73,20 +83,66 @@ impl Shard {
         Shard {
             state: Mutex::new(ShardState {
                 wheel,
+                ticks,
+                limit,
                 stopped: false,
                 drained: HashSet::new(),
                 scheduled: 0,
                 cancelled: 0,
                 rejected: 0,
             }),
-            ticks,
-            limit,
             due_hint: AtomicU64::new(NEVER),
+        }
+    }
+
+    /// Makes a shard that a dropped timer used ready for a new one: an empty wheel of `slots`
+    /// buckets whose keys never match the old wheel's, and counters at zero.
+    pub(crate) fn restart(
+        &self,
+        slots: usize,
+        ticks: Ticks,
+        limit: Option<Arc<PendingLimit>>,
+    ) -> Result<(), InvalidSlots> {
+        let mut state = self.state.lock();
+        let old = std::mem::replace(&mut state.wheel, Wheel::new(1)?);
+        state.wheel = Wheel::succeed(old, slots)?;
+        state.ticks = ticks;
+        state.limit = limit;
+        state.stopped = false;
+        state.drained = HashSet::new();
+        state.scheduled = 0;
+        state.cancelled = 0;
+        state.rejected = 0;
+        self.due_hint.store(NEVER, Ordering::SeqCst);
+        Ok(())
+    }
+
+    /// Frees what a dropped timer left in the shard (its wheel's memory; the wheel is empty
+    /// after the stop that every drop makes), keeping what its handles still ask about. Tasks
+    /// still stored are dropped after the lock is released.
+    pub(crate) fn retire(&self) {
+        let Ok(placeholder) = Wheel::new(1) else {
+            return;
+        };
+        let old = {
+            let mut state = self.state.lock();
+            state.stopped = true;
+            state.limit = None;
+            std::mem::replace(&mut state.wheel, placeholder)
+        };
+        let left = old.len();
+        let Ok(small) = Wheel::succeed(old, 1) else {
+            return;
+        };
+        self.state.lock().wheel = small;
+        if left > 0 {
+            log::debug!("a dropped timer's shard still held {left} tasks; dropped them");
         }
     }
 
     /// Lowers the due hint to `tick` if it is later. Called with the lock held, after storing a
     /// task due at `tick`, and before reading the worker's `wake_at`.
+    #[inline]
     pub(crate) fn stored_due_at(&self, tick: u64) {
         if tick < self.due_hint.load(Ordering::Relaxed) {
             self.due_hint.store(tick, Ordering::SeqCst);
@@ -98,20 +154,15 @@ impl Shard {
         self.due_hint.load(Ordering::SeqCst)
     }
 
-    /// Gives back `count` places to the pending limit, if there is one.
-    pub(crate) fn release(&self, count: usize) {
-        if let Some(limit) = &self.limit {
-            limit.release(count);
-        }
-    }
-
-    /// Takes out the task under `key`, if it is still stored, counting a cancellation.
+    /// Takes out the task under `key`, if it is still stored, counting a cancellation and
+    /// giving its place back to the pending limit.
+    #[inline]
     pub(crate) fn cancel(&self, key: Key) -> Option<Stored> {
         let mut state = self.state.lock();
         let task = state.wheel.cancel(key)?;
         state.cancelled += 1;
+        state.release(1);
         drop(state);
-        self.release(1);
         Some(task)
     }
 }
@@ -125,6 +176,7 @@ thread_local! {
 }
 
 /// The calling thread's number: given once, the first time it asks, in the order threads ask.
+#[inline]
 pub(crate) fn caller_number() -> usize {
     CALLER.with(|caller| {
         let number = caller.get();

@@ -19,6 +19,8 @@
 //! ran goes back to pending in the same shard (the worker stores it again), unless its handle
 //! cancelled it meanwhile or the shard was stopped.
 
+use super::limit::PendingLimit;
+use super::pool;
 use super::shard::{caller_number, Shard, Stored};
 use super::sleep::Sleep;
 use crate::clock::{Clock, Follower};
@@ -34,7 +36,10 @@ use std::time::{Duration, Instant};
 pub(crate) type Jobs = Vec<(Key, u64, Stored)>;
 
 pub(crate) struct Shared {
-    pub(crate) shards: Box<[Arc<Shard>]>,
+    /// Taken from the pool at build, given back when the last handle to this value goes.
+    pub(crate) shards: Box<[&'static Shard]>,
+    /// The bound on pending tasks, when one was set (every shard holds it too).
+    pub(crate) limit: Option<Arc<PendingLimit>>,
     pub(crate) sleep: Sleep,
     /// Set once, by the first stop. Each shard also records it under its own lock.
     pub(crate) stopped: AtomicBool,
@@ -62,10 +67,16 @@ impl WorkerCounters {
 }
 
 impl Shared {
-    pub(crate) fn new(shards: Vec<Shard>, ticks: Ticks, clock: Clock) -> Self {
+    pub(crate) fn new(
+        shards: Vec<&'static Shard>,
+        limit: Option<Arc<PendingLimit>>,
+        ticks: Ticks,
+        clock: Clock,
+    ) -> Self {
         let now = clock.now();
         Shared {
-            shards: shards.into_iter().map(Arc::new).collect(),
+            shards: shards.into_boxed_slice(),
+            limit,
             sleep: Sleep::new(now),
             stopped: AtomicBool::new(false),
             ticks,
@@ -76,9 +87,17 @@ impl Shared {
     }
 
     /// The shard the calling thread schedules on.
-    pub(crate) fn home_shard(&self) -> &Arc<Shard> {
+    #[inline]
+    pub(crate) fn home_shard(&self) -> &'static Shard {
         // The shard count is a power of two.
-        &self.shards[caller_number() & (self.shards.len() - 1)]
+        self.shards[caller_number() & (self.shards.len() - 1)]
+    }
+
+    /// Gives back `count` places to the pending limit, if there is one.
+    pub(crate) fn release(&self, count: usize) {
+        if let Some(limit) = &self.limit {
+            limit.release(count);
+        }
     }
 
     pub(crate) fn on_worker(&self) -> bool {
@@ -105,8 +124,8 @@ impl Shared {
             state.stopped = true;
             let drained = state.wheel.drain();
             state.drained.extend(drained.iter().map(|&(key, _, _)| key));
+            state.release(drained.len());
             drop(state);
-            shard.release(drained.len());
             unrun.extend(drained);
         }
         unrun.sort_by_key(|&(_, tick, _)| tick);
@@ -168,6 +187,12 @@ impl Shared {
             }
         }
         true
+    }
+}
+
+impl Drop for Shared {
+    fn drop(&mut self) {
+        pool::give_back(&self.shards);
     }
 }
 

@@ -76,6 +76,7 @@ impl Sleep {
 
     /// Wakes the worker if it sleeps past `tick`. Called after a task due at `tick` was stored
     /// and its shard unlocked.
+    #[inline]
     pub(crate) fn wake_before(&self, tick: u64) {
         if tick < self.wake_at.0.load(Ordering::SeqCst) {
             let _state = self.state.lock();

@@ -120,12 +120,12 @@ fn take_due(shared: &Shared, due: u64, batch: &mut Batch) {
             shard.due_hint.store(next, Ordering::SeqCst);
         }
         // A recurring task keeps its place while it runs: it gives it back when it ends.
-        if shard.limit.is_some() {
+        if shared.limit.is_some() {
             let leaving = batch[before..]
                 .iter()
                 .filter(|(_, job)| !job.recurs())
                 .count();
-            shard.release(leaving);
+            shared.release(leaving);
         }
     }
 }
@@ -172,11 +172,11 @@ fn sleep(shared: &Shared, now: Instant, now_tick: u64) {
 /// the shard stopped.
 fn put_back(shared: &Shared, again: &mut Again, garbage: &mut Vec<Stored>) {
     for (index, job, due) in again.drain(..) {
-        let shard = &shared.shards[index];
+        let shard = shared.shards[index];
         let mut state = shard.state.lock();
         if state.stopped || job.is_cancelled() {
             drop(state);
-            shard.release(1);
+            shared.release(1);
             garbage.push(job);
             continue;
         }
@@ -190,7 +190,7 @@ fn put_back(shared: &Shared, again: &mut Again, garbage: &mut Vec<Stored>) {
             }
             Err(WheelFull(job)) => {
                 drop(state);
-                shard.release(1);
+                shared.release(1);
                 log::warn!("a recurring task was dropped: the timer's wheel is full");
                 garbage.push(job);
             }
@@ -202,13 +202,13 @@ fn put_back(shared: &Shared, again: &mut Again, garbage: &mut Vec<Stored>) {
 fn run_batch(shared: &Shared, batch: &mut Batch, again: &mut Again) -> Outcome {
     let mut outcome = Outcome::default();
     for (index, job) in batch.drain(..) {
-        let recurs = shared.shards[index].limit.is_some() && job.recurs();
+        let recurs = shared.limit.is_some() && job.recurs();
         let ran = panic::catch_unwind(AssertUnwindSafe(|| job.run(&shared.clock)));
         // A recurring task that will not run again gives back the place it kept while it ran
         // (one to run again keeps it, and `put_back` gives it back if it cannot store it). Only
         // a timer with a bound keeps places.
         if recurs && !matches!(ran, Ok(Ran::Again(..))) {
-            shared.shards[index].release(1);
+            shared.release(1);
         }
         match ran {
             Ok(Ran::Done) => outcome.ran += 1,

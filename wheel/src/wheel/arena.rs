@@ -97,6 +97,8 @@ pub(crate) struct Arena<T> {
     /// Head of the list of vacant slots, linked through `next`.
     free: u32,
     len: usize,
+    /// The generation a slot starts with when it is first pushed.
+    first_generation: u32,
 }
 
 impl<T> Arena<T> {
@@ -106,6 +108,24 @@ impl<T> Arena<T> {
             links: Vec::new(),
             free: NIL,
             len: 0,
+            first_generation: 0,
+        }
+    }
+
+    /// An empty arena whose slots start at a generation past every generation of this one, so
+    /// that no key of this arena matches an entry of the new one (until a slot has been reused
+    /// 2^31 times). Drops what this one still stores; its memory is freed.
+    pub(crate) fn succeed(self) -> Self {
+        let latest = self
+            .slots
+            .iter()
+            .map(|slot| slot.generation.wrapping_sub(self.first_generation) & GENERATION_MASK)
+            .max()
+            .unwrap_or(0);
+        Arena {
+            first_generation: self.first_generation.wrapping_add(latest).wrapping_add(1)
+                & GENERATION_MASK,
+            ..Arena::new()
         }
     }
 
@@ -134,7 +154,7 @@ impl<T> Arena<T> {
             self.slots.push(Slot {
                 value: Some(value),
                 deadline,
-                generation: 0,
+                generation: self.first_generation,
             });
             self.links.push(Links::NONE);
             index
@@ -242,6 +262,26 @@ mod tests {
     fn an_entry_for_a_boxed_closure_is_forty_bytes() {
         let slot = std::mem::size_of::<Slot<Box<dyn FnOnce() + Send>>>();
         assert_eq!(slot + std::mem::size_of::<Links>(), 40);
+    }
+
+    #[test]
+    fn no_key_of_an_arena_matches_its_successor() {
+        let mut arena = Arena::new();
+        let mut keys = Vec::new();
+        for round in 0..5 {
+            let (key, index) = arena.insert(round, round).expect("room");
+            keys.push(key);
+            if round % 2 == 0 {
+                arena.remove(index);
+            }
+        }
+        let mut next = arena.succeed();
+        for round in 0..10 {
+            let (key, index) = next.insert(round, round).expect("room");
+            assert!(keys.iter().all(|&old| next.resolve(old).is_none()));
+            assert!(!keys.contains(&key));
+            next.remove(index);
+        }
     }
 
     #[test]

@@ -61,8 +61,14 @@ impl Level {
         &mut self.buckets[slot]
     }
 
+    /// Sets the bucket's bit. Writes the word only when the bit was clear: most inserts find it
+    /// set, and a store that changes nothing still takes the cache line from other cores.
     pub(crate) fn mark_occupied(&mut self, slot: usize) {
-        self.occupied[slot / 64] |= 1 << (slot % 64);
+        let word = &mut self.occupied[slot / 64];
+        let bit = 1 << (slot % 64);
+        if *word & bit == 0 {
+            *word |= bit;
+        }
     }
 
     /// Clears the bucket's bit if the bucket is now empty.

@@ -119,6 +119,15 @@ impl<T> Wheel<T> {
         })
     }
 
+    /// An empty wheel at tick 0 with `slots` level-0 buckets, whose keys never match a key of
+    /// `previous` (until one slot has been reused 2^31 times). Drops what `previous` still
+    /// holds.
+    pub(crate) fn succeed(previous: Wheel<T>, slots: usize) -> Result<Self, InvalidSlots> {
+        let mut wheel = Wheel::new(slots)?;
+        wheel.arena = previous.arena.succeed();
+        Ok(wheel)
+    }
+
     /// The current tick: the furthest `to` that [`Wheel::advance`] was given. Every deadline at or
     /// before it is due.
     pub fn now(&self) -> u64 {
