@@ -132,25 +132,29 @@ impl Workers {
                 return Err(format!("the workers exited before {what}").into());
             }
             let left = deadline.saturating_duration_since(Instant::now());
-            self.pump(left)
+            let heard = self
+                .pump(left)
                 .map_err(|e| format!("waiting for {what}: {e}"))?;
+            if !heard {
+                return Err(format!("timed out waiting for {what}").into());
+            }
         }
         Ok(())
     }
 
-    /// Takes in one event, waiting at most `wait`; a timeout is an error.
-    fn pump(&mut self, wait: Duration) -> Result<()> {
+    /// Takes in one event, waiting at most `wait`: `false` if none came.
+    fn pump(&mut self, wait: Duration) -> Result<bool> {
         match self.events.recv_timeout(wait) {
-            Ok(Event::Line(id, line)) => self.note(id, line),
+            Ok(Event::Line(id, line)) => self.note(id, line).map(|()| true),
             Ok(Event::Closed(id)) => {
                 self.closed += 1;
                 if self.results.contains_key(&id) {
-                    Ok(())
+                    Ok(true)
                 } else {
                     Err(format!("worker {id} exited without its result").into())
                 }
             }
-            Err(RecvTimeoutError::Timeout) => Err("timed out".into()),
+            Err(RecvTimeoutError::Timeout) => Ok(false),
             Err(RecvTimeoutError::Disconnected) => Err("no worker is left".into()),
         }
     }
@@ -272,7 +276,7 @@ pub fn run(plan: &Plan, strategy: Strategy, freeze: bool, label: &str) -> Result
                 return Err("no newer holder wrote while worker 0 was frozen".into());
             }
             // Take in the workers' lines meanwhile; a quiet spell is no error here.
-            let _ = workers.pump(Duration::from_millis(20));
+            workers.pump(Duration::from_millis(20))?;
         }
         workers.signal(0, "-CONT")?;
     } else {

@@ -106,6 +106,14 @@ impl Audit {
     }
 }
 
+/// The highest fencing token that has written to the stock.
+pub fn fence(conn: &Connection) -> Result<i64> {
+    let fence = conn.query_row("SELECT fence FROM stock WHERE item = ?1", [ITEM], |row| {
+        row.get(0)
+    })?;
+    Ok(fence)
+}
+
 /// Under the distributed lock, step 1: the holder raises the stock's fence to its token (refused
 /// if a newer holder already did) and reads what is left. Raising the fence before reading is what
 /// makes the read-then-write below safe: a late write from an older holder is refused as soon as
@@ -162,11 +170,8 @@ pub fn write_fenced(
         )?;
         Outcome::Bought
     } else {
-        let fence: i64 =
-            tx.query_row("SELECT fence FROM stock WHERE item = ?1", [ITEM], |row| {
-                row.get(0)
-            })?;
-        if fenced && fence > token {
+        let newest = fence(&tx)?;
+        if fenced && newest > token {
             Outcome::Fenced
         } else {
             Outcome::SoldOut

@@ -209,11 +209,10 @@ fn buy_under_lock(
     }
     let outcome = store::write_fenced(conn, buyer, token, seen, fenced)?;
     if froze {
-        let audit = store::Audit::read(conn, 0)?;
         say(&format!(
             "late token={token} tried_left={} outcome={outcome:?} fence_now={} lost={}",
             seen - 1,
-            audit.fence,
+            store::fence(conn)?,
             guard.is_lost()
         ))?;
     }
