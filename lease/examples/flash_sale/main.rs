@@ -115,7 +115,8 @@ impl Args {
     }
 }
 
-fn main() -> ExitCode {
+/// Runs the sales, or, as `flash_sale worker ...`, one worker process of a sale.
+pub fn main() -> ExitCode {
     let mut args = std::env::args().skip(1).peekable();
     let outcome = if args.peek().map(String::as_str) == Some("worker") {
         args.next();

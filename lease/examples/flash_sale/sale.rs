@@ -2,8 +2,8 @@
 //! together (or, for the frozen-holder scenario, the freezing worker first), their tallies
 //! gathered, the stock audited.
 
-use crate::store::{self, Audit, Result};
-use crate::Strategy;
+use super::store::{self, Audit, Result};
+use super::Strategy;
 use std::collections::HashMap;
 use std::io::{BufRead, BufReader, Write};
 use std::path::{Path, PathBuf};

@@ -6,8 +6,8 @@
 //! the frozen buyer, resumed, has written; and last `result sold=.. sold_out=.. fenced=.. lost=..
 //! retries=.. latencies_us=a,b,...`.
 
-use crate::store::{self, Outcome, Result};
-use crate::Strategy;
+use super::store::{self, Outcome, Result};
+use super::Strategy;
 use redis_lease::{Client, LeaseGuard, Lock};
 use rusqlite::Connection;
 use std::io::{BufRead, Write};
