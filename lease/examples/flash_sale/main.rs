@@ -1,5 +1,6 @@
 //! A flash sale, end to end: several processes, each with several buyer threads, buy a small stock
-//! kept in an SQLite file, until it is sold out; nothing may be oversold.
+//! kept in an SQLite file (or, with `--db postgres`, in PostgreSQL), until it is sold out; nothing
+//! may be oversold.
 //!
 //! Four sales run one after the other, each on a fresh stock:
 //!
@@ -11,7 +12,8 @@
 //! 2. **optimistic** (database only): `UPDATE ... SET left = left - 1, version = version + 1
 //!    WHERE item = ? AND version = ?old`, read again and retried when another buyer got there first;
 //! 3. **pessimistic** (database only): `BEGIN IMMEDIATE`, SQLite's way of taking the write lock
-//!    before reading, as `SELECT ... FOR UPDATE` does in MySQL; then read, decrement, commit;
+//!    before reading, as `SELECT ... FOR UPDATE` does in MySQL (and does here on PostgreSQL);
+//!    then read, decrement, commit;
 //! 4. **frozen holder**: the lock sale again, but one worker stops itself (SIGSTOP) while holding
 //!    the lock, after checking its hold and before writing; the coordinator resumes it (SIGCONT)
 //!    once at least 2.5 leases have passed and a newer holder has written. Its late write is
@@ -22,20 +24,24 @@
 //! redis-server on a free port.
 //!
 //! `cargo run --release -p redis-lease --example flash_sale -- [--stock 100] [--procs 4]
-//! [--threads 8] [--lease-ms 400] [--only lock,optimistic,pessimistic,frozen] [--unfenced]`
+//! [--threads 8] [--lease-ms 400] [--only lock,optimistic,pessimistic,frozen] [--unfenced]
+//! [--db sqlite|postgres|postgres://URL]`
 //!
-//! `--unfenced` drops the fencing check from the lock sales, to show what it prevents.
+//! `--unfenced` drops the fencing check from the lock sales, to show what it prevents. `--db
+//! postgres` starts a throwaway PostgreSQL server (Debian's `postgresql` package); a
+//! `postgres://` URL names an existing database, whose `stock` and `orders` tables are dropped
+//! and made afresh.
 #![allow(clippy::print_stdout, clippy::print_stderr)]
 
+mod pg_server;
 mod sale;
 mod store;
 mod worker;
 
 use sale::{Plan, Report};
-use std::path::PathBuf;
 use std::process::ExitCode;
 use std::time::Duration;
-use store::Result;
+use store::{Database, Result};
 
 /// How a buyer keeps two buyers from selling the same item.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -136,7 +142,7 @@ pub fn main() -> ExitCode {
 fn run_worker(args: Args) -> Result<ExitCode> {
     worker::run(worker::WorkerArgs {
         strategy: Strategy::parse(args.text("strategy").ok_or("--strategy is needed")?)?,
-        db: PathBuf::from(args.text("db").ok_or("--db is needed")?),
+        db: Database::parse(args.text("db").ok_or("--db is needed")?)?,
         redis: args.text("redis").map(str::to_owned),
         threads: args.number("threads", 1)?,
         lease: Duration::from_millis(args.number("lease-ms", 400)?),
@@ -171,7 +177,27 @@ fn run_sales(args: Args) -> Result<ExitCode> {
         }
         Err(_) => None,
     };
+    // Kept alive (and stopped on drop) until the sales are over, as the Redis server.
+    let mut pg_server = None;
+    let postgres = match args.text("db").unwrap_or("sqlite") {
+        "sqlite" => None,
+        "postgres" => {
+            let started = pg_server::PgServer::start()?;
+            let url = started.url();
+            pg_server = Some(started);
+            Some(url)
+        }
+        url if url.starts_with("postgres://") || url.starts_with("postgresql://") => {
+            Some(url.to_owned())
+        }
+        other => {
+            return Err(
+                format!("--db: sqlite, postgres or a postgres:// URL, not {other:?}").into(),
+            )
+        }
+    };
     let plan = Plan {
+        postgres,
         exe: std::env::current_exe().map_err(|e| format!("cannot find this program: {e}"))?,
         dir: dir.path().to_owned(),
         redis,
@@ -185,11 +211,16 @@ fn run_sales(args: Args) -> Result<ExitCode> {
         return Err("needs --procs 2 or more, --threads 1 or more, --stock 1 or more".into());
     }
     println!(
-        "flash sale: {} items, {} processes x {} threads, stock in SQLite (WAL), lease {} ms, \
-         Redis at {}, fencing check {}",
+        "flash sale: {} items, {} processes x {} threads, stock in {}, lease {} ms, Redis at {}, \
+         fencing check {}",
         plan.stock,
         plan.procs,
         plan.threads,
+        match (&plan.postgres, &pg_server) {
+            (None, _) => "SQLite (WAL)".to_owned(),
+            (Some(_), Some(_)) => "a throwaway PostgreSQL (synchronous_commit off)".to_owned(),
+            (Some(url), None) => format!("PostgreSQL at {url}"),
+        },
         plan.lease.as_millis(),
         plan.redis.as_deref().unwrap_or("(not needed)"),
         if plan.fenced { "on" } else { "OFF" },
@@ -210,6 +241,7 @@ fn run_sales(args: Args) -> Result<ExitCode> {
         reports.push(report);
     }
     drop(server.take());
+    drop(pg_server.take());
 
     println!();
     println!(

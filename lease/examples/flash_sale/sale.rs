@@ -2,11 +2,11 @@
 //! together (or, for the frozen-holder scenario, the freezing worker first), their tallies
 //! gathered, the stock audited.
 
-use super::store::{self, Audit, Result};
+use super::store::{Audit, Database, Result};
 use super::Strategy;
 use std::collections::HashMap;
 use std::io::{BufRead, BufReader, Write};
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::process::{Child, ChildStdin, Command, Stdio};
 use std::sync::mpsc::{self, Receiver, RecvTimeoutError, Sender};
 use std::thread;
@@ -19,6 +19,8 @@ const STEP_TIMEOUT: Duration = Duration::from_secs(120);
 pub struct Plan {
     pub exe: PathBuf,
     pub dir: PathBuf,
+    /// The PostgreSQL database to sell from, if not an SQLite file per sale in `dir`.
+    pub postgres: Option<String>,
     pub redis: Option<String>,
     pub stock: i64,
     pub procs: usize,
@@ -77,7 +79,7 @@ struct Workers {
 }
 
 impl Workers {
-    fn start(plan: &Plan, strategy: Strategy, db: &Path, freeze: bool) -> Result<Workers> {
+    fn start(plan: &Plan, strategy: Strategy, db: &Database, freeze: bool) -> Result<Workers> {
         let (tx, events) = mpsc::channel();
         let mut children = Vec::new();
         let mut stdins = Vec::new();
@@ -86,8 +88,7 @@ impl Workers {
             command
                 .arg("worker")
                 .args(["--strategy", strategy.name()])
-                .arg("--db")
-                .arg(db)
+                .args(["--db", &db.arg()])
                 .args(["--threads", &plan.threads.to_string()])
                 .args(["--lease-ms", &plan.lease.as_millis().to_string()])
                 .args(["--id", &id.to_string()]);
@@ -240,8 +241,11 @@ fn forward(id: usize, stdout: impl std::io::Read + Send + 'static, tx: Sender<Ev
 /// itself before its write; the others start then, and the coordinator resumes it once a newer
 /// holder has written to the stock and at least 2.5 leases have passed.
 pub fn run(plan: &Plan, strategy: Strategy, freeze: bool, label: &str) -> Result<Report> {
-    let db = plan.dir.join(format!("{label}.db").replace(' ', "-"));
-    store::create(&db, plan.stock)?;
+    let db = match &plan.postgres {
+        Some(url) => Database::Postgres(url.clone()),
+        None => Database::Sqlite(plan.dir.join(format!("{label}.db").replace(' ', "-"))),
+    };
+    db.create(plan.stock)?;
     let mut workers = Workers::start(plan, strategy, &db, freeze)?;
     workers.until("every worker to be ready", |w| w.ready == plan.procs)?;
     let start;
@@ -255,10 +259,10 @@ pub fn run(plan: &Plan, strategy: Strategy, freeze: bool, label: &str) -> Result
         for id in 1..plan.procs {
             workers.go(id)?;
         }
-        let conn = store::open(&db)?;
+        let mut conn = db.open()?;
         let least = plan.lease.mul_f64(2.5);
         loop {
-            let audit = Audit::read(&conn, plan.stock)?;
+            let audit = conn.audit(plan.stock)?;
             let waited = frozen_at.elapsed();
             if audit.fence > token && waited >= least {
                 workers.timeline(
@@ -289,7 +293,7 @@ pub fn run(plan: &Plan, strategy: Strategy, freeze: bool, label: &str) -> Result
     workers.until("every worker's result", |w| w.results.len() == plan.procs)?;
     let elapsed = start.elapsed();
     workers.wait()?;
-    let audit = Audit::read(&store::open(&db)?, plan.stock)?;
+    let audit = db.open()?.audit(plan.stock)?;
     let mut report = Report {
         label: label.to_owned(),
         audit,

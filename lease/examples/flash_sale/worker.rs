@@ -6,12 +6,10 @@
 //! the frozen buyer, resumed, has written; and last `result sold=.. sold_out=.. fenced=.. lost=..
 //! retries=.. latencies_us=a,b,...`.
 
-use super::store::{self, Outcome, Result};
+use super::store::{Conn, Database, Outcome, Result};
 use super::Strategy;
 use redis_lease::{Client, LeaseGuard, Lock};
-use rusqlite::Connection;
 use std::io::{BufRead, Write};
-use std::path::PathBuf;
 use std::process::Command;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
@@ -27,7 +25,7 @@ const LOCK_WAIT: Duration = Duration::from_secs(60);
 /// What the coordinator tells a worker on its command line.
 pub struct WorkerArgs {
     pub strategy: Strategy,
-    pub db: PathBuf,
+    pub db: Database,
     pub redis: Option<String>,
     pub threads: usize,
     pub lease: Duration,
@@ -85,8 +83,8 @@ pub fn run(args: WorkerArgs) -> Result<()> {
         Strategy::Optimistic | Strategy::Pessimistic => None,
     };
     let conns = (0..args.threads)
-        .map(|_| store::open(&args.db))
-        .collect::<Result<Vec<Connection>>>()?;
+        .map(|_| args.db.open())
+        .collect::<Result<Vec<Conn>>>()?;
     say("ready")?;
     let mut line = String::new();
     std::io::stdin().lock().read_line(&mut line)?;
@@ -134,7 +132,7 @@ fn say(line: &str) -> Result<()> {
 }
 
 /// One buyer: attempts purchases until one finds the item sold out.
-fn buy_until_sold_out(shared: &Shared, mut conn: Connection, buyer: &str) -> Result<Tally> {
+fn buy_until_sold_out(shared: &Shared, mut conn: Conn, buyer: &str) -> Result<Tally> {
     let mut tally = Tally::default();
     loop {
         let start = Instant::now();
@@ -147,11 +145,11 @@ fn buy_until_sold_out(shared: &Shared, mut conn: Connection, buyer: &str) -> Res
                 buy_under_lock(shared, lock, &mut conn, buyer)?
             }
             Strategy::Optimistic => {
-                let (outcome, retries) = store::buy_optimistic(&mut conn, buyer)?;
+                let (outcome, retries) = conn.buy_optimistic(buyer)?;
                 tally.retries += retries;
                 outcome
             }
-            Strategy::Pessimistic => store::buy_pessimistic(&mut conn, buyer)?,
+            Strategy::Pessimistic => conn.buy_pessimistic(buyer)?,
         };
         tally
             .latencies_us
@@ -170,12 +168,7 @@ fn buy_until_sold_out(shared: &Shared, mut conn: Connection, buyer: &str) -> Res
 
 /// One purchase under the distributed lock: take it, raise the stock's fence to the hold's token
 /// and read what is left, check the hold, write the decrement and the order (fenced), release.
-fn buy_under_lock(
-    shared: &Shared,
-    lock: &Lock,
-    conn: &mut Connection,
-    buyer: &str,
-) -> Result<Outcome> {
+fn buy_under_lock(shared: &Shared, lock: &Lock, conn: &mut Conn, buyer: &str) -> Result<Outcome> {
     let guard = lock
         .try_lock_for(LOCK_WAIT)?
         .ok_or_else(|| format!("{buyer} did not get the lock within {LOCK_WAIT:?}"))?;
@@ -184,7 +177,7 @@ fn buy_under_lock(
         .ok_or("this deployment gives no fencing tokens")?;
     let token = i64::try_from(token).map_err(|_| format!("token {token} overflows SQLite"))?;
     let fenced = shared.args.fenced;
-    let Some(seen) = store::claim_and_read(conn, token, fenced)? else {
+    let Some(seen) = conn.claim_and_read(token, fenced)? else {
         release(guard, buyer, false);
         return Ok(Outcome::Fenced);
     };
@@ -207,12 +200,12 @@ fn buy_under_lock(
             return Err(format!("kill -STOP {pid} failed: {status}").into());
         }
     }
-    let outcome = store::write_fenced(conn, buyer, token, seen, fenced)?;
+    let outcome = conn.write_fenced(buyer, token, seen, fenced)?;
     if froze {
         say(&format!(
             "late token={token} tried_left={} outcome={outcome:?} fence_now={} lost={}",
             seen - 1,
-            store::fence(conn)?,
+            conn.fence()?,
             guard.is_lost()
         ))?;
     }

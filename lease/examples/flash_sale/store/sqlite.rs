@@ -1,32 +1,10 @@
-//! The stock, in an SQLite file: its schema, the three ways a buyer takes one item from it, and
-//! the audit that counts what was oversold.
-//!
-//! `stock(item, left, fence, version)` holds one row per item; `orders(id, item, buyer, token)`
-//! one row per item sold. Every write runs in a `BEGIN IMMEDIATE` transaction, which takes
+//! The stock in an SQLite file. Every write runs in a `BEGIN IMMEDIATE` transaction, which takes
 //! SQLite's write lock (one per database) at its start, and waits for it up to the busy timeout.
 
+use super::{Audit, Outcome, Result, ITEM};
 use rusqlite::{params, Connection, OptionalExtension, TransactionBehavior};
 use std::path::Path;
 use std::time::Duration;
-
-/// The example's error type: a message that says which step failed.
-pub type Result<T> = std::result::Result<T, Box<dyn std::error::Error + Send + Sync>>;
-
-/// The one item on sale.
-pub const ITEM: &str = "sku-1";
-
-/// How one purchase attempt ended.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Outcome {
-    /// One item bought: its order is written.
-    Bought,
-    /// Nothing left.
-    SoldOut,
-    /// The write carried a fencing token lower than one the stock has seen: refused.
-    Fenced,
-    /// (lock) The hold was found lost before the write: nothing written, the buyer tries again.
-    Lost,
-}
 
 /// Opens the database at `path` as every connection of the example does: WAL journal,
 /// `synchronous = NORMAL` (a commit is not synced to disk; a checkpoint is), a 30 s busy timeout.
@@ -66,44 +44,24 @@ pub fn create(path: &Path, stock: i64) -> Result<()> {
     Ok(())
 }
 
-/// What the stock says after a sale.
-#[derive(Debug, Clone, Copy)]
-pub struct Audit {
-    /// Items on sale at the start.
-    pub initial: i64,
-    /// Items the stock row says are left.
-    pub left: i64,
-    /// Orders written.
-    pub orders: i64,
-    /// The highest fencing token that wrote to the stock.
-    pub fence: i64,
-}
-
-impl Audit {
-    /// Reads the stock and counts the orders.
-    pub fn read(conn: &Connection, initial: i64) -> Result<Audit> {
-        let (left, fence): (i64, i64) = conn.query_row(
-            "SELECT left, fence FROM stock WHERE item = ?1",
-            [ITEM],
-            |row| Ok((row.get(0)?, row.get(1)?)),
-        )?;
-        let orders: i64 = conn.query_row(
-            "SELECT count(*) FROM orders WHERE item = ?1",
-            [ITEM],
-            |row| row.get(0),
-        )?;
-        Ok(Audit {
-            initial,
-            left,
-            orders,
-            fence,
-        })
-    }
-
-    /// Items sold that did not exist: orders beyond the initial stock, plus stock below zero.
-    pub fn oversold(&self) -> i64 {
-        (self.orders - self.initial).max(0) + (-self.left).max(0)
-    }
+/// See [`super::Conn::audit`].
+pub fn audit(conn: &Connection, initial: i64) -> Result<Audit> {
+    let (left, fence): (i64, i64) = conn.query_row(
+        "SELECT left, fence FROM stock WHERE item = ?1",
+        [ITEM],
+        |row| Ok((row.get(0)?, row.get(1)?)),
+    )?;
+    let orders: i64 = conn.query_row(
+        "SELECT count(*) FROM orders WHERE item = ?1",
+        [ITEM],
+        |row| row.get(0),
+    )?;
+    Ok(Audit {
+        initial,
+        left,
+        orders,
+        fence,
+    })
 }
 
 /// The highest fencing token that has written to the stock.
