@@ -1,0 +1,69 @@
+//! The flash sale example, run small: every sale (the lock, the two database-only ones, and the
+//! holder frozen past its lease) sells the whole stock and nothing more, and the frozen holder's
+//! late write is refused by the fencing check.
+//!
+//! The example's code is compiled into this test (no harness): run with `FLASH_SALE_AS_EXAMPLE`
+//! set, the binary is the example, so the test re-executes itself as the example's coordinator,
+//! whose workers are re-executions of it too.
+#![allow(clippy::print_stdout, clippy::print_stderr)]
+
+#[path = "../examples/flash_sale/main.rs"]
+mod example;
+
+use std::process::{Command, ExitCode};
+
+/// Set in the environment of the processes that act as the example.
+const AS_EXAMPLE: &str = "FLASH_SALE_AS_EXAMPLE";
+
+fn main() -> ExitCode {
+    if std::env::var_os(AS_EXAMPLE).is_some() {
+        return example::main();
+    }
+    print!("test flash_sale_sells_the_stock_and_no_more_and_fences_the_frozen_holder ... ");
+    flash_sale_sells_the_stock_and_no_more_and_fences_the_frozen_holder();
+    println!("ok");
+    ExitCode::SUCCESS
+}
+
+fn flash_sale_sells_the_stock_and_no_more_and_fences_the_frozen_holder() {
+    let this = std::env::current_exe().expect("the test's own path");
+    let output = Command::new(this)
+        .env(AS_EXAMPLE, "1")
+        .env_remove("REDIS_URL")
+        .args(["--stock", "20", "--procs", "2", "--threads", "3"])
+        .args(["--lease-ms", "300"])
+        .output()
+        .expect("the example runs");
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(
+        output.status.success(),
+        "exit status {}\nstdout:\n{stdout}\nstderr:\n{stderr}",
+        output.status
+    );
+    assert_eq!(
+        stdout.lines().last(),
+        Some("oversold: 0"),
+        "stdout:\n{stdout}"
+    );
+    for sale in [
+        "redis-lease lock",
+        "optimistic",
+        "pessimistic",
+        "frozen holder",
+    ] {
+        let row = stdout
+            .lines()
+            .rev()
+            .find(|line| line.starts_with(sale))
+            .unwrap_or_else(|| panic!("no summary row for {sale}:\n{stdout}"));
+        let sold: Vec<&str> = row[sale.len()..].split_whitespace().collect();
+        assert_eq!(sold.first(), Some(&"20"), "{sale} sold: {row}");
+    }
+    assert!(
+        stdout
+            .lines()
+            .any(|line| line.contains("late token=") && line.contains("outcome=Fenced")),
+        "the frozen holder's late write was not refused by fencing:\n{stdout}"
+    );
+}
