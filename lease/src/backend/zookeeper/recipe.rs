@@ -129,7 +129,13 @@ enum Blocker {
 /// contenders `ahead`: an exclusive one holds first in line; a reader holds behind readers only
 /// (or behind the write hold `owner` has in this client: a downgrade); a semaphore's contender
 /// holds behind contenders that take at most its permits less its own, all of them.
-fn blocker(zk: &ZooKeeper, kind: Kind, lock: &str, ahead: &[(u64, String)], owner: &str) -> Blocker {
+fn blocker(
+    zk: &ZooKeeper,
+    kind: Kind,
+    lock: &str,
+    ahead: &[(u64, String)],
+    owner: &str,
+) -> Blocker {
     let claims = ahead.iter().map(|(_, child)| paths::claim(child));
     match kind {
         Kind::Semaphore { permits, take } => {
@@ -150,9 +156,7 @@ fn blocker(zk: &ZooKeeper, kind: Kind, lock: &str, ahead: &[(u64, String)], owne
             let table = zk.table.lock();
             let own_write = |child: &str| {
                 let path = format!("{lock}/{child}");
-                table
-                    .held_at(&path)
-                    .is_some_and(|held| held.owner == owner)
+                table.held_at(&path).is_some_and(|held| held.owner == owner)
             };
             ahead
                 .iter()
