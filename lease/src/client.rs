@@ -282,12 +282,12 @@ impl Client {
     }
 
     /// A semaphore of `permits` (1 to 10,000): at most that many permits held at once, each
-    /// acquisition a lease of its own (see [`Semaphore`]). Not offered on RedLock or ZooKeeper.
+    /// acquisition a lease of its own (see [`Semaphore`]). Not offered on RedLock.
     ///
     /// # Errors
     ///
     /// As [`Client::lock`], and [`Error::InvalidArgument`] for permits out of range, or on
-    /// RedLock or ZooKeeper.
+    /// RedLock.
     pub fn semaphore(&self, name: &str, permits: u32) -> Result<Semaphore> {
         crate::semaphore::check_permits(permits)?;
         let lock = self.primitive(name, Kind::Semaphore { permits, take: 1 })?;
@@ -295,11 +295,11 @@ impl Client {
     }
 
     /// A read-write lock: many readers or one writer (see [`ReadWriteLock`]). Not offered on
-    /// RedLock or ZooKeeper.
+    /// RedLock.
     ///
     /// # Errors
     ///
-    /// As [`Client::lock`], and [`Error::InvalidArgument`] on RedLock or ZooKeeper.
+    /// As [`Client::lock`], and [`Error::InvalidArgument`] on RedLock.
     pub fn read_write_lock(&self, name: &str) -> Result<ReadWriteLock> {
         let read = self.primitive(name, Kind::Read)?;
         Ok(ReadWriteLock::new(read.clone(), read.of_kind(Kind::Write)))

@@ -21,7 +21,8 @@ use crate::lock::Lock;
 /// - Each reader's hold is a lease of its own: a reader that dies lets writers in once its
 ///   lease lapses.
 ///
-/// Not offered on RedLock or ZooKeeper.
+/// On ZooKeeper the contenders queue in order: a reader behind a waiting writer waits for it, and
+/// a writer behind readers for them. Not offered on RedLock.
 #[derive(Clone, Debug)]
 pub struct ReadWriteLock {
     read: Lock,
