@@ -283,6 +283,22 @@ pub fn all() -> Vec<Scenario> {
             false,
         ),
         primitive(
+            "semaphore (3 permits): zookeeper, the leader killed, restarted after 2 leases",
+            true,
+            ZooKeeper,
+            KillLeader(2),
+            Primitive::Semaphore(3),
+            false,
+        ),
+        primitive(
+            "read-write lock: zookeeper, the holder cut off past its session timeout (proxies frozen 3 leases)",
+            true,
+            ZooKeeper,
+            CutOffHolder(3),
+            Primitive::ReadWrite,
+            false,
+        ),
+        primitive(
             "read-write lock: sentinel failover with the acquisition not replicated (replica acks)",
             true,
             Sentinel { acks: true },
@@ -357,8 +373,8 @@ mod tests {
         }
         assert_eq!(
             all().len() - short().len(),
-            15,
-            "the other failovers, two ZooKeeper scenarios and six of the semaphore's and the \
+            17,
+            "the other failovers, two ZooKeeper scenarios and eight of the semaphore's and the \
              read-write lock's run by default"
         );
     }
@@ -384,11 +400,11 @@ mod tests {
             .into_iter()
             .filter(|scenario| scenario.mode == Mode::ZooKeeper)
             .collect();
-        assert_eq!(zookeeper.len(), 4);
+        assert_eq!(zookeeper.len(), 6);
         for scenario in &zookeeper {
             assert!(scenario.mode.fenced());
             assert!(
-                scenario.name.starts_with("zookeeper: "),
+                scenario.name.contains("zookeeper, ") || scenario.name.starts_with("zookeeper: "),
                 "{}",
                 scenario.name
             );
