@@ -17,8 +17,13 @@ use testkit::{Proxy, ZooKeeper, ZooKeeperEnsemble};
 const SESSION: Duration = Duration::from_millis(600);
 
 fn client(hosts: &str) -> Client {
+    client_with(hosts, SESSION)
+}
+
+/// A client of `hosts` whose session timeout (every hold's lease) is `lease`.
+fn client_with(hosts: &str, lease: Duration) -> Client {
     Client::zookeeper([hosts])
-        .default_lease(SESSION)
+        .default_lease(lease)
         .connect_timeout(Duration::from_secs(1))
         .command_timeout(Duration::from_secs(1))
         .build()
@@ -360,14 +365,7 @@ fn a_silent_port_or_a_server_that_is_not_zookeeper_fails_within_the_bound() {
 fn a_fair_lock_is_the_lock_in_line_and_a_wait_ends_when_cancelled() {
     let zk = ZooKeeper::start_with(&["forceSync=no"]);
     let hosts = zk.connect_string();
-    let clients = |lease| {
-        Client::zookeeper([hosts.as_str()])
-            .default_lease(lease)
-            .connect_timeout(Duration::from_secs(1))
-            .command_timeout(Duration::from_secs(1))
-            .build()
-            .expect("valid settings")
-    };
+    let clients = |lease| client_with(&hosts, lease);
     common::primitives::fair_lock_grants_in_order(&clients, "fair");
     let client = clients(SESSION);
     // A wait on ZooKeeper ends when cancelled, its node withdrawn.
@@ -398,14 +396,7 @@ fn semaphores_and_read_write_locks_work_on_zookeeper() {
     use common::primitives::*;
     let zk = ZooKeeper::start_with(&["forceSync=no"]);
     let hosts = zk.connect_string();
-    let clients = |lease| {
-        Client::zookeeper([hosts.as_str()])
-            .default_lease(lease)
-            .connect_timeout(Duration::from_secs(1))
-            .command_timeout(Duration::from_secs(1))
-            .build()
-            .expect("valid settings")
-    };
+    let clients = |lease| client_with(&hosts, lease);
     semaphore_bounds_its_holders(&clients, "s-bounds");
     semaphore_permits_change_while_held(&clients, "s-change");
     semaphore_permits_of_the_dead_come_back(&clients, "s-dead");
