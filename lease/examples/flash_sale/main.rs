@@ -14,9 +14,10 @@
 //! 3. **pessimistic** (database only): `BEGIN IMMEDIATE`, SQLite's way of taking the write lock
 //!    before reading, as `SELECT ... FOR UPDATE` does in MySQL (and does here on PostgreSQL);
 //!    then read, decrement, commit;
-//! 4. **frozen holder**: the lock sale again, but one worker stops itself (SIGSTOP) while holding
-//!    the lock, after checking its hold and before writing; the coordinator resumes it (SIGCONT)
-//!    once at least 2.5 leases have passed and a newer holder has written. Its late write is
+//! 4. **frozen holder**: the lock sale again, but one worker is stopped (SIGSTOP) while holding
+//!    the lock, after checking its hold and before writing (it waits for the coordinator, which
+//!    stops it); the coordinator resumes it (SIGCONT) once at least 2.5 leases have passed and a
+//!    newer holder has written. Its late write is
 //!    refused by the fencing check.
 //!
 //! It prints each sale's figures side by side and ends with `oversold: N`, the items sold beyond

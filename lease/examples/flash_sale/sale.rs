@@ -181,8 +181,13 @@ impl Workers {
     }
 
     fn go(&mut self, id: usize) -> Result<()> {
+        self.tell(id, "go")
+    }
+
+    /// Writes `line` to worker `id`'s stdin.
+    fn tell(&mut self, id: usize, line: &str) -> Result<()> {
         let stdin = &mut self.stdins[id];
-        writeln!(stdin, "go").map_err(|e| format!("cannot tell worker {id} to go: {e}"))?;
+        writeln!(stdin, "{line}").map_err(|e| format!("cannot tell worker {id} {line:?}: {e}"))?;
         stdin.flush()?;
         Ok(())
     }
@@ -253,6 +258,8 @@ pub fn run(plan: &Plan, strategy: Strategy, freeze: bool, label: &str) -> Result
         workers.started = Instant::now();
         workers.go(0)?;
         workers.until("worker 0 to freeze", |w| w.frozen.is_some())?;
+        // Its buyer waits for `resume`: stopped now, it cannot have written.
+        workers.signal(0, "-STOP")?;
         let frozen_at = Instant::now();
         let token = workers.frozen.unwrap_or_default();
         start = frozen_at;
@@ -283,6 +290,7 @@ pub fn run(plan: &Plan, strategy: Strategy, freeze: bool, label: &str) -> Result
             workers.pump(Duration::from_millis(20))?;
         }
         workers.signal(0, "-CONT")?;
+        workers.tell(0, "resume")?;
     } else {
         start = Instant::now();
         workers.started = start;

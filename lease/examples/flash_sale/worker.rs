@@ -2,7 +2,8 @@
 //! strategy; the process reports its tally on stdout for the coordinator.
 //!
 //! What it prints, one line each: `ready` once its connections are open (it then waits for `go`
-//! on stdin); `frozen token=T seen=L` just before it stops itself (`--freeze`); `late ...` when
+//! on stdin); `frozen token=T seen=L` when the buyer with `--freeze` is about to write, which
+//! then waits for `resume` on stdin while the coordinator stops the process; `late ...` when
 //! the frozen buyer, resumed, has written; and last `result sold=.. sold_out=.. fenced=.. lost=..
 //! retries=.. latencies_us=a,b,...`.
 
@@ -10,7 +11,6 @@ use super::store::{Conn, Database, Outcome, Result};
 use super::Strategy;
 use redis_lease::{Client, LeaseGuard, Lock};
 use std::io::{BufRead, Write};
-use std::process::Command;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::thread;
@@ -193,11 +193,14 @@ fn buy_under_lock(shared: &Shared, lock: &Lock, conn: &mut Conn, buyer: &str) ->
     // The pause a fencing token is for: after the check, before the write.
     let froze = shared.freeze_pending.swap(false, Ordering::SeqCst);
     if froze {
+        // The coordinator stops this process (SIGSTOP) when it reads this line, and lets it go
+        // on (SIGCONT, then `resume`) once a newer holder has written: until then the buyer
+        // waits here, so that it cannot write before it is stopped.
         say(&format!("frozen token={token} seen={seen}"))?;
-        let pid = std::process::id().to_string();
-        let status = Command::new("kill").args(["-STOP", &pid]).status()?;
-        if !status.success() {
-            return Err(format!("kill -STOP {pid} failed: {status}").into());
+        let mut line = String::new();
+        std::io::stdin().lock().read_line(&mut line)?;
+        if line.trim() != "resume" {
+            return Err(format!("expected `resume` on stdin, got {line:?}").into());
         }
     }
     let outcome = conn.write_fenced(buyer, token, seen, fenced)?;
