@@ -147,10 +147,26 @@ pub(crate) fn force_release(
     keys: &LockKeys,
     announce: Announce,
 ) -> Result<bool> {
+    delete_and_announce(
+        con,
+        keys,
+        redis::cmd("DEL").arg(&keys.lock).clone(),
+        announce,
+    )
+}
+
+/// Runs `delete` (a `DEL` of the primitive's keys) and announces the name as freed, in one
+/// pipeline; whether anything was deleted.
+pub(super) fn delete_and_announce(
+    con: &mut dyn Link,
+    keys: &LockKeys,
+    delete: redis::Cmd,
+    announce: Announce,
+) -> Result<bool> {
     let replies = pipeline(
         con,
         vec![
-            redis::cmd("DEL").arg(&keys.lock).clone(),
+            delete,
             redis::cmd(announce.command())
                 .arg(&keys.channel)
                 .arg("freed")

@@ -259,19 +259,5 @@ pub(crate) fn force_release(
     for (hold, _) in &holds {
         delete.arg(keys.hold_key(hold));
     }
-    let replies = pipeline(
-        con,
-        vec![
-            delete,
-            redis::cmd(announce.command())
-                .arg(&keys.channel)
-                .arg("freed")
-                .clone(),
-        ],
-        &keys.lock,
-    )?;
-    match replies.first() {
-        Some(Value::Int(deleted)) => Ok(*deleted > 0),
-        other => Err(Error::Protocol(format!("DEL replied {other:?}"))),
-    }
+    super::direct::delete_and_announce(con, keys, delete, announce)
 }
