@@ -1,6 +1,5 @@
 //! [`ReadWriteLock`]: many readers or one writer.
 
-use crate::error::Result;
 use crate::lock::Lock;
 
 /// A read-write lock: any number of readers at once, or one writer. Its two sides are
@@ -50,15 +49,12 @@ impl ReadWriteLock {
         &self.write
     }
 
-    /// The same lock, both sides held on behalf of `owner` (see [`Lock::owned_by`]).
-    ///
-    /// # Errors
-    ///
-    /// As [`Lock::owned_by`].
-    pub fn owned_by(&self, owner: &str) -> Result<ReadWriteLock> {
-        Ok(ReadWriteLock {
-            read: self.read.owned_by(owner)?,
-            write: self.write.owned_by(owner)?,
-        })
+    /// The same lock, both sides held on behalf of `owner` (see [`Lock::owned_by`]; an owner id
+    /// it refuses fails every acquisition of either side with [`Error::InvalidArgument`]).
+    pub fn owned_by(&self, owner: &str) -> ReadWriteLock {
+        ReadWriteLock {
+            read: self.read.owned_by(owner),
+            write: self.write.owned_by(owner),
+        }
     }
 }

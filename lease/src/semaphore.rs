@@ -74,28 +74,22 @@ impl Semaphore {
         })
     }
 
-    /// The same semaphore, its permits held on behalf of `owner` (see [`Lock::owned_by`]).
-    ///
-    /// # Errors
-    ///
-    /// As [`Lock::owned_by`].
-    pub fn owned_by(&self, owner: impl Into<String>) -> Result<Semaphore> {
-        Ok(Semaphore {
-            lock: self.lock.owned_by(owner)?,
+    /// The same semaphore, its permits held on behalf of `owner` (see [`Lock::owned_by`]; an
+    /// owner id it refuses fails every acquisition with [`Error::InvalidArgument`]).
+    pub fn owned_by(&self, owner: impl Into<String>) -> Semaphore {
+        Semaphore {
+            lock: self.lock.owned_by(owner),
             permits: self.permits,
-        })
+        }
     }
 
-    /// The same semaphore, each hold renewed for at most `max_hold` (see [`Lock::max_hold`]).
-    ///
-    /// # Errors
-    ///
-    /// As [`Lock::max_hold`].
-    pub fn max_hold(&self, max_hold: Duration) -> Result<Semaphore> {
-        Ok(Semaphore {
-            lock: self.lock.max_hold(max_hold)?,
+    /// The same semaphore, each hold renewed for at most `max_hold` (see [`Lock::max_hold`]; a
+    /// zero `max_hold` fails every acquisition with [`Error::InvalidArgument`]).
+    pub fn max_hold(&self, max_hold: Duration) -> Semaphore {
+        Semaphore {
+            lock: self.lock.max_hold(max_hold),
             permits: self.permits,
-        })
+        }
     }
 
     /// The [`Lock`] whose every acquisition takes `n` permits in one hold: the semaphore with

@@ -12,11 +12,7 @@ use support::{client, client_with_lease, wait_until, RedisServer};
 
 /// The usual retry line: a new hold is taken before the old, expired guard is dropped.
 fn a_lost_guards_drop_leaves_the_new_hold(mine: &Client, theirs: &Client) {
-    let lock = mine
-        .lock("job")
-        .expect("valid")
-        .owned_by("worker-1")
-        .expect("owner");
+    let lock = mine.lock("job").expect("valid").owned_by("worker-1");
     let mut guard = lock
         .try_lock_with_lease(Duration::from_millis(300))
         .expect("reachable")
@@ -69,11 +65,7 @@ fn a_renewed_hold_taken_away_and_taken_again_is_not_released_by_the_old_guard() 
     let server = RedisServer::start();
     let lease = Duration::from_millis(300);
     let mine = client_with_lease(&server, lease);
-    let lock = mine
-        .lock("renewed")
-        .expect("valid")
-        .owned_by("job-7")
-        .expect("owner");
+    let lock = mine.lock("renewed").expect("valid").owned_by("job-7");
     let old = lock.lock().expect("free");
     assert!(
         lock.force_unlock().expect("reachable"),
@@ -104,11 +96,7 @@ fn a_renewed_hold_taken_away_and_taken_again_is_not_released_by_the_old_guard() 
 fn a_settled_release_touches_only_its_own_hold() {
     let server = RedisServer::start();
     let mine = client(&server);
-    let lock = mine
-        .lock("settle")
-        .expect("valid")
-        .owned_by("job-9")
-        .expect("owner");
+    let lock = mine.lock("settle").expect("valid").owned_by("job-9");
     let first = lock
         .try_lock_with_lease(Duration::from_millis(200))
         .expect("reachable")
@@ -138,11 +126,7 @@ fn a_settled_release_touches_only_its_own_hold() {
 #[test]
 fn scripts_naming_an_old_hold_leave_the_owners_new_hold_alone() {
     let server = RedisServer::start();
-    let lock = client(&server)
-        .lock("named")
-        .expect("valid")
-        .owned_by("o")
-        .expect("owner");
+    let lock = client(&server).lock("named").expect("valid").owned_by("o");
     let guard = lock
         .try_lock_with_lease(Duration::from_secs(10))
         .expect("reachable")

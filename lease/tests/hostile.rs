@@ -438,12 +438,66 @@ fn bad_settings_are_refused_when_the_client_is_built() {
             "{lease:?}"
         );
     }
-    for owner in ["", ":hold", &"o".repeat(2000)] {
-        assert!(matches!(
-            lock.owned_by(owner),
-            Err(Error::InvalidArgument(_))
-        ));
+    // A bad owner or max_hold is refused by every acquisition, before the (unreachable) server
+    // is asked: the error is the setting's, never `Unavailable`.
+    let invalid = |result: redis_lease::Result<_>, what: &str| {
+        assert!(
+            matches!(result, Err(Error::InvalidArgument(_))),
+            "{what}: {:?}",
+            result.map(|_: ()| ())
+        );
+    };
+    let cancel = redis_lease::Cancel::new();
+    let mut refused_locks: Vec<(String, redis_lease::Lock)> = ["", ":hold", &"o".repeat(2000)]
+        .into_iter()
+        .map(|owner| (format!("owner {owner:.8?}"), lock.owned_by(owner)))
+        .collect();
+    refused_locks.push(("max_hold 0".into(), lock.max_hold(Duration::ZERO)));
+    refused_locks.push((
+        "max_hold 0 then a good owner".into(),
+        lock.max_hold(Duration::ZERO).owned_by("fine"),
+    ));
+    let semaphore = client.semaphore("s", 2).expect("valid");
+    let rw = client.read_write_lock("rw").expect("valid");
+    for (what, refused) in refused_locks
+        .iter()
+        .map(|(what, lock)| (what.as_str(), lock.clone()))
+        .chain([
+            (
+                "semaphore",
+                semaphore.owned_by(":x").taking(1).expect("1 of 2"),
+            ),
+            ("read side", rw.owned_by("").read_lock().clone()),
+            ("write side", rw.owned_by("").write_lock().clone()),
+        ])
+    {
+        let second = Duration::from_secs(1);
+        invalid(refused.lock().map(drop), what);
+        invalid(refused.try_lock().map(drop), what);
+        invalid(refused.lock_with_lease(second).map(drop), what);
+        invalid(refused.try_lock_for(second).map(drop), what);
+        invalid(
+            refused.try_lock_until(Instant::now() + second).map(drop),
+            what,
+        );
+        invalid(refused.lock_cancellable(&cancel).map(drop), what);
+        invalid(
+            refused.try_lock_for_cancellable(second, &cancel).map(drop),
+            what,
+        );
     }
+    for owner in ["", ":hold", &"o".repeat(2000)] {
+        invalid(lock.owned_by(owner).hold_count().map(drop), "hold_count");
+    }
+    invalid(
+        semaphore.max_hold(Duration::ZERO).acquire().map(drop),
+        "semaphore max_hold",
+    );
+    // A good owner given after a bad one is the lock's owner again.
+    assert!(matches!(
+        lock.owned_by("").owned_by("fine").try_lock(),
+        Err(Error::Unavailable(_))
+    ));
     assert!(matches!(
         client.lock(&"n".repeat(2000)),
         Err(Error::InvalidArgument(_))

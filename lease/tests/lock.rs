@@ -175,12 +175,8 @@ fn another_owner_cannot_take_or_release_a_held_lock() {
     let server = RedisServer::start();
     let client = client(&server);
     let lock = client.lock("owned").expect("valid name");
-    let held = lock
-        .owned_by("job-a")
-        .expect("owner")
-        .lock()
-        .expect("acquired");
-    let other = lock.owned_by("job-b").expect("owner");
+    let held = lock.owned_by("job-a").lock().expect("acquired");
+    let other = lock.owned_by("job-b");
     assert!(other.try_lock().expect("answered").is_none());
     assert_eq!(other.hold_count().expect("query"), 0);
     // A guard can be released from another thread: it acts as its own owner.
@@ -200,7 +196,7 @@ fn release_after_the_lease_expired_reports_not_owner() {
         .lock_with_lease(Duration::from_millis(200))
         .expect("acquired");
     let owner = guard.owner().to_owned();
-    let taker = lock.owned_by("taker").expect("owner");
+    let taker = lock.owned_by("taker");
     let taken = taker
         .try_lock_for(Duration::from_secs(5))
         .expect("answered")
@@ -226,7 +222,6 @@ fn an_explicit_lease_expires_and_frees_the_lock() {
     let lock = client.lock("lapse").expect("valid name");
     let guard = lock
         .owned_by("gone")
-        .expect("owner")
         .lock_with_lease(Duration::from_millis(300))
         .expect("acquired");
     std::mem::forget(guard); // the holder vanishes without releasing
@@ -442,7 +437,11 @@ fn bad_arguments_are_refused_before_any_command() {
         lock.lock_with_lease(Duration::ZERO),
         Err(Error::InvalidArgument(_))
     ));
-    assert!(matches!(lock.owned_by(""), Err(Error::InvalidArgument(_))));
+    assert!(matches!(
+        lock.owned_by("").lock(),
+        Err(Error::InvalidArgument(_))
+    ));
+    assert!(!lock.is_locked().expect("reachable"));
     assert!(matches!(
         Client::open("not a url"),
         Err(Error::InvalidArgument(_))
@@ -483,7 +482,7 @@ fn a_paused_server_fails_within_the_command_timeout() {
     drop(warm);
     server.pause();
     let started = Instant::now();
-    let result = lock.owned_by("other").expect("owner").try_lock();
+    let result = lock.owned_by("other").try_lock();
     let took = started.elapsed();
     server.resume();
     assert!(matches!(result, Err(Error::Unavailable(_))), "{result:?}");
@@ -497,7 +496,7 @@ fn a_deadline_already_past_makes_one_attempt() {
     let past = Instant::now() - Duration::from_millis(1);
     let free = lock.try_lock_until(past).expect("answered");
     assert!(free.is_some(), "a free lock is taken even so");
-    let other = lock.owned_by("other").expect("owner");
+    let other = lock.owned_by("other");
     let started = Instant::now();
     assert!(other.try_lock_until(past).expect("answered").is_none());
     assert!(started.elapsed() < Duration::from_millis(500));
@@ -508,11 +507,7 @@ fn force_unlock_frees_a_lock_and_wakes_its_waiters() {
     let server = RedisServer::start();
     let client = client(&server);
     let lock = client.lock("stuck").expect("valid name");
-    let dead = lock
-        .owned_by("dead-host")
-        .expect("owner")
-        .lock()
-        .expect("acquired");
+    let dead = lock.owned_by("dead-host").lock().expect("acquired");
     std::mem::forget(dead);
     let waiter = {
         let lock = lock.clone();
@@ -546,7 +541,7 @@ fn guards_are_send_and_clients_are_send_and_sync() {
 fn a_retried_release_never_decrements_twice_even_after_another_release() {
     let server = RedisServer::start();
     let lock = client(&server).lock("retry").expect("valid name");
-    let owned = lock.owned_by("worker-1").expect("owner");
+    let owned = lock.owned_by("worker-1");
     let guards: Vec<_> = (0..3).map(|_| owned.lock().expect("acquired")).collect();
     let mut con = server.connection();
     let fields: Vec<String> = con.hkeys("{retry}").expect("HKEYS");

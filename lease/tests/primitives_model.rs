@@ -83,8 +83,8 @@ proptest! {
                     let in_use: u32 = held.iter().flatten().map(|(n, _)| n).sum();
                     let semaphore = client
                         .semaphore(&name, permits)
-                        .and_then(|s| s.owned_by(format!("owner-{owner}")))
-                        .expect("valid");
+                        .expect("valid")
+                        .owned_by(format!("owner-{owner}"));
                     let taken = semaphore.taking(n);
                     if n > permits {
                         prop_assert!(matches!(taken, Err(Error::InvalidArgument(_))));
@@ -118,7 +118,7 @@ proptest! {
         let name = fresh("rw");
         let rw = client.read_write_lock(&name).expect("valid");
         let sides: Vec<_> = (0..OWNERS)
-            .map(|owner| rw.owned_by(&format!("owner-{owner}")).expect("valid"))
+            .map(|owner| rw.owned_by(&format!("owner-{owner}")))
             .collect();
         // Per owner: its guards, newest last, each marked as a write or a read.
         let mut guards: Vec<Vec<(bool, LeaseGuard)>> = (0..OWNERS).map(|_| Vec::new()).collect();

@@ -60,52 +60,71 @@ impl Lock {
     /// A bound on a job that hangs while holding. A re-entry with a `max_hold` bounds the hold
     /// it joins as well, from the re-entry on: renewal stops at whichever end comes first.
     ///
-    /// # Errors
-    ///
-    /// [`Error::InvalidArgument`] for a zero `max_hold`.
+    /// A zero `max_hold` is refused, not here, so that the settings chain, but by every
+    /// acquisition of the lock it returns, with [`Error::InvalidArgument`]: such a lock is never
+    /// taken.
     ///
     /// [`LostReason::MaxHold`]: crate::LostReason::MaxHold
-    pub fn max_hold(&self, max_hold: Duration) -> Result<Lock> {
-        if max_hold.is_zero() {
-            return Err(Error::InvalidArgument("max_hold must be above zero".into()));
-        }
-        Ok(Lock {
+    pub fn max_hold(&self, max_hold: Duration) -> Lock {
+        Lock {
             max_hold: Some(max_hold),
             ..self.clone()
-        })
+        }
     }
 
     /// The same lock, held on behalf of `owner` whichever thread calls: a lease that is not tied
     /// to a thread (a job id, a host name). The owner id must be unique to the holder, and is a
     /// credential: whoever knows it can re-enter and release its holds.
     ///
-    /// # Errors
+    /// An owner id that is empty, longer than 1024 bytes, or starts with `:` is refused, not
+    /// here, so that the settings chain, but by every acquisition of the lock it returns (and
+    /// [`Lock::hold_count`]), with [`Error::InvalidArgument`]: such a lock is never taken.
     ///
-    /// [`Error::InvalidArgument`] for an owner id that is empty, longer than 1024 bytes, or
-    /// starts with `:`.
-    pub fn owned_by(&self, owner: impl Into<String>) -> Result<Lock> {
-        let owner = owner.into();
-        crate::owner::check_owner(&owner)?;
-        Ok(Lock {
-            owner: OwnerPolicy::Fixed(owner.into()),
+    /// ```no_run
+    /// # fn main() -> redis_lease::Result<()> {
+    /// # let client = redis_lease::Client::open("redis://127.0.0.1/")?;
+    /// let nightly = client
+    ///     .lock("reports")?
+    ///     .owned_by("nightly-job")
+    ///     .max_hold(std::time::Duration::from_secs(3600));
+    /// let _guard = nightly.lock()?;
+    /// # Ok(())
+    /// # }
+    /// ```
+    pub fn owned_by(&self, owner: impl Into<String>) -> Lock {
+        Lock {
+            owner: OwnerPolicy::Fixed(owner.into().into()),
             ..self.clone()
-        })
+        }
+    }
+
+    /// The settings given to [`Lock::owned_by`] and [`Lock::max_hold`], checked: every
+    /// acquisition fails with the first they break.
+    fn check_settings(&self) -> Result<()> {
+        if let OwnerPolicy::Fixed(owner) = &self.owner {
+            crate::owner::check_owner(owner)?;
+        }
+        if self.max_hold.is_some_and(|max_hold| max_hold.is_zero()) {
+            return Err(Error::InvalidArgument("max_hold must be above zero".into()));
+        }
+        Ok(())
     }
 
     /// This call's acquisition: the lock, for the owner the calling thread acts as.
-    fn request(&self) -> Request<'_> {
+    fn request(&self) -> Result<Request<'_>> {
         self.request_or_cancel(None)
     }
 
     /// [`Lock::request`], ended by `cancel` if it is cancelled.
-    fn request_or_cancel<'a>(&'a self, cancel: Option<&'a Cancel>) -> Request<'a> {
-        Request {
+    fn request_or_cancel<'a>(&'a self, cancel: Option<&'a Cancel>) -> Result<Request<'a>> {
+        self.check_settings()?;
+        Ok(Request {
             core: &self.core,
             keys: &self.keys,
             owner: self.owner(),
             max_hold: self.max_hold,
             cancel,
-        }
+        })
     }
 
     /// The same lock's keys, for acquisitions of `kind` (a semaphore's, taking other permits).
@@ -164,7 +183,7 @@ impl Lock {
     }
 
     fn acquire_waiting(&self, lease: LeaseKind) -> Result<LeaseGuard> {
-        acquire(&self.request(), lease, Wait::Until(None))?
+        acquire(&self.request()?, lease, Wait::Until(None))?
             .ok_or_else(|| Error::Protocol("a waiting acquisition returned nothing".into()))
     }
 
@@ -175,7 +194,7 @@ impl Lock {
     ///
     /// As [`Lock::lock`].
     pub fn try_lock(&self) -> Result<Option<LeaseGuard>> {
-        acquire(&self.request(), LeaseKind::Renewed, Wait::No)
+        acquire(&self.request()?, LeaseKind::Renewed, Wait::No)
     }
 
     /// [`Lock::try_lock`] with the given lease, never renewed.
@@ -184,7 +203,7 @@ impl Lock {
     ///
     /// As [`Lock::lock_with_lease`].
     pub fn try_lock_with_lease(&self, lease: Duration) -> Result<Option<LeaseGuard>> {
-        acquire(&self.request(), LeaseKind::Fixed(lease), Wait::No)
+        acquire(&self.request()?, LeaseKind::Fixed(lease), Wait::No)
     }
 
     /// Waits up to `wait` for the lock (default lease, renewed while held); `Ok(None)` if it
@@ -248,7 +267,7 @@ impl Lock {
         lease: LeaseKind,
         cancel: Option<&Cancel>,
     ) -> Result<Option<LeaseGuard>> {
-        let request = self.request_or_cancel(cancel);
+        let request = self.request_or_cancel(cancel)?;
         match acquire(&request, lease, Wait::Until(Some(deadline))) {
             Err(Error::Timeout { .. }) => Ok(None),
             other => other,
@@ -264,7 +283,7 @@ impl Lock {
     /// As [`Lock::lock`], and [`Error::Cancelled`].
     pub fn lock_cancellable(&self, cancel: &Cancel) -> Result<LeaseGuard> {
         acquire(
-            &self.request_or_cancel(Some(cancel)),
+            &self.request_or_cancel(Some(cancel))?,
             LeaseKind::Renewed,
             Wait::Until(None),
         )?
@@ -323,6 +342,7 @@ impl Lock {
     ///
     /// As [`Lock::inspect`].
     pub fn hold_count(&self) -> Result<u64> {
+        self.check_settings()?;
         let owner = self.owner();
         Ok(self
             .inspect()?

@@ -194,10 +194,10 @@ pub fn run(client: &Client, args: RunArgs) -> Result<ExitCode, Failure> {
 fn acquire(client: &Client, args: &RunArgs) -> Result<LeaseGuard, Failure> {
     let mut lock = args.primitive.lock(client, &args.name)?;
     if let Some(owner) = &args.owner {
-        lock = lock.owned_by(owner.as_str())?;
+        lock = lock.owned_by(owner.as_str());
     }
     if let Some(max_hold) = args.max_hold {
-        lock = lock.max_hold(max_hold)?;
+        lock = lock.max_hold(max_hold);
     }
     let acquired = match args.wait {
         None => Some(lock.lock()?),
