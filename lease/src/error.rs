@@ -33,14 +33,27 @@ pub enum Error {
     /// Redis could not be reached, did not answer by the call's deadline, or answered that it
     /// cannot serve now (loading its data, busy with a script, a failover in progress). The
     /// operation may or may not have taken effect. Retrying later may succeed.
-    #[error("redis unavailable: {0}")]
-    Unavailable(#[source] redis::RedisError),
+    #[error("redis{} unavailable: {source}", at(server))]
+    Unavailable {
+        /// The server the call went to (see [`Error::server`]).
+        server: Option<String>,
+        /// What went wrong, as the `redis` crate tells it.
+        #[source]
+        source: redis::RedisError,
+    },
     /// Redis refused the call for a reason that retrying will not fix until a setting changes: a
     /// wrong password or an ACL rule (`WRONGPASS`, `NOAUTH`, `NOPERM`), a database index the
     /// server does not have, a redirect to another node (a cluster node given as a single
     /// server), a full server (`OOM` under `maxmemory`), a command it does not know.
-    #[error("redis refused the call: {0}")]
-    Refused(#[source] redis::RedisError),
+    #[error("redis{} refused the call: {source}", at(server))]
+    Refused {
+        /// The server that refused (see [`Error::server`]).
+        server: Option<String>,
+        /// The refusal, as the `redis` crate tells it (its [`code`](redis::RedisError::code):
+        /// `NOPERM`, `OOM`, ...; `TLS` for a TLS handshake refused by either side).
+        #[source]
+        source: redis::RedisError,
+    },
     /// The lease is not held by this hold (it expired, was released, or was force-unlocked).
     #[error("lock {name:?} is not held by {owner}")]
     NotOwner {
@@ -107,6 +120,13 @@ pub enum Error {
     Protocol(String),
 }
 
+/// How a message names the server an error came from, if it is known.
+fn at(server: &Option<String>) -> String {
+    server
+        .as_ref()
+        .map_or_else(String::new, |server| format!(" at {server}"))
+}
+
 /// Server error codes that say "not now": the same call may succeed later.
 const TRANSIENT: &[&str] = &[
     "LOADING",
@@ -149,9 +169,72 @@ impl Error {
             None => error.is_io_error() || error.is_timeout() || error.is_connection_dropped(),
         };
         if transient {
-            Error::Unavailable(error)
+            Error::unavailable(error)
         } else {
-            Error::Refused(error)
+            Error::refused(error)
+        }
+    }
+
+    /// [`Error::Unavailable`], its server not named yet (see [`Error::at`]).
+    pub(crate) fn unavailable(source: redis::RedisError) -> Error {
+        Error::Unavailable {
+            server: None,
+            source,
+        }
+    }
+
+    /// [`Error::Refused`], its server not named yet (see [`Error::at`]).
+    pub(crate) fn refused(source: redis::RedisError) -> Error {
+        Error::Refused {
+            server: None,
+            source,
+        }
+    }
+
+    /// The same error, naming `server` as the one it came from if it is an error of a server that
+    /// names none yet.
+    pub(crate) fn at(self, server: &str) -> Error {
+        match self {
+            Error::Unavailable {
+                server: None,
+                source,
+            } => Error::Unavailable {
+                server: Some(server.to_owned()),
+                source,
+            },
+            Error::Refused {
+                server: None,
+                source,
+            } => Error::Refused {
+                server: Some(server.to_owned()),
+                source,
+            },
+            other => other,
+        }
+    }
+
+    /// The Redis server the error came from, for [`Error::Unavailable`] and [`Error::Refused`]:
+    /// its address as the client reaches it (`host:port`, or a Unix socket's path; never a
+    /// password), the node of a cluster or the primary a Sentinel named, not the seed or the
+    /// Sentinel the client was given. `None` when the call failed before it reached a server (no
+    /// primary known, no node for a slot, no connection free before the deadline), and for
+    /// every other error. ZooKeeper's errors name
+    /// their servers in their text.
+    pub fn server(&self) -> Option<&str> {
+        match self {
+            Error::Unavailable { server, .. } | Error::Refused { server, .. } => server.as_deref(),
+            _ => None,
+        }
+    }
+
+    /// The code of the server's error, for [`Error::Unavailable`] and [`Error::Refused`]:
+    /// `NOPERM`, `WRONGPASS`, `OOM`, `LOADING`, ...; `TLS` for a TLS handshake refused by either
+    /// side. `None` for a failure with no code (a connection refused or cut, a timeout) and for
+    /// every other error.
+    pub fn code(&self) -> Option<&str> {
+        match self {
+            Error::Unavailable { source, .. } | Error::Refused { source, .. } => source.code(),
+            _ => None,
         }
     }
 
@@ -164,7 +247,7 @@ impl Error {
     pub fn is_retryable(&self) -> bool {
         matches!(
             self,
-            Error::Unavailable(_)
+            Error::Unavailable { .. }
                 | Error::ZooKeeperUnavailable(_)
                 | Error::NotReplicated { .. }
                 | Error::Timeout { .. }
@@ -174,7 +257,10 @@ impl Error {
 
     /// Whether the operation failed for want of an answer, so that it may have taken effect.
     pub(crate) fn is_unavailable(&self) -> bool {
-        matches!(self, Error::Unavailable(_) | Error::ZooKeeperUnavailable(_))
+        matches!(
+            self,
+            Error::Unavailable { .. } | Error::ZooKeeperUnavailable(_)
+        )
     }
 }
 
@@ -196,7 +282,7 @@ mod retry_tests {
     fn only_errors_that_may_pass_are_retryable() {
         let io = || redis::RedisError::from(std::io::Error::other("reset"));
         for error in [
-            Error::Unavailable(io()),
+            Error::unavailable(io()),
             Error::ZooKeeperUnavailable("lost".into()),
             Error::Timeout {
                 name: "a".into(),
@@ -210,7 +296,7 @@ mod retry_tests {
             assert!(error.is_retryable(), "{error}");
         }
         for error in [
-            Error::Refused(io()),
+            Error::refused(io()),
             Error::InvalidArgument("x".into()),
             Error::Cancelled { name: "a".into() },
             Error::WrongType { key: "k".into() },
@@ -244,7 +330,10 @@ mod tests {
             "CROSSSLOT",
         ] {
             assert!(
-                matches!(Error::from_redis(server(code, "x"), "k"), Error::Refused(_)),
+                matches!(
+                    Error::from_redis(server(code, "x"), "k"),
+                    Error::Refused { .. }
+                ),
                 "{code}"
             );
         }
@@ -256,6 +345,29 @@ mod tests {
         }
         let io = redis::RedisError::from(std::io::Error::from(std::io::ErrorKind::TimedOut));
         assert!(Error::from_redis(io, "k").is_unavailable());
+    }
+
+    #[test]
+    fn errors_name_their_server_once() {
+        let refused = Error::from_redis(server("NOPERM", "no"), "k").at("10.0.0.1:6379");
+        assert_eq!(refused.server(), Some("10.0.0.1:6379"));
+        assert_eq!(refused.code(), Some("NOPERM"));
+        assert!(
+            refused
+                .to_string()
+                .starts_with("redis at 10.0.0.1:6379 refused"),
+            "{refused}"
+        );
+        // The first server named is the one it came from.
+        assert_eq!(refused.at("10.0.0.2:6379").server(), Some("10.0.0.1:6379"));
+        let unnamed = Error::unavailable(redis::RedisError::from(std::io::Error::other("x")));
+        assert_eq!((unnamed.server(), unnamed.code()), (None, None));
+        assert!(
+            unnamed.to_string().starts_with("redis unavailable: "),
+            "{unnamed}"
+        );
+        let wrong = Error::WrongType { key: "k".into() }.at("10.0.0.1:6379");
+        assert_eq!(wrong.server(), None);
     }
 
     #[test]

@@ -50,7 +50,8 @@ impl ReadWriteLock {
     }
 
     /// The same lock, both sides held on behalf of `owner` (see [`Lock::owned_by`]; an owner id
-    /// it refuses fails every acquisition of either side with [`Error::InvalidArgument`]).
+    /// it refuses fails every acquisition of either side with
+    /// [`Error::InvalidArgument`](crate::Error::InvalidArgument)).
     pub fn owned_by(&self, owner: &str) -> ReadWriteLock {
         ReadWriteLock {
             read: self.read.owned_by(owner),

@@ -145,7 +145,10 @@ fn an_acknowledged_acquisition_that_got_no_answer_is_undone() {
             attempt
         })
     };
-    assert!(matches!(&resume, Err(Error::Unavailable(_))), "{resume:?}");
+    assert!(
+        matches!(&resume, Err(Error::Unavailable { .. })),
+        "{resume:?}"
+    );
     // The late attempt and its undoing run once the primary runs again.
     thread::sleep(Duration::from_millis(500));
     left_free(&primary, "frozen");

@@ -7,7 +7,7 @@ mod common;
 mod support;
 
 use common::methods::{every_public_method, Offers};
-use redis_lease::{Client, LeaseGuard};
+use redis_lease::{Client, Error, LeaseGuard};
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
@@ -182,6 +182,28 @@ fn calls_follow_a_frozen_master_to_the_replica_that_took_its_place() {
         .expect("free")
         .unlock()
         .expect("held");
+    // A refusal names the node that refused, the slot's master, whichever seed was given.
+    let full = |maxmemory: u64| {
+        let () = redis::cmd("CONFIG")
+            .arg("SET")
+            .arg("maxmemory")
+            .arg(maxmemory)
+            .query(&mut cluster.server(master).connection())
+            .expect("CONFIG SET");
+    };
+    full(1);
+    match lock.try_lock_with_lease(lease) {
+        Err(error @ Error::Refused { .. }) => {
+            assert_eq!(error.code(), Some("OOM"), "{error}");
+            assert_eq!(
+                error.server(),
+                Some(format!("127.0.0.1:{master}").as_str()),
+                "{error}"
+            );
+        }
+        other => panic!("a full master: {other:?}"),
+    }
+    full(0);
     cluster.pause(master);
     let mut promoted = cluster.server(replica).connection();
     support::wait_until("the replica takes the frozen master's place", || {

@@ -4,7 +4,7 @@
 mod support;
 
 use redis_lease::redis::IntoConnectionInfo;
-use redis_lease::{Client, Error};
+use redis_lease::Client;
 use support::RedisServer;
 
 #[test]
@@ -48,12 +48,16 @@ fn a_client_from_connection_info_locks_as_its_user_in_its_database() {
         .collect();
     assert_eq!(in_db, [false, true], "the lock lives in database 3");
     guard.unlock().expect("held");
+}
 
+#[cfg(feature = "tls")]
+#[test]
+fn a_connection_info_without_certificate_checks_is_refused() {
     let insecure = "rediss://127.0.0.1:1/#insecure"
         .into_connection_info()
         .expect("a URL");
     assert!(matches!(
         Client::from_connection_info(&insecure),
-        Err(Error::InvalidArgument(_))
+        Err(redis_lease::Error::InvalidArgument(_))
     ));
 }

@@ -33,7 +33,7 @@ fn bounded<T: std::fmt::Debug>(what: &str, call: impl FnOnce() -> redis_lease::R
         "{what} took {took:?}: {outcome:?}"
     );
     assert!(
-        matches!(outcome, Err(Error::Unavailable(_))),
+        matches!(&outcome, Err(error @ Error::Unavailable { .. }) if error.server().is_some()),
         "{what}: {outcome:?}"
     );
 }
@@ -219,7 +219,7 @@ fn a_grant_whose_release_reply_is_lost_is_withdrawn_well_before_its_lease_lapses
     proxy.lose_replies(true);
     let released = guard.unlock();
     assert!(
-        matches!(released, Err(Error::Unavailable(_))),
+        matches!(released, Err(Error::Unavailable { .. })),
         "{released:?}"
     );
     let waited = waiter.join().expect("no panic");
@@ -286,12 +286,15 @@ fn refusals_that_retrying_cannot_fix_are_not_unavailability() {
         format!("redis://:s3cret-pw@127.0.0.1:{port}/99"),
     ] {
         match attempt(url.clone()) {
-            Err(Error::Refused(error)) => {
+            Err(error @ Error::Refused { .. }) => {
                 let text = error.to_string();
                 assert!(
                     !text.contains("s3cret") && !text.contains("wrong-pw"),
                     "{text}"
                 );
+                let at = format!("127.0.0.1:{port}");
+                assert_eq!(error.server(), Some(at.as_str()), "{error:?}");
+                assert!(text.contains(&at), "{text}");
                 assert!(!text.contains("18446744073709551615"), "{text}");
             }
             other => panic!("{url}: {other:?}"),
@@ -339,7 +342,7 @@ fn a_full_server_is_inspected_and_cleared_and_its_refusals_are_typed() {
     let other = impatient(&server.url()).lock("other").expect("valid");
     let attempt = other.try_lock();
     assert!(
-        matches!(attempt, Ok(Some(_)) | Err(Error::Refused(_))),
+        matches!(attempt, Ok(Some(_)) | Err(Error::Refused { .. })),
         "{attempt:?}"
     );
     let refused: redis::RedisResult<()> = con.set("one-more", &block);
@@ -496,7 +499,7 @@ fn bad_settings_are_refused_when_the_client_is_built() {
     // A good owner given after a bad one is the lock's owner again.
     assert!(matches!(
         lock.owned_by("").owned_by("fine").try_lock(),
-        Err(Error::Unavailable(_))
+        Err(Error::Unavailable { .. })
     ));
     assert!(matches!(
         client.lock(&"n".repeat(2000)),

@@ -120,7 +120,10 @@ fn frozen_under_many_threads(pipelining: bool) {
                 let began = Instant::now();
                 let outcome = lock.try_lock_with_lease(Duration::from_secs(60));
                 let took = began.elapsed();
-                assert!(matches!(outcome, Err(Error::Unavailable(_))), "{outcome:?}");
+                assert!(
+                    matches!(outcome, Err(Error::Unavailable { .. })),
+                    "{outcome:?}"
+                );
                 assert!(
                     took < timeout + Duration::from_millis(400),
                     "a call bound to {timeout:?} took {took:?}"

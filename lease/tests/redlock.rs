@@ -110,7 +110,7 @@ fn every_mask_of_taken_or_down_masters_wins_exactly_with_a_quorum() {
                     true
                 }
                 Ok(None) => false,
-                Err(Error::Unavailable(_)) if up == 0 => false,
+                Err(Error::Unavailable { .. }) if up == 0 => false,
                 Err(other) => panic!("mask {mask:0count$b}: {other}"),
             };
             assert_eq!(
@@ -426,7 +426,7 @@ fn inspecting_with_fewer_than_a_quorum_answering_is_unavailable_not_free() {
     // The hold may stand on a quorum that counts the stopped masters: the one that answers
     // cannot call the lock free.
     match lock.inspect() {
-        Err(Error::Unavailable(_)) => {}
+        Err(Error::Unavailable { .. }) => {}
         other => panic!("one master of three answered: {other:?}"),
     }
 }

@@ -6,7 +6,6 @@
 mod support;
 
 use redis_lease::{Client, Error, LeaseGuard, Lock};
-use std::sync::Arc;
 use std::thread;
 use std::time::{Duration, Instant};
 use testkit::SentinelSet;
@@ -342,7 +341,7 @@ fn without_a_majority_of_sentinels_no_primary_is_named() {
     let started = Instant::now();
     let refused = lock.try_lock();
     assert!(
-        matches!(&refused, Err(Error::Unavailable(_))),
+        matches!(&refused, Err(Error::Unavailable { .. })),
         "{refused:?}"
     );
     assert!(
@@ -377,6 +376,33 @@ fn settings_a_sentinel_client_refuses() {
     assert!(matches!(redlock, Err(Error::InvalidArgument(_))));
 }
 
+/// A refusal of the primary names the primary, not the Sentinels the client was given.
+#[test]
+fn a_refusal_names_the_primary_the_sentinels_named() {
+    let set = SentinelSet::start();
+    let client = client(&set);
+    let lock = client.lock("full").expect("valid");
+    lock_when_available(&lock, Duration::from_secs(30))
+        .unlock()
+        .expect("held");
+    let primary = set.primary();
+    let () = redis::cmd("CONFIG")
+        .arg("SET")
+        .arg("maxmemory")
+        .arg(1)
+        .query(&mut set.server(primary).connection())
+        .expect("CONFIG SET");
+    match lock.try_lock() {
+        Err(error @ Error::Refused { .. }) => {
+            assert_eq!(error.code(), Some("OOM"), "{error}");
+            let at = format!("127.0.0.1:{primary}");
+            assert_eq!(error.server(), Some(at.as_str()), "{error}");
+            assert!(error.to_string().contains(&at), "{error}");
+        }
+        other => panic!("a full primary: {other:?}"),
+    }
+}
+
 /// A password on every server; a wrong password or master name is a refusal, not unavailability.
 #[test]
 fn a_client_logs_in_to_sentinels_and_data_servers_that_require_a_password() {
@@ -384,7 +410,7 @@ fn a_client_logs_in_to_sentinels_and_data_servers_that_require_a_password() {
     let without = client(&set);
     let refused = without.lock("guarded").expect("valid").try_lock();
     assert!(
-        matches!(&refused, Err(Error::Refused(error)) if error.code() == Some("NOAUTH")),
+        matches!(&refused, Err(Error::Refused { source: error, .. }) if error.code() == Some("NOAUTH")),
         "every Sentinel refused: {refused:?}"
     );
     let unknown = Client::sentinel("no-such-master", set.sentinel_urls())
@@ -392,7 +418,10 @@ fn a_client_logs_in_to_sentinels_and_data_servers_that_require_a_password() {
         .build()
         .expect("valid settings");
     let refused = unknown.lock("guarded").expect("valid").try_lock();
-    assert!(matches!(&refused, Err(Error::Refused(_))), "{refused:?}");
+    assert!(
+        matches!(&refused, Err(Error::Refused { .. })),
+        "{refused:?}"
+    );
     let client = Client::sentinel(set.master_name(), set.sentinel_urls())
         .password("s3cret")
         .command_timeout(Duration::from_secs(1))
@@ -411,10 +440,11 @@ fn a_client_logs_in_to_sentinels_and_data_servers_that_require_a_password() {
     guard.unlock().expect("held");
 }
 
+#[cfg(feature = "tls")]
 #[test]
 fn a_client_reaches_sentinels_and_data_servers_over_tls_with_a_client_certificate() {
-    let certificates = Arc::new(testkit::TlsCertificates::generate());
-    let set = SentinelSet::start_tls(Arc::clone(&certificates));
+    let certificates = std::sync::Arc::new(testkit::TlsCertificates::generate());
+    let set = SentinelSet::start_tls(std::sync::Arc::clone(&certificates));
     assert!(set
         .sentinel_urls()
         .iter()

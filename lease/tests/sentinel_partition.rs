@@ -86,7 +86,9 @@ impl Split {
                     let token = guard.fencing_token().expect("a token");
                     return (token, lost_before);
                 }
-                Ok(None) | Err(redis_lease::Error::Unavailable(_)) if Instant::now() < deadline => {
+                Ok(None) | Err(redis_lease::Error::Unavailable { .. })
+                    if Instant::now() < deadline =>
+                {
                     thread::sleep(Duration::from_millis(20));
                 }
                 other => panic!(

@@ -160,7 +160,7 @@ fn tokens_never_step_back_across_a_failover_one_sentinel_performed() {
                             // A release the failover cuts off lapses with its lease.
                             let _ = guard.unlock();
                         }
-                        Ok(None) | Err(Error::Unavailable(_)) => {
+                        Ok(None) | Err(Error::Unavailable { .. }) => {
                             thread::sleep(Duration::from_millis(5));
                         }
                         Err(error) => panic!("{error}"),

@@ -20,7 +20,7 @@ fn attempt(client: &Client) -> (Result<(), Error>, Duration) {
 
 fn assert_refused_by_tls(result: &Result<(), Error>, says: &str) {
     match result {
-        Err(Error::Refused(error)) if error.code() == Some("TLS") => {
+        Err(Error::Refused { source: error, .. }) if error.code() == Some("TLS") => {
             assert!(error.to_string().contains(says), "{error}");
         }
         other => panic!("not a TLS refusal: {other:?}"),

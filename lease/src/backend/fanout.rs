@@ -88,7 +88,7 @@ pub(crate) fn exchange(
     let mut connections: Vec<Option<Pooled<'_>>> = Vec::with_capacity(masters.len());
     for master in masters {
         if master.left_out() {
-            answers.push(Answer::Failed(Error::Unavailable(crate::conn::io_error(
+            answers.push(Answer::Failed(Error::unavailable(crate::conn::io_error(
                 std::io::ErrorKind::TimedOut,
                 "left out: it did not answer lately",
             ))));
@@ -100,7 +100,7 @@ pub(crate) fn exchange(
             .get(deadline)
             .and_then(|mut con| match con.send(&bytes) {
                 Ok(()) => Ok(con),
-                Err(error) => Err(Error::Unavailable(error)),
+                Err(error) => Err(Error::unavailable(error).at(con.server())),
             });
         match sent {
             Ok(con) => {
@@ -160,11 +160,11 @@ fn receive(con: &mut Pooled<'_>, call: &Call, bytes: &[u8], deadline: Instant) -
             Err(error) if scripts::is_noscript(&error) && !reloaded => {
                 reloaded = true;
                 if let Err(error) = call.load(&mut **con).and_then(|()| con.send(bytes)) {
-                    return Answer::Failed(Error::unavailable_or_refused(error));
+                    return Answer::Failed(Error::unavailable_or_refused(error).at(con.server()));
                 }
             }
             Err(error) if error.is_timeout() => return Answer::Silent,
-            Err(error) => return Answer::Failed(Error::from_redis(error, "")),
+            Err(error) => return Answer::Failed(Error::from_redis(error, "").at(con.server())),
         }
     }
 }

@@ -204,7 +204,7 @@ pub(crate) fn release_on(
         // again, like one that got no answer.
         settled: !matches!(
             &outcome,
-            Err(Error::Unavailable(_) | Error::NotReplicated { .. })
+            Err(Error::Unavailable { .. } | Error::NotReplicated { .. })
         ),
         released: outcome.map(|released| match released {
             scripts::ReleaseReply::Applied { holds_left } => Released::Applied { holds_left },

@@ -30,7 +30,7 @@ pub(crate) struct Endpoint {
     pub(crate) password: Option<String>,
     pub(crate) db: i64,
     /// The TLS configuration, for an `Addr::Tls` endpoint once its client is built.
-    pub(crate) tls: Option<Arc<rustls::ClientConfig>>,
+    pub(crate) tls: Option<Arc<super::TlsConfig>>,
     /// The URL as given, password hidden.
     shown: String,
 }
@@ -41,6 +41,13 @@ impl Endpoint {
     pub(crate) fn parse(url: &str) -> Result<Endpoint> {
         let shown = redact(url);
         let invalid = |why: String| Error::InvalidArgument(format!("redis url {shown:?}: {why}"));
+        #[cfg(not(feature = "tls"))]
+        {
+            let scheme = url.split(':').next().unwrap_or_default();
+            if ["rediss", "valkeys"].contains(&scheme.to_ascii_lowercase().as_str()) {
+                return Err(invalid(super::tls::NEEDS_TLS.into()));
+            }
+        }
         let info = redis::IntoConnectionInfo::into_connection_info(url)
             .map_err(|error| invalid(redact_in(&error.to_string(), url)))?;
         let addr = match info.addr() {
@@ -123,7 +130,7 @@ impl Endpoint {
     }
 
     /// The same endpoint, over TLS configured by `config` if it is a TLS endpoint.
-    pub(crate) fn with_tls(mut self, config: &Arc<rustls::ClientConfig>) -> Endpoint {
+    pub(crate) fn with_tls(mut self, config: &Arc<super::TlsConfig>) -> Endpoint {
         if matches!(self.addr, Addr::Tls { .. }) {
             self.tls = Some(Arc::clone(config));
         }
@@ -231,12 +238,32 @@ mod tests {
             (Some("me"), Some("pw"), 3)
         );
         assert_eq!(format!("{tcp:?}"), "redis://me:***@127.0.0.1:7000/3");
-        let tls = Endpoint::parse("rediss://u:pw@cache.example.com:6380").expect("valid");
-        assert!(tls.is_tls());
-        assert_eq!(format!("{tls:?}"), "rediss://u:***@cache.example.com:6380");
         let unix = Endpoint::parse("redis+unix:///tmp/redis.sock?db=2").expect("valid");
         assert_eq!(unix.addr, Addr::Unix("/tmp/redis.sock".into()));
         assert_eq!(unix.db, 2);
+    }
+
+    #[cfg(feature = "tls")]
+    #[test]
+    fn tls_addresses_are_read() {
+        let tls = Endpoint::parse("rediss://u:pw@cache.example.com:6380").expect("valid");
+        assert!(tls.is_tls());
+        assert_eq!(format!("{tls:?}"), "rediss://u:***@cache.example.com:6380");
+    }
+
+    #[cfg(not(feature = "tls"))]
+    #[test]
+    fn tls_addresses_need_the_tls_feature() {
+        for url in ["rediss://u:pw@cache.example.com:6380", "VALKEYS://:pw@h"] {
+            match Endpoint::parse(url) {
+                Err(Error::InvalidArgument(text)) => {
+                    assert!(text.contains("`tls` feature"), "{text}");
+                    assert!(!text.contains("pw"), "{text}");
+                }
+                other => panic!("{url}: {other:?}"),
+            }
+        }
+        assert!(Endpoint::parse("redis://u:pw@cache.example.com:6380").is_ok());
     }
 
     /// `url` is read by the `redis` crate (so the form is one a user may give), and neither

@@ -26,6 +26,9 @@ pub(crate) trait Link: ConnectionLike {
     /// these run after it. Errors are of no use here and are ignored. No call is made on it
     /// afterwards.
     fn send_behind(&mut self, bytes: &[u8]);
+
+    /// The server it reaches, as its errors name it (see `Error::server`).
+    fn server(&self) -> &str;
 }
 
 /// The replies of a pipeline sent with `offset` replies to skip first (`MULTI` and each

@@ -27,13 +27,14 @@ pub(crate) use resolve::resolve;
 #[cfg(feature = "zookeeper")]
 pub(crate) use stream::Socket;
 pub(crate) use stream::Timed;
-pub(crate) use tls::{config as tls_config, Pem, TlsFiles};
+pub(crate) use tls::{config as tls_config, Config as TlsConfig, Pem, TlsFiles};
 
 use crate::fencing::Epoch;
 use redis::{ConnectionLike, RedisError, RedisResult, Value};
 use std::io::{self, Write};
+use std::sync::Arc;
 use std::time::{Duration, Instant};
-use stream::{Stream, TlsStream};
+use stream::Stream;
 
 /// Whether `reply` says the server is a replica (`READONLY`, `MASTERDOWN`: a primary turned
 /// replica by a failover, its clients not cut off). No lock call can succeed on that
@@ -58,6 +59,7 @@ pub(crate) struct Halves {
     pub(crate) db: i64,
     pub(crate) epoch: Epoch,
     pub(crate) generation: u64,
+    pub(crate) server: Arc<str>,
 }
 
 /// What [`Conn::split`] made of a connection.
@@ -82,17 +84,25 @@ pub(crate) struct Conn {
     epoch: Epoch,
     /// The generation of the pool that opened it (see `Pool::forget_connections`).
     pub(crate) generation: u64,
+    /// The server's address as the client reaches it (`host:port`, a socket's path), which
+    /// its errors name.
+    server: Arc<str>,
 }
 
 impl Conn {
+    /// [`Conn::open`], its failure sorted into the crate's error, which names the server.
+    pub(crate) fn connect(endpoint: &Endpoint, deadline: Instant) -> crate::Result<Conn> {
+        Conn::open(endpoint, deadline).map_err(|error| {
+            crate::Error::unavailable_or_refused(error).at(&endpoint.addr.to_string())
+        })
+    }
+
     /// Connects and logs in (AUTH, SELECT), all by `deadline`.
     pub(crate) fn open(endpoint: &Endpoint, deadline: Instant) -> RedisResult<Conn> {
         let socket = open::connect(&endpoint.addr, deadline)?;
         let timed = Timed::new(socket, deadline);
         let stream = match &endpoint.addr {
-            Addr::Tls { host, .. } => Stream::Tls(Box::new(TlsStream::new(open::handshake(
-                endpoint, host, timed,
-            )?))),
+            Addr::Tls { host, .. } => Stream::Tls(Box::new(tls::handshake(endpoint, host, timed)?)),
             _ => Stream::Plain(timed),
         };
         let mut conn = Conn {
@@ -104,6 +114,7 @@ impl Conn {
             skip: 0,
             epoch: Epoch::None,
             generation: 0,
+            server: endpoint.addr.to_string().into(),
         };
         let mut login = Vec::new();
         if let Some(password) = &endpoint.password {
@@ -121,6 +132,11 @@ impl Conn {
             reply.extract_error()?;
         }
         Ok(conn)
+    }
+
+    /// The server it reaches, as its errors name it (see `Error::server`).
+    pub(crate) fn server(&self) -> &str {
+        &self.server
     }
 
     /// The epoch of the fencing tokens handed out on this connection.
@@ -152,6 +168,7 @@ impl Conn {
             db: self.db,
             epoch: self.epoch,
             generation: self.generation,
+            server: self.server,
         })
     }
 
@@ -313,6 +330,10 @@ impl Link for Conn {
 
     fn send_behind(&mut self, bytes: &[u8]) {
         Conn::send_behind(self, bytes);
+    }
+
+    fn server(&self) -> &str {
+        Conn::server(self)
     }
 }
 

@@ -1,71 +1,13 @@
-//! Opening a connection's socket by a deadline: TCP to each address of a host, a Unix socket
-//! whose accept queue may be full, and the TLS handshake, which tells a port that speaks plain
-//! Redis from one that does not answer.
+//! Opening a connection's socket by a deadline: TCP to each address of a host, and a Unix socket
+//! whose accept queue may be full.
 
-use super::stream::{Socket, Timed};
-use super::{io_error, resolve, tls, Addr, Endpoint};
+use super::stream::Socket;
+use super::{io_error, resolve, Addr};
 use redis::{RedisError, RedisResult};
 use std::io;
 use std::net::TcpStream;
 use std::os::unix::net::UnixStream;
 use std::time::{Duration, Instant};
-
-/// How long a TLS handshake waits for the server's first bytes before it asks the port, on a
-/// second connection, whether it speaks plain Redis (which never answers a handshake).
-const ASK_PLAIN_AFTER: Duration = Duration::from_millis(250);
-
-/// Runs the TLS handshake over `timed` (by its deadline). A failure of the handshake itself (a
-/// certificate that does not verify, no protocol in common, a port that does not speak TLS) is
-/// a refusal, with the code `TLS`; a server that does not answer is an I/O timeout.
-pub(super) fn handshake(
-    endpoint: &Endpoint,
-    host: &str,
-    mut timed: Timed,
-) -> RedisResult<rustls::StreamOwned<rustls::ClientConnection, Timed>> {
-    let refused = |text: String| redis::make_extension_error("TLS".into(), Some(text));
-    let config = endpoint
-        .tls
-        .clone()
-        .ok_or_else(|| refused("no TLS configuration for a rediss:// server".into()))?;
-    let name = tls::server_name(host).map_err(|error| refused(error.to_string()))?;
-    let mut session =
-        rustls::ClientConnection::new(config, name).map_err(|error| refused(error.to_string()))?;
-    let deadline = timed.deadline();
-    // Until the server's first bytes, or the time to ask whether the port is a plain one.
-    let mut ask_at = Some(Instant::now() + ASK_PLAIN_AFTER).filter(|at| *at < deadline);
-    if let Some(at) = ask_at {
-        timed.set_deadline(at);
-    }
-    while session.is_handshaking() {
-        let Err(error) = session.complete_io(&mut timed) else {
-            continue;
-        };
-        if let Some(why) = tls::refusal(&error) {
-            return Err(refused(format!("handshake with {host}: {why}")));
-        }
-        if let (Some(_), io::ErrorKind::TimedOut) = (ask_at.take(), error.kind()) {
-            timed.set_deadline(deadline);
-            if timed.received() == 0 {
-                let plain = timed
-                    .tcp_peer()
-                    .is_some_and(|peer| tls::speaks_plain_redis(peer, deadline));
-                if plain {
-                    return Err(refused(format!(
-                        "handshake with {host}: the port does not speak TLS (it answers plain \
-                         Redis): use redis:// or the server's TLS port"
-                    )));
-                }
-            }
-            continue;
-        }
-        return Err(match error.kind() {
-            io::ErrorKind::InvalidData => refused(format!("handshake with {host}: {error}")),
-            _ => RedisError::from(error),
-        });
-    }
-    timed.set_deadline(deadline);
-    Ok(rustls::StreamOwned::new(session, timed))
-}
 
 /// Opens the socket to `addr`, trying each of its addresses, by `deadline`.
 pub(super) fn connect(addr: &Addr, deadline: Instant) -> RedisResult<Socket> {

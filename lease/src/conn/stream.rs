@@ -3,6 +3,7 @@
 //! deadline, because each read is given only the time left. TLS runs over the same socket, so the
 //! handshake and every record it reads obey the deadline too.
 
+use super::tls::TlsStream;
 use std::io::{self, Read, Write};
 use std::net::TcpStream;
 use std::os::unix::net::UnixStream;
@@ -47,16 +48,19 @@ impl Timed {
     }
 
     /// The deadline of whatever is read or written now.
+    #[cfg(feature = "tls")]
     pub(crate) fn deadline(&self) -> Instant {
         self.deadline
     }
 
     /// How many bytes were read from the socket.
+    #[cfg(any(feature = "tls", feature = "zookeeper"))]
     pub(crate) fn received(&self) -> u64 {
         self.received
     }
 
     /// The TCP peer's address, for a TCP socket.
+    #[cfg(feature = "tls")]
     pub(crate) fn tcp_peer(&self) -> Option<std::net::SocketAddr> {
         match &self.socket {
             Socket::Tcp(socket) => socket.peer_addr().ok(),
@@ -194,36 +198,11 @@ pub(crate) enum Stream {
     Tls(Box<TlsStream>),
 }
 
-/// TLS over a timed socket, and the refusal that ended it, if one did.
-pub(crate) struct TlsStream {
-    session: rustls::StreamOwned<rustls::ClientConnection, Timed>,
-    refusal: Option<String>,
-}
-
-impl TlsStream {
-    pub(crate) fn new(session: rustls::StreamOwned<rustls::ClientConnection, Timed>) -> Self {
-        TlsStream {
-            session,
-            refusal: None,
-        }
-    }
-
-    /// Notes a failure of the session that is a refusal (see [`super::tls::refusal`]).
-    fn noted<T>(&mut self, result: io::Result<T>) -> io::Result<T> {
-        if let Err(error) = &result {
-            if let Some(why) = super::tls::refusal(error) {
-                self.refusal = Some(why);
-            }
-        }
-        result
-    }
-}
-
 impl Stream {
     fn timed(&self) -> &Timed {
         match self {
             Stream::Plain(timed) => timed,
-            Stream::Tls(tls) => &tls.session.sock,
+            Stream::Tls(tls) => tls.timed(),
         }
     }
 
@@ -232,14 +211,14 @@ impl Stream {
     pub(crate) fn refusal(&self) -> Option<&str> {
         match self {
             Stream::Plain(_) => None,
-            Stream::Tls(tls) => tls.refusal.as_deref(),
+            Stream::Tls(tls) => tls.refusal(),
         }
     }
 
     pub(crate) fn set_deadline(&mut self, deadline: Instant) {
         match self {
             Stream::Plain(timed) => timed.set_deadline(deadline),
-            Stream::Tls(tls) => tls.session.sock.set_deadline(deadline),
+            Stream::Tls(tls) => tls.set_deadline(deadline),
         }
     }
 
@@ -252,10 +231,7 @@ impl Read for Stream {
     fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
         match self {
             Stream::Plain(timed) => timed.read(buf),
-            Stream::Tls(tls) => {
-                let read = tls.session.read(buf);
-                tls.noted(read)
-            }
+            Stream::Tls(tls) => tls.read(buf),
         }
     }
 }
@@ -264,20 +240,14 @@ impl Write for Stream {
     fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
         match self {
             Stream::Plain(timed) => timed.write(buf),
-            Stream::Tls(tls) => {
-                let written = tls.session.write(buf);
-                tls.noted(written)
-            }
+            Stream::Tls(tls) => tls.write(buf),
         }
     }
 
     fn flush(&mut self) -> io::Result<()> {
         match self {
             Stream::Plain(timed) => timed.flush(),
-            Stream::Tls(tls) => {
-                let flushed = tls.session.flush();
-                tls.noted(flushed)
-            }
+            Stream::Tls(tls) => tls.flush(),
         }
     }
 }

@@ -251,7 +251,7 @@ fn settle_releases(lock: &Request<'_>, owner: &str, deadline: Instant) -> Result
         if outcome.settled {
             log::debug!("an unsettled release of {:?} is settled", lock.keys.name);
         }
-        if let Err(error @ (Error::Refused(_) | Error::WrongType { .. })) = outcome.released {
+        if let Err(error @ (Error::Refused { .. } | Error::WrongType { .. })) = outcome.released {
             return Err(error);
         }
     }

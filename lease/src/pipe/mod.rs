@@ -41,6 +41,8 @@ pub(crate) struct Pipe {
     db: i64,
     epoch: Epoch,
     generation: u64,
+    /// The server it reaches (see [`crate::conn::Link::server`]).
+    server: Arc<str>,
 }
 
 struct Input {
@@ -114,7 +116,13 @@ impl Pipe {
             db: halves.db,
             epoch: halves.epoch,
             generation: halves.generation,
+            server: halves.server,
         }
+    }
+
+    /// The server it reaches, as its errors name it.
+    pub(crate) fn server(&self) -> &str {
+        &self.server
     }
 
     /// The epoch of the fencing tokens handed out on this connection.

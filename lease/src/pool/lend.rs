@@ -183,6 +183,10 @@ impl Link for Shared<'_> {
         let deadline = self.deadline.max(Instant::now() + BEHIND);
         self.pipe.send_behind(bytes, deadline);
     }
+
+    fn server(&self) -> &str {
+        self.pipe.server()
+    }
 }
 
 impl ConnectionLike for Shared<'_> {

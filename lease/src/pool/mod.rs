@@ -49,7 +49,7 @@ impl Identity {
     pub(crate) fn of(conn: &mut Conn) -> Result<Identity> {
         let reply = conn
             .exchange(&[redis::cmd("INFO").arg("server").clone()])
-            .map_err(Error::unavailable_or_refused)?;
+            .map_err(|error| Error::unavailable_or_refused(error).at(conn.server()))?;
         let run_id = match reply.first() {
             Some(Value::BulkString(info)) => String::from_utf8_lossy(info)
                 .lines()
@@ -102,8 +102,7 @@ impl Target for Fixed {
     }
 
     fn open(&self, deadline: Instant) -> Result<Opened> {
-        let mut conn =
-            Conn::open(&self.endpoint, deadline).map_err(Error::unavailable_or_refused)?;
+        let mut conn = Conn::connect(&self.endpoint, deadline)?;
         conn.set_epoch(self.epoch);
         Ok(Opened {
             conn,
@@ -231,7 +230,7 @@ impl Pool {
             self.check_eviction_policy(&mut conn)?;
         }
         if let Some(admit) = &self.admission {
-            admit(&mut conn)?;
+            admit(&mut conn).map_err(|error| error.at(conn.server()))?;
         }
         conn.set_deadline(deadline);
         conn.generation = generation;
@@ -263,7 +262,7 @@ impl Pool {
             .clone();
         let reply = conn
             .exchange(&[ask])
-            .map_err(Error::unavailable_or_refused)?;
+            .map_err(|error| Error::unavailable_or_refused(error).at(conn.server()))?;
         if let Some(Value::Array(pair)) = reply.first() {
             if let [_, Value::BulkString(policy)] = pair.as_slice() {
                 if policy.as_slice() != b"noeviction" {
@@ -310,7 +309,7 @@ impl Pool {
                 // One thread opens the next shared connection while the others wait for it
                 // (each until its deadline), rather than each opening one.
                 let Some(_opening) = self.opening.try_lock_until(deadline) else {
-                    return Err(Error::Unavailable(crate::conn::io_error(
+                    return Err(Error::unavailable(crate::conn::io_error(
                         std::io::ErrorKind::TimedOut,
                         "no connection before the call's deadline",
                     )));

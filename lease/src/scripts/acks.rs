@@ -21,22 +21,33 @@ impl Call {
         let Some(acks) = acks else {
             return self.run(con, key).map(|reply| (reply, None));
         };
-        let commands = [self.command.clone(), acks.wait()];
-        let sorted = |error| Error::from_redis(error, key);
-        let mut replies = con.exchange(&commands).map_err(sorted)?;
-        if matches!(replies.first(), Some(Value::ServerError(error)) if error.code() == "NOSCRIPT")
-        {
-            self.load(con).map_err(sorted)?;
-            replies = con.exchange(&commands).map_err(sorted)?;
-        }
-        let mut replies = replies.into_iter();
-        let reply = replies.next().unwrap_or(Value::Nil).extract_error();
-        let acked = replies.next().unwrap_or(Value::Nil).extract_error();
-        let reply = reply.map_err(sorted)?;
-        match acked.map_err(sorted)? {
-            Value::Int(acked) => Ok((reply, acks.shortfall(u64::try_from(acked).unwrap_or(0)))),
-            other => Err(unexpected("WAIT", &other)),
-        }
+        let replied = acked_exchange(self, con, key, acks);
+        replied.map_err(|error| error.at(con.server()))
+    }
+}
+
+/// [`Call::run_acked`]'s exchange of the call and `WAIT`, made again once, the script loaded, if
+/// the server answered NOSCRIPT.
+fn acked_exchange(
+    call: &Call,
+    con: &mut dyn Link,
+    key: &str,
+    acks: Acks,
+) -> Result<(Value, Option<Shortfall>)> {
+    let commands = [call.command.clone(), acks.wait()];
+    let sorted = |error| Error::from_redis(error, key);
+    let mut replies = con.exchange(&commands).map_err(sorted)?;
+    if matches!(replies.first(), Some(Value::ServerError(error)) if error.code() == "NOSCRIPT") {
+        call.load(con).map_err(sorted)?;
+        replies = con.exchange(&commands).map_err(sorted)?;
+    }
+    let mut replies = replies.into_iter();
+    let reply = replies.next().unwrap_or(Value::Nil).extract_error();
+    let acked = replies.next().unwrap_or(Value::Nil).extract_error();
+    let reply = reply.map_err(sorted)?;
+    match acked.map_err(sorted)? {
+        Value::Int(acked) => Ok((reply, acks.shortfall(u64::try_from(acked).unwrap_or(0)))),
+        other => Err(unexpected("WAIT", &other)),
     }
 }
 
@@ -80,6 +91,12 @@ impl Acks {
     /// shortfall if too few did, or the error if the server refused or did not answer (`key`
     /// as in [`Call::run`]).
     pub(crate) fn confirm(self, con: &mut dyn Link, key: &str) -> Result<Option<Shortfall>> {
+        let confirmed = self.wait_on(con, key);
+        confirmed.map_err(|error| error.at(con.server()))
+    }
+
+    /// [`Acks::confirm`]'s exchange.
+    fn wait_on(self, con: &mut dyn Link, key: &str) -> Result<Option<Shortfall>> {
         let sorted = |error| Error::from_redis(error, key);
         let replies = con.exchange(&[self.wait()]).map_err(sorted)?;
         match replies

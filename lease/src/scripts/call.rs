@@ -84,7 +84,7 @@ impl Call {
     /// named in errors that do not name one).
     pub(crate) fn run(&self, con: &mut dyn Link, key: &str) -> Result<Value> {
         self.invoke(con)
-            .map_err(|error| Error::from_redis(error, key))
+            .map_err(|error| Error::from_redis(error, key).at(con.server()))
     }
 }
 

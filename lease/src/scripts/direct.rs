@@ -21,11 +21,11 @@ pub(super) fn pipeline(
 ) -> Result<Vec<Value>> {
     let replies = con
         .exchange(&commands)
-        .map_err(|error| Error::from_redis(error, key))?;
+        .map_err(|error| Error::from_redis(error, key).at(con.server()))?;
     for reply in &replies {
         if let Value::ServerError(error) = reply {
             if error.code() != "WRONGTYPE" {
-                return Err(Error::from_redis(error.clone().into(), key));
+                return Err(Error::from_redis(error.clone().into(), key).at(con.server()));
             }
         }
     }

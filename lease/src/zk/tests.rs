@@ -438,7 +438,10 @@ fn a_silent_port_is_unavailable_by_the_deadline() {
         deadline,
         Arc::new(|_| {}),
     );
-    assert!(matches!(result, Err(ZkError::Unavailable(_))), "{result:?}");
+    assert!(
+        matches!(result, Err(ZkError::Unavailable { .. })),
+        "{result:?}"
+    );
     assert!(Instant::now() <= deadline + Duration::from_millis(200));
 }
 

@@ -72,7 +72,7 @@ pub fn retried_while_unavailable<T>(
     loop {
         match call() {
             Ok(value) => return value,
-            Err(redis_lease::Error::Unavailable(_)) if std::time::Instant::now() < deadline => {
+            Err(redis_lease::Error::Unavailable { .. }) if std::time::Instant::now() < deadline => {
                 std::thread::sleep(Duration::from_millis(50));
             }
             Err(error) => panic!("{error}"),

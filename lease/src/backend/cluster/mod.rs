@@ -112,7 +112,7 @@ impl Cluster {
                     );
                 }
                 None => {
-                    if matches!(error, Error::Unavailable(_)) {
+                    if matches!(error, Error::Unavailable { .. }) {
                         // Refused, reset or silent: a node that stopped serving may have been
                         // failed over, and only the map read again can say where to.
                         self.routes.mark_stale();
@@ -141,7 +141,7 @@ enum Redirect {
 impl Redirect {
     fn of(error: &Error) -> Option<Redirect> {
         let redis = match error {
-            Error::Refused(error) | Error::Unavailable(error) => error,
+            Error::Refused { source, .. } | Error::Unavailable { source, .. } => source,
             _ => return None,
         };
         let to = || slots::redirect_target(redis);

@@ -78,7 +78,8 @@ impl Renewer for ClusterRenewer {
                 bytes.extend(acks.wait_bytes());
             }
             let conn = pool.get(deadline).and_then(|mut conn| {
-                conn.send(&bytes).map_err(crate::Error::Unavailable)?;
+                conn.send(&bytes)
+                    .map_err(|error| crate::Error::unavailable(error).at(conn.server()))?;
                 Ok(conn)
             });
             match conn {

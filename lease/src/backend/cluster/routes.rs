@@ -108,7 +108,7 @@ impl Routes {
             self.refresh(deadline)?;
         }
         self.known(slot).ok_or_else(|| {
-            Error::Unavailable(crate::conn::io_error(
+            Error::unavailable(crate::conn::io_error(
                 std::io::ErrorKind::NotFound,
                 format!("no node of the cluster serves slot {slot}"),
             ))
@@ -135,7 +135,7 @@ impl Routes {
     /// stopped answering cannot take all of it.
     pub(crate) fn refresh(&self, deadline: Instant) -> Result<()> {
         let Some(mut refreshed) = self.refreshed.try_lock_until(deadline) else {
-            return Err(Error::Unavailable(crate::conn::io_error(
+            return Err(Error::unavailable(crate::conn::io_error(
                 std::io::ErrorKind::TimedOut,
                 "the cluster's slot map was being read by another call until the deadline",
             )));
@@ -167,15 +167,16 @@ impl Routes {
                 break;
             }
             let read = pool.call(now + (deadline - now) / 2, |con| {
+                let sorted = |error| Error::unavailable_or_refused(error).at(&name);
                 let reply = con
                     .exchange(&[redis::cmd("CLUSTER").arg("SLOTS").clone()])
-                    .map_err(Error::unavailable_or_refused)?;
+                    .map_err(sorted)?;
                 let reply = reply
                     .into_iter()
                     .next()
                     .ok_or_else(|| Error::Protocol("CLUSTER SLOTS: no reply".into()))?
                     .extract_error()
-                    .map_err(Error::unavailable_or_refused)?;
+                    .map_err(sorted)?;
                 slots::parse(&reply, &name)
                     .ok_or_else(|| Error::Protocol(format!("CLUSTER SLOTS replied {reply:?}")))
             });
@@ -187,7 +188,7 @@ impl Routes {
                     return Ok(());
                 }
                 Ok(_) => {
-                    last_error = Some(Error::Unavailable(crate::conn::io_error(
+                    last_error = Some(Error::unavailable(crate::conn::io_error(
                         std::io::ErrorKind::NotFound,
                         format!("{name} serves no slot: the cluster is not set up"),
                     )))
@@ -196,7 +197,7 @@ impl Routes {
             }
         }
         Err(last_error.unwrap_or_else(|| {
-            Error::Unavailable(crate::conn::io_error(
+            Error::unavailable(crate::conn::io_error(
                 std::io::ErrorKind::TimedOut,
                 "no node of the cluster answered",
             ))

@@ -225,7 +225,7 @@ impl Backend for Quorum {
             Ok(Released::NotOwner)
         } else {
             Err(fanout::worst(failures).unwrap_or_else(|| {
-                Error::Unavailable(crate::conn::io_error(
+                Error::unavailable(crate::conn::io_error(
                     std::io::ErrorKind::TimedOut,
                     "no master answered the release in time",
                 ))
@@ -273,7 +273,7 @@ impl Backend for Quorum {
             // A holder may hold the lock on a quorum that counts the masters that did not
             // answer: too few answers cannot say it is free.
             let why = last_error.map_or_else(String::new, |error| format!(" (last: {error})"));
-            return Err(Error::Unavailable(crate::conn::io_error(
+            return Err(Error::unavailable(crate::conn::io_error(
                 std::io::ErrorKind::NotConnected,
                 format!(
                     "{} of {} masters answered, fewer than a quorum of {}{why}",

@@ -16,17 +16,16 @@ pub(super) struct View {
 
 /// `sentinel`'s view of the primary monitored as `master`, by `deadline`.
 pub(super) fn ask(sentinel: &Endpoint, master: &str, deadline: Instant) -> Result<View> {
-    let mut conn = Conn::open(sentinel, deadline).map_err(Error::unavailable_or_refused)?;
+    let mut conn = Conn::connect(sentinel, deadline)?;
     conn.set_deadline(deadline);
     let ask = redis::cmd("SENTINEL").arg("MASTER").arg(master).clone();
+    let sorted = |error| Error::unavailable_or_refused(error).at(&sentinel.addr.to_string());
     let reply = conn
         .exchange(&[ask])
-        .map_err(Error::unavailable_or_refused)?
+        .map_err(sorted)?
         .pop()
         .unwrap_or(Value::Nil);
-    let reply = reply
-        .extract_error()
-        .map_err(Error::unavailable_or_refused)?;
+    let reply = reply.extract_error().map_err(sorted)?;
     view(&reply).ok_or_else(|| {
         Error::Protocol(format!(
             "sentinel {} answered SENTINEL MASTER {master} with {reply:?}",
@@ -68,11 +67,9 @@ fn view(reply: &Value) -> Option<View> {
 pub(super) fn is_primary(conn: &mut Conn) -> Result<bool> {
     let reply = conn
         .exchange(&[redis::cmd("ROLE")])
-        .map_err(Error::unavailable_or_refused)?
-        .pop()
-        .unwrap_or(Value::Nil)
-        .extract_error()
-        .map_err(Error::unavailable_or_refused)?;
+        .map(|mut replies| replies.pop().unwrap_or(Value::Nil))
+        .and_then(Value::extract_error)
+        .map_err(|error| Error::unavailable_or_refused(error).at(conn.server()))?;
     Ok(match &reply {
         Value::Array(items) => {
             matches!(items.first(), Some(Value::BulkString(role)) if role.as_slice() == b"master")

@@ -134,7 +134,7 @@ impl Sentinels {
                 Err(error) => {
                     let shown = self.sentinels.get(index).map_or("?", Endpoint::shown);
                     log::debug!("sentinel {shown}: {error}");
-                    if matches!(error, Error::Refused(_)) {
+                    if matches!(error, Error::Refused { .. }) {
                         refusals += 1;
                         last_error = Some(error);
                     } else if refusals == 0 {
@@ -153,7 +153,7 @@ impl Sentinels {
         if refusals > self.sentinels.len() - majority {
             // So many refused (a wrong password, an unknown master name) that no majority can
             // answer: no use retrying.
-            if let Some(error @ Error::Refused(_)) = last_error {
+            if let Some(error @ Error::Refused { .. }) = last_error {
                 return Err(error);
             }
         }
@@ -206,8 +206,7 @@ impl Sentinels {
         let now = Instant::now();
         let first_by = now + deadline.saturating_duration_since(now) / 2;
         let primary = self.locate(first_by, floor)?;
-        let mut conn =
-            Conn::open(&primary.endpoint, deadline).map_err(Error::unavailable_or_refused)?;
+        let mut conn = Conn::connect(&primary.endpoint, deadline)?;
         conn.set_deadline(deadline);
         if !is_primary(&mut conn)? {
             return Err(unavailable(format!(
@@ -224,7 +223,7 @@ impl Sentinels {
             )));
         }
         if confirmed.epoch > Epoch::MAX {
-            return Err(Error::Refused(redis::make_extension_error(
+            return Err(Error::refused(redis::make_extension_error(
                 "EPOCH".into(),
                 Some(format!(
                     "the Sentinels' configuration epoch {} is past the largest a token can carry",
@@ -291,7 +290,7 @@ impl Succession {
 }
 
 fn unavailable(text: String) -> Error {
-    Error::Unavailable(io_error(io::ErrorKind::NotConnected, text))
+    Error::unavailable(io_error(io::ErrorKind::NotConnected, text))
 }
 
 #[cfg(test)]

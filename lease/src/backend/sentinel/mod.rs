@@ -61,7 +61,7 @@ impl Target for NamedPrimary {
             if seen > term {
                 // A primary of an older term than one already reached: the Sentinels that named
                 // it have not caught up yet.
-                return Err(Error::Unavailable(crate::conn::io_error(
+                return Err(Error::unavailable(crate::conn::io_error(
                     std::io::ErrorKind::Other,
                     format!(
                         "the Sentinels named a primary of epoch {epoch}, older than epoch {} \

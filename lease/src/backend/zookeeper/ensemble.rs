@@ -113,7 +113,7 @@ pub(super) fn unavailable(error: &ZkError) -> Error {
         | ZkError::ConnectionLoss
         | ZkError::SessionExpired
         | ZkError::Closed
-        | ZkError::Unavailable(_) => Error::ZooKeeperUnavailable(error.to_string()),
+        | ZkError::Unavailable { .. } => Error::ZooKeeperUnavailable(error.to_string()),
         ZkError::Protocol(detail) => Error::Protocol(format!("zookeeper: {detail}")),
         ZkError::BadPath(detail) => Error::InvalidArgument(detail.clone()),
         other => Error::ZooKeeperRefused(other.to_string()),

@@ -191,7 +191,7 @@ fn reap(ensemble: &Ensemble, job: &Job, deadline: Instant) -> bool {
 /// be tried again (no answer).
 fn gave_up(path: &str, error: &ZkError) -> bool {
     match error {
-        ZkError::Timeout | ZkError::ConnectionLoss | ZkError::Unavailable(_) => false,
+        ZkError::Timeout | ZkError::ConnectionLoss | ZkError::Unavailable { .. } => false,
         ZkError::SessionExpired | ZkError::Closed => true,
         other => {
             log::warn!("zookeeper node {path} could not be deleted: {other}");

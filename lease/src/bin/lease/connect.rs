@@ -245,14 +245,26 @@ impl Servers {
         shown.join(", ")
     }
 
+    /// The servers as a message names them: the URLs given, and the one the failure came from
+    /// if it is not among them (a cluster's node, the primary Sentinels named).
+    fn at(&self, server: Option<&str>) -> String {
+        let shown = self.shown();
+        match server {
+            Some(server) if !shown.contains(server) => format!("{server} (through {shown})"),
+            _ => shown,
+        }
+    }
+
     /// `failure` naming the servers, if it is about them (unreachable, or refusing).
     pub fn named_in(&self, mut failure: Failure) -> Failure {
         match &failure.cause {
-            Some(redis_lease::Error::Unavailable(cause)) => {
-                failure.message = format!("redis unavailable at {}: {cause}", self.shown());
+            Some(error @ redis_lease::Error::Unavailable { source, .. }) => {
+                let at = self.at(error.server());
+                failure.message = format!("redis unavailable at {at}: {source}");
             }
-            Some(redis_lease::Error::Refused(cause)) => {
-                failure.message = format!("redis at {} refused the call: {cause}", self.shown());
+            Some(error @ redis_lease::Error::Refused { source, .. }) => {
+                let at = self.at(error.server());
+                failure.message = format!("redis at {at} refused the call: {source}");
             }
             Some(redis_lease::Error::ZooKeeperUnavailable(cause)) => {
                 failure.message = format!("zookeeper unavailable at {}: {cause}", self.shown());
@@ -472,9 +484,8 @@ impl Connection {
             .map_err(|error| error.to_string())?;
         let lock = client.lock(name).map_err(|error| error.to_string())?;
         lock.inspect().map(drop).map_err(|error| match error {
-            redis_lease::Error::Unavailable(cause) | redis_lease::Error::Refused(cause) => {
-                cause.to_string()
-            }
+            redis_lease::Error::Unavailable { source, .. }
+            | redis_lease::Error::Refused { source, .. } => source.to_string(),
             other => other.to_string(),
         })
     }

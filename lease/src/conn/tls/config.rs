@@ -1,0 +1,76 @@
+//! The rustls client configuration a builder's TLS settings make: the system's root
+//! certificates and any CA given, and a client certificate if one is given.
+
+use super::{Pem, TlsFiles};
+use crate::error::{Error, Result};
+use rustls::pki_types::pem::PemObject;
+use rustls::pki_types::{CertificateDer, PrivateKeyDer};
+use rustls::{ClientConfig, RootCertStore};
+use std::sync::Arc;
+
+/// The configuration every TLS session of a client shares.
+pub(crate) type Config = ClientConfig;
+
+/// The certificates in `pem`.
+fn certificates(pem: &Pem, what: &str) -> Result<Vec<CertificateDer<'static>>> {
+    let certs: std::result::Result<Vec<_>, _> = match pem {
+        Pem::File(path) => CertificateDer::pem_file_iter(path)
+            .map_err(|error| invalid(what, pem, error))?
+            .collect(),
+        Pem::Text(text) => CertificateDer::pem_slice_iter(text).collect(),
+    };
+    certs.map_err(|error| invalid(what, pem, error))
+}
+
+/// The private key in `pem`.
+fn key(pem: &Pem) -> Result<PrivateKeyDer<'static>> {
+    match pem {
+        Pem::File(path) => PrivateKeyDer::from_pem_file(path),
+        Pem::Text(text) => PrivateKeyDer::from_pem_slice(text),
+    }
+    .map_err(|error| invalid("client key", pem, error))
+}
+
+fn invalid(what: &str, pem: &Pem, error: impl std::fmt::Display) -> Error {
+    Error::InvalidArgument(format!("{what} {pem:?}: {error}"))
+}
+
+/// The client configuration for `files`, read now (a missing or malformed file is an
+/// `InvalidArgument` when the client is built, not a failure of its first call).
+pub(crate) fn config(files: &TlsFiles) -> Result<Arc<ClientConfig>> {
+    let mut roots = RootCertStore::empty();
+    let native = rustls_native_certs::load_native_certs();
+    for cert in native.certs {
+        // A system certificate rustls cannot use is one fewer root, not a failure.
+        let _ = roots.add(cert);
+    }
+    if let Some(pem) = &files.ca_file {
+        let certs = certificates(pem, "CA file")?;
+        if certs.is_empty() {
+            return Err(invalid("CA file", pem, "no certificate in it"));
+        }
+        for cert in certs {
+            roots
+                .add(cert)
+                .map_err(|error| invalid("CA file", pem, error))?;
+        }
+    }
+    let provider = Arc::new(rustls::crypto::ring::default_provider());
+    let builder = ClientConfig::builder_with_provider(provider)
+        .with_safe_default_protocol_versions()
+        .map_err(|error| Error::InvalidArgument(format!("TLS: {error}")))?
+        .with_root_certificates(roots);
+    let config = match &files.client_cert {
+        None => builder.with_no_client_auth(),
+        Some((cert, key_pem)) => {
+            let chain = certificates(cert, "client certificate")?;
+            if chain.is_empty() {
+                return Err(invalid("client certificate", cert, "no certificate in it"));
+            }
+            builder
+                .with_client_auth_cert(chain, key(key_pem)?)
+                .map_err(|error| invalid("client certificate", cert, error))?
+        }
+    };
+    Ok(Arc::new(config))
+}
