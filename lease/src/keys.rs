@@ -104,7 +104,7 @@ pub(crate) struct LockKeys {
 
 /// What the client's own bookkeeping knows the primitive `kind` named `name` by. Names hold no
 /// braces, so no name's scope is another's.
-fn scope(name: &str, kind: Kind) -> String {
+pub(crate) fn scope(name: &str, kind: Kind) -> String {
     match kind {
         Kind::Lock | Kind::Fair => name.to_owned(),
         Kind::Semaphore { .. } => format!("{name}{{semaphore}}"),

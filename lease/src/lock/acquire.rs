@@ -90,7 +90,7 @@ fn contend(
     if keys.kind == Kind::Write
         && core.reentrant(keys, &owner).is_none()
         && core
-            .reentrant(&keys.with_kind(Kind::Read), &owner)
+            .reentrant_in(&crate::keys::scope(&keys.name, Kind::Read), &owner)
             .is_some()
     {
         return Err(Error::InvalidArgument(format!(

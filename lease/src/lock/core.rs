@@ -111,7 +111,13 @@ impl Core {
 
     /// The hold `owner` holds on the lock through a live guard, which an acquisition re-enters.
     pub(crate) fn reentrant(&self, keys: &LockKeys, owner: &str) -> Option<Arc<str>> {
-        self.registry.reentrant(&keys.scope, owner)
+        self.reentrant_in(&keys.scope, owner)
+    }
+
+    /// [`Core::reentrant`] for the primitive the client's bookkeeping knows as `scope` (the
+    /// read side of the write lock being taken, say).
+    pub(crate) fn reentrant_in(&self, scope: &str, owner: &str) -> Option<Arc<str>> {
+        self.registry.reentrant(scope, owner)
     }
 
     /// A guard of `hold` now exists.
