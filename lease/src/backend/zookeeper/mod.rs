@@ -7,6 +7,7 @@
 //! lock's node stays in the tree when it is free (as Curator leaves it).
 
 mod ensemble;
+mod line;
 mod paths;
 mod reaper;
 mod recipe;

@@ -15,6 +15,7 @@
 //!   of a name, across leader elections and reconnections.
 
 use super::ensemble::unavailable;
+use super::line::{holding, Blocker, Line};
 use super::paths::{self, Claim};
 use super::reaper::Job;
 use super::table::{Held, Node, Waiting};
@@ -114,21 +115,9 @@ pub(super) fn attempt(
     }
 }
 
-/// What keeps a contender from holding, of the contenders `ahead` of it in the queue.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Blocker {
-    /// Nothing: it holds.
-    None,
-    /// The node at this index of `ahead`: looking again when it goes.
-    Node(usize),
-    /// Too many permits ahead, whichever goes: looking again when the queue changes.
-    Any,
-}
-
 /// What keeps an acquisition of `kind` by `owner` from holding the lock at `lock`, behind the
-/// contenders `ahead`: an exclusive one holds first in line; a reader holds behind readers only
-/// (or behind the write hold `owner` has in this client: a downgrade); a semaphore's contender
-/// holds behind contenders that take at most its permits less its own, all of them.
+/// contenders `ahead` (see [`Line`]): a reader holds behind the write hold `owner` has in this
+/// client (a downgrade).
 fn blocker(
     zk: &ZooKeeper,
     kind: Kind,
@@ -136,42 +125,18 @@ fn blocker(
     ahead: &[(u64, String)],
     owner: &str,
 ) -> Blocker {
-    let claims = ahead.iter().map(|(_, child)| paths::claim(child));
-    match kind {
-        Kind::Semaphore { permits, take } => {
-            let mut taken: u64 = 0;
-            for (index, claim) in claims.enumerate() {
-                match claim {
-                    Some(Claim::Take(n)) => taken += u64::from(n),
-                    _ => return Blocker::Node(index),
-                }
-            }
-            if taken + u64::from(take) <= u64::from(permits) {
-                Blocker::None
-            } else {
-                Blocker::Any
-            }
-        }
-        Kind::Read => {
-            let table = zk.table.lock();
-            let own_write = |child: &str| {
-                let path = format!("{lock}/{child}");
-                table.held_at(&path).is_some_and(|held| held.owner == owner)
-            };
-            ahead
-                .iter()
-                .enumerate()
-                .rev()
-                .find(|(_, (_, child))| {
-                    paths::claim(child) != Some(Claim::Read) && !own_write(child)
-                })
-                .map_or(Blocker::None, |(index, _)| Blocker::Node(index))
-        }
-        Kind::Lock | Kind::Fair | Kind::Write => match ahead.len() {
-            0 => Blocker::None,
-            len => Blocker::Node(len - 1),
-        },
+    let table = zk.table.lock();
+    let mut line = Line::default();
+    for (_, child) in ahead {
+        let claim = paths::claim(child);
+        let own_write = kind == Kind::Read
+            && claim == Some(Claim::Exclusive)
+            && table
+                .held_at(&format!("{lock}/{child}"))
+                .is_some_and(|held| held.owner == owner);
+        line.read(claim, own_write);
     }
+    line.blocker(kind)
 }
 
 fn waiting_key(lock: &str, owner: &str) -> (String, String) {
@@ -465,40 +430,6 @@ pub(super) fn inspect(zk: &ZooKeeper, keys: &LockKeys, deadline: Instant) -> Res
     }
     state.waiting = Some(0);
     Ok(state)
-}
-
-/// The nodes of a semaphore's or a read-write lock's queue that hold it (indices into `queue`),
-/// as `kind` counts them: the readers first in line; the contenders first in line that take the
-/// permits `kind` declares, at most; the writer first in line.
-fn holding(kind: Kind, queue: &[(u64, String)]) -> Vec<usize> {
-    let claims: Vec<Option<Claim>> = queue.iter().map(|(_, child)| paths::claim(child)).collect();
-    match kind {
-        Kind::Semaphore { permits, .. } => {
-            let mut taken = 0u64;
-            claims
-                .iter()
-                .map_while(|claim| match claim {
-                    Some(Claim::Take(n)) if taken + u64::from(*n) <= u64::from(permits) => {
-                        taken += u64::from(*n);
-                        Some(())
-                    }
-                    _ => None,
-                })
-                .enumerate()
-                .map(|(index, ())| index)
-                .collect()
-        }
-        Kind::Read => claims
-            .iter()
-            .take_while(|claim| **claim == Some(Claim::Read))
-            .enumerate()
-            .map(|(index, _)| index)
-            .collect(),
-        _ => match claims.first() {
-            Some(Some(Claim::Exclusive)) => vec![0],
-            _ => Vec::new(),
-        },
-    }
 }
 
 /// [`inspect`] of a semaphore or a side of a read-write lock: every node that holds it.
