@@ -20,6 +20,7 @@ mod exec;
 mod exit;
 mod job;
 mod keeper;
+mod layout;
 mod logger;
 mod manual;
 mod primitive;
@@ -69,7 +70,7 @@ enum Command {
     /// Remove NAME whoever holds it (for clearing a dead holder)
     Unlock(status::UnlockArgs),
     /// Print a completion script for SHELL on stdout
-    #[command(after_help = manual::table("Install, for example", &manual::COMPLETIONS_INSTALL))]
+    #[command(after_help = layout::table("Install, for example", &manual::COMPLETIONS_INSTALL))]
     Completions(manual::CompletionsArgs),
     /// Print the manual page on stdout, in roff (man -l <(lease man))
     Man(manual::ManArgs),
@@ -128,11 +129,11 @@ const VARIABLES: [(&str, &str); 4] = [
 fn after_help() -> String {
     format!(
         "{}\n\n{}",
-        manual::table(
+        layout::table(
             "Environment (besides the options' own variables, shown beside them)",
             &VARIABLES
         ),
-        manual::table("Exit codes", &exit::CODES)
+        layout::table("Exit codes", &exit::CODES)
     )
 }
 

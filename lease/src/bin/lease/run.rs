@@ -15,6 +15,7 @@
 use crate::connect::SECRETS;
 use crate::exit::{self, Failure};
 use crate::job::{self, Event, Group, Terminal};
+use crate::layout;
 use crate::primitive::PrimitiveArgs;
 use clap::Args;
 use crossbeam_channel::{never, select, Receiver};
@@ -116,9 +117,9 @@ pub fn command_environment() -> String {
 pub fn after_help() -> String {
     format!(
         "{}\n{}\n\n{}",
-        crate::manual::wrap(&command_environment(), 80).join("\n"),
-        crate::manual::columns(&COMMAND_ENVIRONMENT),
-        crate::manual::table("Exit codes", &exit::CODES)
+        layout::wrap(&command_environment(), layout::WIDTH).join("\n"),
+        layout::columns(&COMMAND_ENVIRONMENT),
+        layout::table("Exit codes", &exit::CODES)
     )
 }
 
