@@ -8,7 +8,7 @@ use std::time::{Duration, Instant};
 /// Runs `redis-cli` with `args` and returns what it printed on standard output; `Err` with its
 /// standard error (or a timeout notice) when it exits unsuccessfully or runs past `timeout`.
 pub(crate) fn run(args: &[String], timeout: Duration) -> Result<String, String> {
-    let mut child = Command::new(crate::redis_server::binary("redis-cli"))
+    let mut child = Command::new(crate::programs::binary("redis-cli"))
         .args(args)
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
@@ -61,25 +61,4 @@ pub(crate) fn run(args: &[String], timeout: Duration) -> Result<String, String> 
 pub fn redis_cli(args: &[&str], timeout: Duration) -> Result<String, String> {
     let args: Vec<String> = args.iter().map(|&arg| arg.to_owned()).collect();
     run(&args, timeout)
-}
-
-impl crate::RedisServer {
-    /// Runs `redis-cli` against this server with `args` (a command and its arguments, or options
-    /// such as `--cluster check`), connected as testkit connects: over TLS with the client
-    /// certificate on a TLS server, with the server's `--requirepass` if it has one. Killed
-    /// after 10 s.
-    pub fn cli(&self, args: &[&str]) -> Result<String, String> {
-        let mut all = self
-            .mode()
-            .tls()
-            .map(crate::tls::TlsSettings::cli_args)
-            .unwrap_or_default();
-        all.extend(["-h".to_owned(), "127.0.0.1".to_owned()]);
-        all.extend(["-p".to_owned(), self.port().to_string()]);
-        if let Some(password) = self.requirepass() {
-            all.extend(["-a", password, "--no-auth-warning"].map(String::from));
-        }
-        all.extend(args.iter().map(|&arg| arg.to_owned()));
-        run(&all, Duration::from_secs(10))
-    }
 }

@@ -51,9 +51,11 @@ mod hostile;
 mod info;
 mod lcg;
 mod monitor;
+mod programs;
 mod redis_server;
 mod sentinel;
 mod tls;
+mod tls_server;
 mod wait;
 mod zookeeper;
 

@@ -66,25 +66,6 @@ impl Mode {
     }
 }
 
-/// Where a program is: on `PATH`, else in `/usr/bin` or `/usr/local/bin`. Panics saying so when
-/// it is nowhere.
-pub(crate) fn binary(name: &str) -> PathBuf {
-    let candidates = std::env::var_os("PATH")
-        .map(|path| std::env::split_paths(&path).collect::<Vec<_>>())
-        .unwrap_or_default();
-    candidates
-        .into_iter()
-        .chain([PathBuf::from("/usr/bin"), PathBuf::from("/usr/local/bin")])
-        .map(|dir| dir.join(name))
-        .find(|path| path.is_file())
-        .unwrap_or_else(|| {
-            panic!(
-                "{name} not found on PATH: these tests need a real server \
-                 (scripts/test installs it with apt-get)"
-            )
-        })
-}
-
 /// Ports the servers use: below Linux's ephemeral range (32768 and up), so that no outgoing
 /// connection takes a stopped server's port as its own. A client reconnecting to a stopped
 /// server on an ephemeral port can even connect to itself, and then the server cannot start again.
@@ -162,7 +143,7 @@ impl RedisServer {
             .open(&log_path)
             .expect("open the server's log");
         let log_start = log.metadata().map(|meta| meta.len()).unwrap_or(0);
-        let mut command = Command::new(binary("redis-server"));
+        let mut command = Command::new(crate::programs::binary("redis-server"));
         if let Mode::Sentinel { config, .. } = &self.launch.mode {
             command.arg(config).arg("--sentinel");
         }

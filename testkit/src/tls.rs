@@ -1,9 +1,5 @@
 //! TLS for test servers: a CA, a server certificate and a client certificate made at test time
-//! (with rcgen), written as PEM files, and a `redis-server` that speaks TLS only.
-//!
-//! The server's port takes TLS connections only (`--port 0`: no plain TCP port); its unix socket
-//! stays plain, for test code's own commands ([`RedisServer::connection`]). A `redis-server`
-//! built without TLS exits at start, and the test fails saying so.
+//! (with rcgen), written as PEM files, and the settings a server and `redis-cli` take them with.
 
 use std::fs;
 use std::path::{Path, PathBuf};
@@ -14,9 +10,6 @@ use rcgen::{
     BasicConstraints, CertificateParams, DistinguishedName, DnType, ExtendedKeyUsagePurpose, IsCa,
     Issuer, KeyPair, KeyUsagePurpose,
 };
-
-use crate::redis_server::{Launch, Mode};
-use crate::RedisServer;
 
 /// A CA, a server certificate (CN `localhost`; SANs `localhost` and IP `127.0.0.1`) and a client
 /// certificate, both signed by the CA, as PEM files in a temporary directory deleted on drop.
@@ -127,7 +120,7 @@ pub enum ClientAuth {
     Off,
 }
 
-/// How [`RedisServer::start_tls`] starts a server.
+/// How [`RedisServer::start_tls`](crate::RedisServer::start_tls) starts a server.
 #[derive(Clone, Default)]
 pub struct TlsOptions {
     /// Whether clients must present a certificate.
@@ -135,15 +128,15 @@ pub struct TlsOptions {
     /// The certificates to use; fresh ones when `None`. Servers given the same certificates
     /// trust the same CA.
     pub certificates: Option<Arc<TlsCertificates>>,
-    /// More settings, as `--name value` pairs (see [`RedisServer::start_with`]).
+    /// More settings, as `--name value` pairs (see [`RedisServer::start_with`](crate::RedisServer::start_with)).
     pub extra: Vec<String>,
 }
 
 /// What a TLS server was started with.
 #[derive(Clone)]
 pub(crate) struct TlsSettings {
-    certificates: Arc<TlsCertificates>,
-    client_auth: ClientAuth,
+    pub(crate) certificates: Arc<TlsCertificates>,
+    pub(crate) client_auth: ClientAuth,
 }
 
 impl TlsSettings {
@@ -214,35 +207,4 @@ impl TlsSettings {
 
 fn path(path: &Path) -> String {
     path.to_str().expect("a UTF-8 path").to_owned()
-}
-
-impl RedisServer {
-    /// A server whose port speaks TLS only (`--tls-port P --port 0`), with the CA, server
-    /// certificate and client authentication that `options` give. [`RedisServer::url`] is then
-    /// `rediss://127.0.0.1:P`; the PEM files are in [`RedisServer::tls_certificates`].
-    pub fn start_tls(options: TlsOptions) -> RedisServer {
-        let certificates = options
-            .certificates
-            .unwrap_or_else(|| Arc::new(TlsCertificates::generate()));
-        RedisServer::launch(Launch {
-            mode: Mode::Tls(TlsSettings {
-                certificates,
-                client_auth: options.client_auth,
-            }),
-            cluster_bus: false,
-            extra: options.extra,
-        })
-    }
-
-    /// The certificates of a TLS server; `None` for a plain one.
-    pub fn tls_certificates(&self) -> Option<&Arc<TlsCertificates>> {
-        match self.mode() {
-            Mode::Tls(settings)
-            | Mode::Sentinel {
-                tls: Some(settings),
-                ..
-            } => Some(&settings.certificates),
-            Mode::Plain | Mode::Sentinel { tls: None, .. } => None,
-        }
-    }
 }

@@ -36,7 +36,8 @@ use std::sync::OnceLock;
 use std::thread;
 use std::time::{Duration, Instant};
 
-use crate::redis_server::{binary, free_port};
+use crate::programs::binary;
+use crate::redis_server::free_port;
 use crate::wait::wait_for;
 
 /// The server's jar, as Debian's `zkEnv.sh` puts it on the classpath.
