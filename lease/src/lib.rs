@@ -22,7 +22,8 @@
 //!
 //! # Platforms and servers
 //!
-//! Unix only (Linux, macOS, the BSDs); a build for another target stops with a message saying so.
+//! Unix only (Linux, macOS, the BSDs; tested on Linux only); a build for another target stops
+//! with a message saying so.
 //! Redis 7.0 or later: the scripts ask the user's ACL rules with `redis.acl_check_cmd` and a
 //! cluster's waiters use sharded pub/sub (`SPUBLISH`), both Redis 7. The test suite runs against
 //! Debian's Redis 7.0.15 and ZooKeeper 3.8.
