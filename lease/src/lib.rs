@@ -161,7 +161,11 @@ pub use multilock::{MultiGuard, MultiLock};
 pub use policy::{MAX_LEASE, MIN_LEASE};
 /// The Redis client crate, re-exported: [`Error::Unavailable`] and [`Error::Refused`] carry its
 /// `RedisError` (its `code()` and `detail()` say what the server answered), and the crate's
-/// version is the one those errors come from.
+/// version is the one those errors come from; [`Client::from_connection_info`] takes its
+/// `ConnectionInfo`. Re-exported rather than wrapped, so that an application that already talks
+/// to Redis through it passes its values in as they are. What a caller decides on needs no
+/// `redis` type: [`Error::code`], [`Error::server`] and [`Error::is_retryable`]. Its version is part
+/// of this crate's API, so moving to `redis` 2.0 will be a breaking release of this crate.
 pub use redis;
 pub use rwlock::ReadWriteLock;
 pub use semaphore::{Semaphore, MAX_PERMITS};
