@@ -85,8 +85,11 @@
 //!   `quorum` for RedLock, `zookeeper/` for ZooKeeper's recipe over the crate's own ZooKeeper
 //!   client in `zk/`), each built from the one `backend::Settings` (`backend/settings.rs`);
 //!   adding one is a module there and one line in `ClientBuilder::build` (`client.rs`);
-//!   connections and the transport: `conn/` and `pool/` (a connection per call, or a handle
-//!   on the shared, pipelined one in `pipe/`); the fencing epoch: `fencing.rs`;
+//!   which nodes of a ZooKeeper queue hold: `backend/zookeeper/line.rs`; connections and the
+//!   transport: `conn/` (TLS in `conn/tls/`, behind the `tls` feature) and `pool/` (a
+//!   connection per call, or a handle on the shared, pipelined one in `pipe/`); the fencing
+//!   epoch: `fencing.rs`;
+//! * an error, what it names and whether it may pass: `error.rs`;
 //! * renewal cadence and deadlines: `watchdog/grid.rs`; the renewal thread:
 //!   `watchdog/renewal.rs`; the lost signal: `watchdog/` and `lost.rs`;
 //! * the dead-man's switch of `lease run`: `src/bin/lease/keeper.rs` (and `run.rs`, which arms
