@@ -199,6 +199,12 @@ pub fn read_write_lock_excludes_writers(clients: Clients<'_>, name: &str) {
     // Downgrade: the writer reads, then stops writing, and others read with it.
     let downgraded = rw_b.read_lock().lock().expect("the writer may read");
     assert!(downgraded.fencing_token() > w.fencing_token());
+    let reading = rw_c.read_lock().inspect().expect("reachable");
+    assert_eq!(
+        reading.holders,
+        [(rw_b.read_lock().owner(), 1)],
+        "the writer's own read holds the read side"
+    );
     drop((w, w2));
     let other = rw_a
         .read_lock()

@@ -3,7 +3,7 @@
 //! behind readers only (or behind a write hold of its own owner in this client: a downgrade); a
 //! semaphore's contender holds behind contenders that take, with it, at most its permits. An
 //! acquisition asks it what keeps its node from holding ([`Line::blocker`]); `inspect` and a
-//! forced release ask which nodes hold ([`holding`]).
+//! forced release ask which nodes hold ([`holding`]), by the same rule.
 
 use super::paths::{self, Claim};
 use crate::keys::Kind;
@@ -67,28 +67,51 @@ impl Line {
 
 /// The nodes of `queue` that hold its primitive as `kind` counts them (indices into `queue`):
 /// those of `kind`'s claim that [`Line::blocker`] lets hold, the permits `kind` declares being
-/// the semaphore's. Every one of them is first in line or behind holders, so they are the first
-/// nodes of the queue.
-pub(super) fn holding(kind: Kind, queue: &[(u64, String)]) -> Vec<usize> {
+/// the semaphore's. A reader behind the write hold first in line holds if `owner_of` (the owner
+/// a node's data names, `None` for a node gone) finds it the writer's own (a downgrade): owner ids
+/// are unique to their holder, so the same owner is the same client.
+///
+/// # Errors
+///
+/// `owner_of`'s.
+pub(super) fn holding<E>(
+    kind: Kind,
+    queue: &[(u64, String)],
+    mut owner_of: impl FnMut(usize) -> Result<Option<String>, E>,
+) -> Result<Vec<usize>, E> {
+    // The nodes read, as anyone behind them sees them, and as the owner of the write hold
+    // first in line sees them.
     let mut line = Line::default();
+    let mut own = Line::default();
+    let mut writer: Option<Option<String>> = None;
     let mut holding = Vec::new();
     for (index, (_, child)) in queue.iter().enumerate() {
         let claim = paths::claim(child);
         let contender = match (kind, claim) {
             (Kind::Semaphore { permits, .. }, Some(Claim::Take(take))) => {
-                Kind::Semaphore { permits, take }
+                Some(Kind::Semaphore { permits, take })
             }
-            (Kind::Read, Some(Claim::Read)) => Kind::Read,
-            (Kind::Lock | Kind::Fair | Kind::Write, Some(Claim::Exclusive)) => kind,
-            _ => break,
+            (Kind::Read, Some(Claim::Read)) => Some(Kind::Read),
+            (Kind::Lock | Kind::Fair | Kind::Write, Some(Claim::Exclusive)) => Some(kind),
+            _ => None,
         };
-        if line.blocker(contender) != Blocker::None {
-            break;
+        if let Some(contender) = contender {
+            let holds = line.blocker(contender) == Blocker::None
+                || (own.blocker(contender) == Blocker::None && {
+                    let first = match &writer {
+                        Some(first) => first.clone(),
+                        None => writer.insert(owner_of(0)?).clone(),
+                    };
+                    first.is_some() && first == owner_of(index)?
+                });
+            if holds {
+                holding.push(index);
+            }
         }
-        holding.push(index);
         line.read(claim, false);
+        own.read(claim, index == 0 && claim == Some(Claim::Exclusive));
     }
-    holding
+    Ok(holding)
 }
 
 #[cfg(test)]
@@ -115,6 +138,20 @@ mod tests {
         line.blocker(kind)
     }
 
+    /// [`holding`] where every node's owner is the one `owners` names at its index.
+    fn holding_of(kind: Kind, queue: &[(u64, String)], owners: &[&str]) -> Vec<usize> {
+        let found: Result<Vec<usize>, ()> = holding(kind, queue, |index| {
+            Ok(owners.get(index).map(|o| o.to_string()))
+        });
+        found.expect("no error")
+    }
+
+    /// [`holding`] where no owner may be asked.
+    fn holding_unasked(kind: Kind, queue: &[(u64, String)]) -> Vec<usize> {
+        let found: Result<Vec<usize>, usize> = holding(kind, queue, Err);
+        found.expect("no owner asked")
+    }
+
     #[test]
     fn an_exclusive_claim_waits_on_the_node_just_ahead() {
         assert_eq!(blocker(Kind::Lock, &[]), Blocker::None);
@@ -122,8 +159,11 @@ mod tests {
             blocker(Kind::Write, &[Claim::Read, Claim::Read]),
             Blocker::Node(1)
         );
-        assert_eq!(holding(Kind::Lock, &queue(&[Claim::Exclusive; 3])), [0]);
-        assert!(holding(Kind::Write, &queue(&[Claim::Read, Claim::Exclusive])).is_empty());
+        assert_eq!(
+            holding_unasked(Kind::Lock, &queue(&[Claim::Exclusive; 3])),
+            [0]
+        );
+        assert!(holding_unasked(Kind::Write, &queue(&[Claim::Read, Claim::Exclusive])).is_empty());
     }
 
     #[test]
@@ -135,7 +175,24 @@ mod tests {
         line.read(Some(Claim::Read), false);
         assert_eq!(line.blocker(Kind::Read), Blocker::None);
         let readers = queue(&[Claim::Read, Claim::Read, Claim::Exclusive, Claim::Read]);
-        assert_eq!(holding(Kind::Read, &readers), [0, 1]);
+        assert_eq!(holding_unasked(Kind::Read, &readers), [0, 1]);
+        // A writer that also reads (a downgrade): its own reader holds, another's waits, and a
+        // reader behind a writer that is not first waits whoever it is.
+        let downgraded = queue(&[
+            Claim::Exclusive,
+            Claim::Read,
+            Claim::Read,
+            Claim::Exclusive,
+            Claim::Read,
+        ]);
+        let owners = ["a", "b", "a", "a", "a"];
+        assert_eq!(holding_of(Kind::Read, &downgraded, &owners), [2]);
+        assert_eq!(holding_of(Kind::Write, &downgraded, &owners), [0]);
+        // A writer whose node is gone (no owner) lets no reader in as its own.
+        let gone: Result<Vec<usize>, ()> = holding(Kind::Read, &downgraded, |index| {
+            Ok((index > 0).then(|| "a".into()))
+        });
+        assert!(gone.expect("no error").is_empty());
     }
 
     #[test]
@@ -154,12 +211,12 @@ mod tests {
             Claim::Take(1),
             Claim::Take(1),
         ]);
-        assert_eq!(holding(semaphore(1), &takes), [0, 1]);
+        assert_eq!(holding_unasked(semaphore(1), &takes), [0, 1]);
         // Declaring more permits lets more of the same queue hold.
         let wider = Kind::Semaphore {
             permits: 5,
             take: 1,
         };
-        assert_eq!(holding(wider, &takes), [0, 1, 2, 3]);
+        assert_eq!(holding_unasked(wider, &takes), [0, 1, 2, 3]);
     }
 }

@@ -442,7 +442,9 @@ fn inspect_shared(
     mut state: LockState,
     deadline: Instant,
 ) -> Result<LockState> {
-    let holding = holding(keys.kind, queue);
+    let holding = holding(keys.kind, queue, |index| {
+        owner_of(session, &format!("{lock}/{}", queue[index].1), deadline)
+    })?;
     let mut in_use = 0u64;
     for &index in &holding {
         let child = &queue[index].1;
@@ -470,6 +472,15 @@ fn inspect_shared(
     Ok(state)
 }
 
+/// The owner the node at `path` names, or `None` if it is gone.
+fn owner_of(session: &Session, path: &str, deadline: Instant) -> Result<Option<String>> {
+    match session.get_data(path, false, deadline) {
+        Ok((data, _)) => Ok(Some(String::from_utf8_lossy(&data).into_owned())),
+        Err(ZkError::NoNode) => Ok(None),
+        Err(error) => Err(unavailable(&error)),
+    }
+}
+
 /// Deletes the node that holds the lock (every node that holds a semaphore or a read-write
 /// lock's side); whether there was one.
 pub(super) fn force_release(zk: &ZooKeeper, keys: &LockKeys, deadline: Instant) -> Result<bool> {
@@ -483,7 +494,10 @@ pub(super) fn force_release(zk: &ZooKeeper, keys: &LockKeys, deadline: Instant) 
     let queue = paths::queue(children);
     if keys.kind.shared() {
         let mut deleted = false;
-        for index in holding(keys.kind, &queue) {
+        let holding = holding(keys.kind, &queue, |index| {
+            owner_of(&session, &format!("{lock}/{}", queue[index].1), deadline)
+        })?;
+        for index in holding {
             match session.delete(&format!("{lock}/{}", queue[index].1), None, deadline) {
                 Ok(()) => deleted = true,
                 Err(ZkError::NoNode) => {}
