@@ -12,6 +12,7 @@ use super::ask::{ask, is_primary};
 use crate::conn::{io_error, Conn, Endpoint};
 use crate::error::{Error, Result};
 use crate::fencing::Epoch;
+use crate::pool::Opened;
 use parking_lot::Mutex;
 use std::io;
 use std::time::{Duration, Instant};
@@ -200,8 +201,9 @@ impl Sentinels {
     /// look-up keep a reserve; with every Sentinel asked at once, both look-ups usually take one
     /// round trip, and a Sentinel that does not answer costs each at most [`LATE_ANSWERS`].
     /// A primary older than one this client already used, or than one a Sentinel announced, is
-    /// never connected to.
-    pub(crate) fn connect(&self, deadline: Instant) -> Result<Conn> {
+    /// never connected to; one newer than the primary of every connection before supersedes
+    /// them.
+    pub(crate) fn connect(&self, deadline: Instant) -> Result<Opened> {
         let floor = self.succession.lock().floor();
         let now = Instant::now();
         let first_by = now + deadline.saturating_duration_since(now) / 2;
@@ -231,21 +233,23 @@ impl Sentinels {
                 )),
             )));
         }
-        {
+        let supersedes = {
             let mut succession = self.succession.lock();
             let floor = succession.floor();
             if confirmed.epoch < floor {
-                // A failover was announced while this connection was being opened.
+                // A failover was announced, or a newer primary reached, while this connection
+                // was being opened.
                 return Err(unavailable(format!(
                     "{} is of epoch {}, and a primary of epoch {floor} was announced meanwhile",
                     confirmed.endpoint.shown(),
                     confirmed.epoch
                 )));
             }
-            succession.connected = succession.connected.max(confirmed.epoch);
-        }
+            let before = succession.connected.replace(confirmed.epoch);
+            before.is_some_and(|before| before < confirmed.epoch)
+        };
         conn.set_epoch(Epoch::Known(confirmed.epoch));
-        Ok(conn)
+        Ok(Opened { conn, supersedes })
     }
 
     /// Takes in that `sentinel` announced a new primary, or may have while it was not listened
@@ -259,7 +263,7 @@ impl Sentinels {
             Ok(view) => {
                 let mut succession = self.succession.lock();
                 succession.announced = succession.announced.max(view.epoch);
-                view.epoch > succession.connected
+                view.epoch > succession.connected.unwrap_or(0)
             }
             Err(error) => {
                 log::debug!(
@@ -276,8 +280,8 @@ impl Sentinels {
 /// Sentinel announced.
 #[derive(Default)]
 struct Succession {
-    /// The highest epoch of a primary that a connection was opened to.
-    connected: u64,
+    /// The highest epoch of a primary that a connection was opened to, once one was.
+    connected: Option<u64>,
     /// The highest epoch of a primary that a Sentinel announced.
     announced: u64,
 }
@@ -285,7 +289,7 @@ struct Succession {
 impl Succession {
     /// The oldest epoch that a new connection's primary may have.
     fn floor(&self) -> u64 {
-        self.connected.max(self.announced)
+        self.connected.unwrap_or(0).max(self.announced)
     }
 }
 

@@ -12,10 +12,8 @@ use super::server::Server;
 use super::{Backend, Settings};
 use crate::conn::Endpoint;
 use crate::error::{Error, Result};
-use crate::fencing::Epoch;
 use crate::pool::{Opened, Target};
 use discovery::Sentinels;
-use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::Instant;
 
@@ -30,7 +28,6 @@ pub(crate) fn build(
     let sentinels = Arc::new(Sentinels::new(sentinels, master)?);
     let target = NamedPrimary {
         sentinels: Arc::clone(&sentinels),
-        primary_epoch: AtomicU64::new(0),
     };
     let pool = Arc::new(settings.pool(Box::new(target)).with_acks(acks));
     let thread_name = settings.thread_name("sentinel");
@@ -39,12 +36,9 @@ pub(crate) fn build(
 }
 
 /// Where a Sentinel client's connections go: to the primary the Sentinels name, its tokens drawn
-/// in the epoch it was promoted in.
+/// in the epoch it was promoted in (see [`Sentinels::connect`]).
 struct NamedPrimary {
     sentinels: Arc<Sentinels>,
-    /// One more than the highest Sentinel configuration epoch of a primary a connection was
-    /// opened to; 0 before the first.
-    primary_epoch: AtomicU64,
 }
 
 impl Target for NamedPrimary {
@@ -53,27 +47,6 @@ impl Target for NamedPrimary {
     }
 
     fn open(&self, deadline: Instant) -> Result<Opened> {
-        let conn = self.sentinels.connect(deadline)?;
-        let mut supersedes = false;
-        if let Epoch::Known(epoch) = conn.epoch() {
-            let term = epoch.saturating_add(1);
-            let seen = self.primary_epoch.fetch_max(term, Ordering::AcqRel);
-            if seen > term {
-                // A primary of an older term than one already reached: the Sentinels that named
-                // it have not caught up yet.
-                return Err(Error::unavailable(crate::conn::io_error(
-                    std::io::ErrorKind::Other,
-                    format!(
-                        "the Sentinels named a primary of epoch {epoch}, older than epoch {} \
-                         already seen",
-                        seen - 1
-                    ),
-                )));
-            }
-            // The Sentinels name a newer primary than the pool's other connections reach,
-            // announced or not: none of those may serve another call.
-            supersedes = seen != 0 && seen < term;
-        }
-        Ok(Opened { conn, supersedes })
+        self.sentinels.connect(deadline)
     }
 }
