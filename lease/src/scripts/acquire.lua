@@ -47,22 +47,15 @@ if redis.call('exists', KEYS[1]) == 0 then
   if behind then
     return behind
   end
-  local fields = {ARGV[2], 1, ':hold', ARGV[3], ':token', token, ':a:' .. ARGV[3], 1}
-  local refused = denied('set', KEYS[2], token) or (note and denied('set', KEYS[3], note))
-    or denied('hset', KEYS[1], unpack(fields)) or denied('pexpire', KEYS[1], ARGV[1])
-    or (line and line.denied())
+  local hold = new_hold(KEYS[1], KEYS[2], KEYS[3], note, ARGV[2], ARGV[3], token, ARGV[1])
+  local refused = hold.denied() or (line and line.denied())
   if refused then
     return refused
   end
   if line then
     line.leave()
   end
-  redis.call('set', KEYS[2], token)
-  if note then
-    redis.call('set', KEYS[3], note)
-  end
-  redis.call('hset', KEYS[1], unpack(fields))
-  redis.call('pexpire', KEYS[1], ARGV[1])
+  hold.make()
   return {1, 1, token}
 end
 local held, unreadable = lock_fields(KEYS[1], ':hold', ARGV[2], ':token')

@@ -4,6 +4,29 @@
 -- released; its TTL is the lease. Prepended to the scripts after checks.lua; it defines
 -- functions.
 
+-- A new hold of `owner` in `key`, made by the acquisition `id` (also the hold's id), with the
+-- fencing token `token` written to the counter `counter` (and the epoch note `note` to
+-- `note_key`, if there is one) and a lease of `lease` ms. `denied()` is the first refusal among
+-- the commands that make it, or nil: asked before any write, with the script's other checks;
+-- `make()` makes it.
+local function new_hold(key, counter, note_key, note, owner, id, token, lease)
+  local fields = {owner, 1, ':hold', id, ':token', token, ':a:' .. id, 1}
+  return {
+    denied = function()
+      return denied('set', counter, token) or (note and denied('set', note_key, note))
+        or denied('hset', key, unpack(fields)) or denied('pexpire', key, lease)
+    end,
+    make = function()
+      redis.call('set', counter, token)
+      if note then
+        redis.call('set', note_key, note)
+      end
+      redis.call('hset', key, unpack(fields))
+      redis.call('pexpire', key, lease)
+    end,
+  }
+end
+
 -- Re-enters `owner`'s hold `hold` in `key` as the acquisition `id`, extending its lease to
 -- `lease` ms if less is left. `held` are the hold's ':hold', `owner` and ':token' fields as read
 -- (see lock_fields), `last` the fencing counter. Returns the acquisition's reply ({1, holds,

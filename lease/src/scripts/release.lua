@@ -42,32 +42,25 @@ end
 -- A grant needs a token, and the user's leave to write it; if the counter cannot give one or a
 -- command is refused, the lock is freed instead, and the waiter, trying by itself, is told what
 -- is wrong with the counter, the epoch or its rights.
-local token, note, fields
+local token, hold
 local count = ARGV[8] == 'spublish' and 'shardnumsub' or 'numsub'
 if ARGV[5] ~= '' then
   local last = fence_value(KEYS[2])
   if last then
-    local _
+    local _, note
     token, _, note = token_after(last, ARGV[9], KEYS[4])
-  end
-  if token then
-    fields = {ARGV[5], 1, ':hold', ARGV[6], ':token', token, ':a:' .. ARGV[6], 1}
-    if denied('set', KEYS[2], token) or (note and denied('set', KEYS[4], note))
-        or denied('hset', KEYS[1], unpack(fields)) or denied('pexpire', KEYS[1], ARGV[7])
-        or not redis.acl_check_cmd('pubsub', count, ARGV[4]) then
-      token = nil
+    if token then
+      hold = new_hold(KEYS[1], KEYS[2], KEYS[4], note, ARGV[5], ARGV[6], token, ARGV[7])
+      if hold.denied() or not redis.acl_check_cmd('pubsub', count, ARGV[4]) then
+        token = nil
+      end
     end
   end
 end
 redis.call('del', KEYS[1])
 redis.call('set', KEYS[3], ARGV[3], 'px', 60000)
 if token then
-  redis.call('set', KEYS[2], token)
-  if note then
-    redis.call('set', KEYS[4], note)
-  end
-  redis.call('hset', KEYS[1], unpack(fields))
-  redis.call('pexpire', KEYS[1], ARGV[7])
+  hold.make()
   local subscribers = redis.call('pubsub', count, ARGV[4])[2]
   return {0, token, subscribers}
 end

@@ -154,9 +154,8 @@ if behind then
 end
 local score = kind == 'semaphore' and take or (kind == 'write' and 1 or 0)
 local mark = kind == 'semaphore' and permits or 0
-local fields = {ARGV[2], 1, ':hold', ARGV[3], ':token', token, ':a:' .. ARGV[3], 1}
-local refused = denied('set', KEYS[2], token) or (note and denied('set', KEYS[3], note))
-  or denied('hset', KEYS[4], unpack(fields)) or denied('pexpire', KEYS[4], ARGV[1])
+local hold = new_hold(KEYS[4], KEYS[2], KEYS[3], note, ARGV[2], ARGV[3], token, ARGV[1])
+local refused = hold.denied()
   or denied('zadd', KEYS[1], score, ARGV[3]) or (#gone > 0 and denied('zrem', KEYS[1], gone[1]))
   or (kind == 'write' and waiting == ARGV[2] and denied('del', KEYS[6]))
 if refused then
@@ -165,12 +164,7 @@ end
 for _, id in ipairs(gone) do
   redis.call('zrem', KEYS[1], id)
 end
-redis.call('set', KEYS[2], token)
-if note then
-  redis.call('set', KEYS[3], note)
-end
-redis.call('hset', KEYS[4], unpack(fields))
-redis.call('pexpire', KEYS[4], ARGV[1])
+hold.make()
 if declared ~= mark then
   redis.call('zadd', KEYS[1], mark, marker)
 end
