@@ -47,15 +47,15 @@ if redis.call('exists', KEYS[1]) == 0 then
   if behind then
     return behind
   end
-  local hold = new_hold(KEYS[1], KEYS[2], KEYS[3], note, ARGV[2], ARGV[3], token, ARGV[1])
-  local refused = hold.denied() or (line and line.denied())
+  local refused = new_hold_denied(KEYS[1], KEYS[2], KEYS[3], note, ARGV[2], ARGV[3], token,
+    ARGV[1]) or (line and line.denied())
   if refused then
     return refused
   end
   if line then
     line.leave()
   end
-  hold.make()
+  new_hold(KEYS[1], KEYS[2], KEYS[3], note, ARGV[2], ARGV[3], token, ARGV[1])
   return {1, 1, token}
 end
 local held, unreadable = lock_fields(KEYS[1], ':hold', ARGV[2], ':token')

@@ -4,27 +4,25 @@
 -- released; its TTL is the lease. Prepended to the scripts after checks.lua; it defines
 -- functions.
 
--- A new hold of `owner` in `key`, made by the acquisition `id` (also the hold's id), with the
--- fencing token `token` written to the counter `counter` (and the epoch note `note` to
--- `note_key`, if there is one) and a lease of `lease` ms. `denied()` is the first refusal among
--- the commands that make it, or nil: asked before any write, with the script's other checks;
--- `make()` makes it.
+-- The first refusal among the commands that make `owner`'s new hold in `key` as the acquisition
+-- `id` (also the hold's id), with the fencing token `token` written to the counter `counter` (and
+-- the epoch note `note` to `note_key`, if there is one) and a lease of `lease` ms; nil if the
+-- user may run them all. Asked before any write, with the script's other checks. (Plain
+-- functions, not a closure per hold: a script runs for every acquisition.)
+local function new_hold_denied(key, counter, note_key, note, owner, id, token, lease)
+  return denied('set', counter, token) or (note and denied('set', note_key, note))
+    or denied('hset', key, owner, 1, ':hold', id, ':token', token, ':a:' .. id, 1)
+    or denied('pexpire', key, lease)
+end
+
+-- Makes the new hold that new_hold_denied checked, given the same arguments.
 local function new_hold(key, counter, note_key, note, owner, id, token, lease)
-  local fields = {owner, 1, ':hold', id, ':token', token, ':a:' .. id, 1}
-  return {
-    denied = function()
-      return denied('set', counter, token) or (note and denied('set', note_key, note))
-        or denied('hset', key, unpack(fields)) or denied('pexpire', key, lease)
-    end,
-    make = function()
-      redis.call('set', counter, token)
-      if note then
-        redis.call('set', note_key, note)
-      end
-      redis.call('hset', key, unpack(fields))
-      redis.call('pexpire', key, lease)
-    end,
-  }
+  redis.call('set', counter, token)
+  if note then
+    redis.call('set', note_key, note)
+  end
+  redis.call('hset', key, owner, 1, ':hold', id, ':token', token, ':a:' .. id, 1)
+  redis.call('pexpire', key, lease)
 end
 
 -- Re-enters `owner`'s hold `hold` in `key` as the acquisition `id`, extending its lease to

@@ -42,25 +42,23 @@ end
 -- A grant needs a token, and the user's leave to write it; if the counter cannot give one or a
 -- command is refused, the lock is freed instead, and the waiter, trying by itself, is told what
 -- is wrong with the counter, the epoch or its rights.
-local token, hold
+local token, note
 local count = ARGV[8] == 'spublish' and 'shardnumsub' or 'numsub'
 if ARGV[5] ~= '' then
   local last = fence_value(KEYS[2])
   if last then
-    local _, note
+    local _
     token, _, note = token_after(last, ARGV[9], KEYS[4])
-    if token then
-      hold = new_hold(KEYS[1], KEYS[2], KEYS[4], note, ARGV[5], ARGV[6], token, ARGV[7])
-      if hold.denied() or not redis.acl_check_cmd('pubsub', count, ARGV[4]) then
-        token = nil
-      end
-    end
+  end
+  if token and (new_hold_denied(KEYS[1], KEYS[2], KEYS[4], note, ARGV[5], ARGV[6], token, ARGV[7])
+      or not redis.acl_check_cmd('pubsub', count, ARGV[4])) then
+    token = nil
   end
 end
 redis.call('del', KEYS[1])
 redis.call('set', KEYS[3], ARGV[3], 'px', 60000)
 if token then
-  hold.make()
+  new_hold(KEYS[1], KEYS[2], KEYS[4], note, ARGV[5], ARGV[6], token, ARGV[7])
   local subscribers = redis.call('pubsub', count, ARGV[4])[2]
   return {0, token, subscribers}
 end

@@ -154,8 +154,7 @@ if behind then
 end
 local score = kind == 'semaphore' and take or (kind == 'write' and 1 or 0)
 local mark = kind == 'semaphore' and permits or 0
-local hold = new_hold(KEYS[4], KEYS[2], KEYS[3], note, ARGV[2], ARGV[3], token, ARGV[1])
-local refused = hold.denied()
+local refused = new_hold_denied(KEYS[4], KEYS[2], KEYS[3], note, ARGV[2], ARGV[3], token, ARGV[1])
   or denied('zadd', KEYS[1], score, ARGV[3]) or (#gone > 0 and denied('zrem', KEYS[1], gone[1]))
   or (kind == 'write' and waiting == ARGV[2] and denied('del', KEYS[6]))
 if refused then
@@ -164,7 +163,7 @@ end
 for _, id in ipairs(gone) do
   redis.call('zrem', KEYS[1], id)
 end
-hold.make()
+new_hold(KEYS[4], KEYS[2], KEYS[3], note, ARGV[2], ARGV[3], token, ARGV[1])
 if declared ~= mark then
   redis.call('zadd', KEYS[1], mark, marker)
 end
