@@ -193,24 +193,11 @@ impl Error {
 
     /// The same error, naming `server` as the one it came from if it is an error of a server that
     /// names none yet.
-    pub(crate) fn at(self, server: &str) -> Error {
-        match self {
-            Error::Unavailable {
-                server: None,
-                source,
-            } => Error::Unavailable {
-                server: Some(server.to_owned()),
-                source,
-            },
-            Error::Refused {
-                server: None,
-                source,
-            } => Error::Refused {
-                server: Some(server.to_owned()),
-                source,
-            },
-            other => other,
+    pub(crate) fn at(mut self, named: &str) -> Error {
+        if let Error::Unavailable { server, .. } | Error::Refused { server, .. } = &mut self {
+            server.get_or_insert_with(|| named.to_owned());
         }
+        self
     }
 
     /// The Redis server the error came from, for [`Error::Unavailable`] and [`Error::Refused`]:
@@ -218,8 +205,7 @@ impl Error {
     /// password), the node of a cluster or the primary a Sentinel named, not the seed or the
     /// Sentinel the client was given. `None` when the call failed before it reached a server (no
     /// primary known, no node for a slot, no connection free before the deadline), and for
-    /// every other error. ZooKeeper's errors name
-    /// their servers in their text.
+    /// every other error. ZooKeeper's errors name their servers in their text.
     pub fn server(&self) -> Option<&str> {
         match self {
             Error::Unavailable { server, .. } | Error::Refused { server, .. } => server.as_deref(),
