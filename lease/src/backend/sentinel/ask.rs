@@ -18,14 +18,10 @@ pub(super) struct View {
 pub(super) fn ask(sentinel: &Endpoint, master: &str, deadline: Instant) -> Result<View> {
     let mut conn = Conn::connect(sentinel, deadline)?;
     conn.set_deadline(deadline);
-    let ask = redis::cmd("SENTINEL").arg("MASTER").arg(master).clone();
-    let sorted = |error| Error::unavailable_or_refused(error).at(&sentinel.addr.to_string());
-    let reply = conn
-        .exchange(&[ask])
-        .map_err(sorted)?
-        .pop()
-        .unwrap_or(Value::Nil);
-    let reply = reply.extract_error().map_err(sorted)?;
+    let reply = reply_to(
+        &mut conn,
+        redis::cmd("SENTINEL").arg("MASTER").arg(master).clone(),
+    )?;
     view(&reply).ok_or_else(|| {
         Error::Protocol(format!(
             "sentinel {} answered SENTINEL MASTER {master} with {reply:?}",
@@ -63,13 +59,18 @@ fn view(reply: &Value) -> Option<View> {
     })
 }
 
-/// Whether the server on `conn` says it is a primary (`ROLE`).
-pub(super) fn is_primary(conn: &mut Conn) -> Result<bool> {
-    let reply = conn
-        .exchange(&[redis::cmd("ROLE")])
+/// The reply of the server on `conn` to `command`; a refusal, or no answer, is the crate's
+/// error, naming the server.
+fn reply_to(conn: &mut Conn, command: redis::Cmd) -> Result<Value> {
+    conn.exchange(&[command])
         .map(|mut replies| replies.pop().unwrap_or(Value::Nil))
         .and_then(Value::extract_error)
-        .map_err(|error| Error::unavailable_or_refused(error).at(conn.server()))?;
+        .map_err(|error| Error::unavailable_or_refused(error).at(conn.server()))
+}
+
+/// Whether the server on `conn` says it is a primary (`ROLE`).
+pub(super) fn is_primary(conn: &mut Conn) -> Result<bool> {
+    let reply = reply_to(conn, redis::cmd("ROLE"))?;
     Ok(match &reply {
         Value::Array(items) => {
             matches!(items.first(), Some(Value::BulkString(role)) if role.as_slice() == b"master")
