@@ -183,14 +183,7 @@ fn calls_follow_a_frozen_master_to_the_replica_that_took_its_place() {
         .unlock()
         .expect("held");
     // A refusal names the node that refused, the slot's master, whichever seed was given.
-    let full = |maxmemory: u64| {
-        let () = redis::cmd("CONFIG")
-            .arg("SET")
-            .arg("maxmemory")
-            .arg(maxmemory)
-            .query(&mut cluster.server(master).connection())
-            .expect("CONFIG SET");
-    };
+    let full = |maxmemory: u64| cluster.server(master).config_set("maxmemory", maxmemory);
     full(1);
     match lock.try_lock_with_lease(lease) {
         Err(error @ Error::Refused { .. }) => {

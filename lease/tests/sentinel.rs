@@ -386,12 +386,7 @@ fn a_refusal_names_the_primary_the_sentinels_named() {
         .unlock()
         .expect("held");
     let primary = set.primary();
-    let () = redis::cmd("CONFIG")
-        .arg("SET")
-        .arg("maxmemory")
-        .arg(1)
-        .query(&mut set.server(primary).connection())
-        .expect("CONFIG SET");
+    set.server(primary).config_set("maxmemory", 1);
     match lock.try_lock() {
         Err(error @ Error::Refused { .. }) => {
             assert_eq!(error.code(), Some("OOM"), "{error}");

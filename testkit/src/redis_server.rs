@@ -420,6 +420,17 @@ impl RedisServer {
         }
     }
 
+    /// Sets the server's setting `name` to `value` (`CONFIG SET`): a `maxmemory` of 1 makes it a
+    /// full server, which refuses writes with `OOM`.
+    pub fn config_set(&self, name: &str, value: impl redis::ToRedisArgs) {
+        let () = redis::cmd("CONFIG")
+            .arg("SET")
+            .arg(name)
+            .arg(value)
+            .query(&mut self.connection())
+            .unwrap_or_else(|error| panic!("CONFIG SET {name}: {error}"));
+    }
+
     /// Resets the server's statistics (`CONFIG RESETSTAT`), so that [`RedisServer::command_calls`]
     /// counts from now.
     pub fn reset_stats(&self) {
