@@ -97,6 +97,72 @@ fn a_job_is_stopped_before_a_second_copy_starts_when_lease_is_frozen() {
     assert_eq!(done.status.code(), Some(LOST), "{done:?}");
 }
 
+/// A job that says it started in FILE.up, notes its SIGTERM in FILE and exits 0 a moment later,
+/// as a job that cleans up does.
+const CLEANS_UP: &str = "trap 'date +%s%N > FILE; sleep 0.3; exit 0' TERM; \
+    echo > FILE.up; while :; do sleep 0.02; done";
+
+#[test]
+fn a_job_the_switch_stopped_is_reported_lost_even_when_a_renewal_comes_later() {
+    // `lease` frozen long enough for the dead-man's switch to send SIGTERM, then continued
+    // before the deadline: its renewal succeeds, and the job exits 0 after the signal. Before,
+    // `lease` saw a valid hold and a job that ended on its own, and exited 0 without a word.
+    let server = RedisServer::start();
+    let (_dir, term) = scratch("term");
+    let run = spawn(
+        lease(&server.url())
+            .args(["--lease", "2s", "run", "job"])
+            .args(shell(CLEANS_UP, &term)),
+    );
+    let lock = client(&server).lock("job").expect("valid");
+    let up = term.with_extension("up");
+    wait_until("the job runs", || up.exists());
+    kill("-STOP", run.id());
+    wait_until("the switch sends the job SIGTERM", || {
+        !stamps(&term).is_empty()
+    });
+    kill("-CONT", run.id());
+    let done = finish(run, Duration::from_secs(10));
+    let said = stderr_of(&done);
+    assert_eq!(done.status.code(), Some(LOST), "{said}");
+    // Said by the switch's news, or by `lease` itself if it looked at its deadline first.
+    assert!(said.contains("no renewal of \"job\""), "{said}");
+    // The hold was good again when the job ended: released, not left to lapse.
+    assert!(!lock.is_locked().expect("reachable"), "{said}");
+}
+
+#[test]
+fn a_waiter_whose_program_is_replaced_while_it_waits_still_runs_its_command() {
+    // An upgrade or a rebuild during a long `--wait`: the file `lease` was started from is
+    // replaced. Its helpers (the dead-man's switch, the command's first moment) are started
+    // from the program that runs, not from the path, which now names another file.
+    let server = RedisServer::start();
+    let dir = tempfile::tempdir().expect("a temporary directory");
+    let program = dir.path().join("lease");
+    fs::copy(env!("CARGO_BIN_EXE_lease"), &program).expect("copy the tool");
+    let (_scratch, ran) = scratch("ran");
+    let holder = client(&server).lock("job").expect("valid");
+    let held = holder.lock().expect("reachable");
+    let waiter = spawn(
+        tool::bare_from(&program)
+            .env("LEASE_REDIS_URL", server.url())
+            .args(["run", "--wait", "20s", "job"])
+            .args(shell("echo ran > FILE", &ran)),
+    );
+    let exe = format!("/proc/{}/exe", waiter.id());
+    wait_until("the waiter runs the copy", || {
+        fs::read_link(&exe).is_ok_and(|path| path == program)
+    });
+    // The new version: another file renamed over the old one's path.
+    let new = dir.path().join("lease.new");
+    fs::write(&new, "#!/bin/sh\nexit 42\n").expect("write the new version");
+    fs::rename(&new, &program).expect("replace the tool");
+    held.unlock().expect("released");
+    let done = finish(waiter, Duration::from_secs(20));
+    assert_eq!(done.status.code(), Some(0), "{}", stderr_of(&done));
+    assert_eq!(fs::read_to_string(&ran).expect("the command ran"), "ran\n");
+}
+
 #[test]
 fn a_broken_stderr_never_stands_between_a_loss_and_the_kill() {
     let server = RedisServer::start();

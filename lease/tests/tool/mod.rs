@@ -16,7 +16,12 @@ pub fn lease(url: &str) -> Command {
 /// The tool with none of the variables it reads for its settings: it goes by its flags and its
 /// defaults, and by what the test sets.
 pub fn bare() -> Command {
-    let mut command = Command::new(env!("CARGO_BIN_EXE_lease"));
+    bare_from(Path::new(env!("CARGO_BIN_EXE_lease")))
+}
+
+/// [`bare`], of the tool at `program`.
+pub fn bare_from(program: &Path) -> Command {
+    let mut command = Command::new(program);
     command.process_group(0);
     for (name, _) in std::env::vars_os() {
         let name = name.to_string_lossy().into_owned();

@@ -11,19 +11,28 @@
 //! X            done: the group is gone or no longer held for; exit without a signal
 //! ```
 //!
-//! Unless told `X`, the keeper sends SIGTERM (and SIGCONT) to the group `grace` before the
+//! Unless told `X`, the keeper sends SIGTERM (and SIGCONT) to the group `term_before` ahead of the
 //! deadline and SIGKILL at the deadline, then SIGCONT to `lease`, so that a frozen `lease` wakes
-//! to find its lease lost. `lease` never waits on the pipe: a line that finds it full is left
-//! out, so a frozen keeper leaves `lease` running, and the keeper keeps an earlier deadline.
-//! If its stdin closes without `X` (`lease` died), it sends SIGTERM at
-//! once and SIGKILL after `grace`, or at the deadline if that comes first.
+//! to find its lease lost. `term_before` is `lease`'s own grace less a lag of about two of its
+//! looks at the deadline: while `lease` runs, it acts first and says why. `lease` never waits on
+//! the pipe: a line that finds it full is left out, so a frozen keeper leaves `lease` running,
+//! and the keeper keeps an earlier deadline. If its stdin closes without `X` (`lease` died), it
+//! sends SIGTERM at once and SIGKILL after `grace`, or at the deadline if that comes first.
+//!
+//! Whatever it sends the group, it first says on its stdout, one line each, so that a `lease`
+//! that was frozen, or that saw the command end before it saw why, can tell what stopped it:
+//!
+//! ```text
+//! TERM <ns>    SIGTERM, for the deadline <ns> (the last one it was given)
+//! KILL <ns>    SIGKILL, likewise
+//! ```
 
 use crate::clock;
 use clap::Args;
 use crossbeam_channel::RecvTimeoutError;
 use nix::sys::signal::{kill, Signal};
 use nix::unistd::Pid;
-use std::io::BufRead;
+use std::io::{BufRead, Write};
 use std::process::ExitCode;
 use std::time::Duration;
 
@@ -32,9 +41,14 @@ pub struct KeeperArgs {
     /// The `lease` process that feeds this one.
     #[arg(long)]
     supervisor: i32,
-    /// How long before the deadline the command is asked to stop, in milliseconds.
+    /// How long the command is given between SIGTERM and SIGKILL once `lease` is gone, in
+    /// milliseconds.
     #[arg(long)]
     grace_ms: u64,
+    /// How long before the deadline the command is asked to stop while `lease` feeds the
+    /// switch, in milliseconds.
+    #[arg(long)]
+    term_before_ms: u64,
 }
 
 enum Message {
@@ -76,6 +90,7 @@ pub fn keeper(args: KeeperArgs) -> ExitCode {
         }
     });
     let grace = args.grace_ms.saturating_mul(1_000_000);
+    let term_before = args.term_before_ms.saturating_mul(1_000_000);
     let supervisor = Pid::from_raw(args.supervisor);
     let mut group: Option<crate::job::Group> = None;
     let mut deadline = u64::MAX;
@@ -85,10 +100,11 @@ pub fn keeper(args: KeeperArgs) -> ExitCode {
         let now = clock::now_ns();
         let (term_at, kill_at) = match gone_at {
             Some(gone) => (gone, deadline.min(gone.saturating_add(grace))),
-            None => (deadline.saturating_sub(grace), deadline),
+            None => (deadline.saturating_sub(term_before), deadline),
         };
         if let Some(group) = group {
             if now >= kill_at {
+                report("KILL", deadline);
                 group.signal(Signal::SIGKILL);
                 if gone_at.is_none() {
                     // A frozen `lease` wakes to find its lease lost. One that closed the feed
@@ -98,6 +114,7 @@ pub fn keeper(args: KeeperArgs) -> ExitCode {
                 return ExitCode::SUCCESS;
             }
             if now >= term_at && !terminated {
+                report("TERM", deadline);
                 group.terminate();
                 terminated = true;
             }
@@ -127,4 +144,13 @@ pub fn keeper(args: KeeperArgs) -> ExitCode {
             }
         }
     }
+}
+
+/// Tells `lease` on stdout what the switch is about to send, before it does: a `lease` that
+/// sees the command end finds the line in the pipe already. Nothing waits on it: a `lease` that
+/// is gone makes the write fail, and two short lines never fill a pipe.
+fn report(signal: &str, deadline: u64) {
+    let mut out = std::io::stdout().lock();
+    let _ = writeln!(out, "{signal} {deadline}");
+    let _ = out.flush();
 }

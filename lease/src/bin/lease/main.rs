@@ -24,9 +24,12 @@ mod layout;
 mod logger;
 mod manual;
 mod primitive;
+mod program;
 mod run;
 mod say;
 mod status;
+mod supervise;
+mod switch;
 
 use clap::error::ErrorKind;
 use clap::{ArgAction, ArgMatches, Args, CommandFactory, FromArgMatches, Parser, Subcommand};
