@@ -18,11 +18,13 @@ pub type LostSignal = Receiver<Lost>;
 pub enum LostReason {
     /// The lock was taken with an explicit lease, which is never renewed, and that lease ran out.
     Expired,
-    /// No renewal was confirmed before the local deadline: Redis was slow, paused or unreachable.
-    /// The lease may still exist in Redis for a moment, but nothing vouches for it any more.
+    /// No renewal was confirmed before the local deadline: the server was slow, paused or
+    /// unreachable. The lease may still exist there for a moment, but nothing vouches for it any
+    /// more.
     Unconfirmed,
-    /// Redis answered that the lease is gone or held by another owner: it expired, was deleted,
-    /// force-unlocked or taken over.
+    /// The server answered that the lease is gone or held by another owner: it expired, was
+    /// deleted, force-unlocked or taken over (on ZooKeeper: the session expired, or the hold's
+    /// node was deleted).
     Taken,
     /// The lock's `max_hold` was reached: renewal stopped and the lease ran out.
     MaxHold,
@@ -35,7 +37,7 @@ impl std::fmt::Display for LostReason {
         f.write_str(match self {
             LostReason::Expired => "its lease ran out (it is not renewed)",
             LostReason::Unconfirmed => "no renewal was confirmed before its deadline",
-            LostReason::Taken => "redis says it is gone or held by another owner",
+            LostReason::Taken => "the server says it is gone or held by another owner",
             LostReason::MaxHold => "it was held for its max_hold",
             LostReason::TimerStopped => "the watchdog's timer was stopped",
         })
