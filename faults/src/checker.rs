@@ -25,6 +25,10 @@ pub struct Findings {
     /// Acquisitions that failed within their wait, or with an error.
     pub failed: usize,
     pub errors: usize,
+    /// Acquisitions that failed with an error a wait does not ride out (one that needs a
+    /// change first: refused, a protocol error, bad data), and the first such error.
+    pub unexpected_errors: usize,
+    pub first_unexpected: Option<String>,
     /// Pairs of believed-hold windows of different clients that overlap, and the longest overlap.
     pub overlaps: usize,
     pub max_overlap_ms: f64,
@@ -231,7 +235,17 @@ pub fn check(
                 }
             }
             Event::AcquireFail { .. } => findings.failed += 1,
-            Event::AcquireError { .. } => findings.errors += 1,
+            Event::AcquireError {
+                error, retryable, ..
+            } => {
+                findings.errors += 1;
+                if !retryable {
+                    findings.unexpected_errors += 1;
+                    findings
+                        .first_unexpected
+                        .get_or_insert_with(|| error.clone());
+                }
+            }
             Event::Write {
                 token,
                 accepted: true,

@@ -83,6 +83,12 @@ pub enum Fault {
     /// started again with its data after this many leases; the two others elect a new leader
     /// meanwhile.
     KillLeader(u32),
+    /// On ZooKeeper: the leader frozen (SIGSTOP) while one of the long holds is renewed, for this
+    /// many leases, then let run again. The followers leave a leader they have not heard from for
+    /// `syncLimit` ticks (2 s here, two leases): frozen longer, it is replaced, and cannot undo
+    /// anything when it wakes; frozen shorter but past the session timeout, it wakes to expire
+    /// the sessions it has not heard of, which its followers kept answering meanwhile.
+    FreezeLeader(u32),
     /// On ZooKeeper: every connection of the client process in one of the long holds frozen (its
     /// own proxies in front of the three servers pass nothing on, either way) for this many
     /// leases, past its session timeout, then healed.
@@ -254,6 +260,12 @@ impl Fault {
             KillLeader(leases) => Traits::on(ZOOKEEPER)
                 .shown_by(Evidence::NewEpoch)
                 .room(SEARCH_LEASES + leases + 4),
+            // Replaced (a new epoch), or back as the leader and expiring sessions (their
+            // holders told lost).
+            FreezeLeader(leases) if leases > 2 => Traits::on(ZOOKEEPER)
+                .shown_by(Evidence::NewEpoch)
+                .room(SEARCH_LEASES + leases + 4),
+            FreezeLeader(leases) => Traits::on(ZOOKEEPER).room(SEARCH_LEASES + leases + 4),
             CutOffHolder(leases) => Traits::on(ZOOKEEPER)
                 .client_proxies()
                 .room(SEARCH_LEASES + leases + 2),
@@ -464,6 +476,16 @@ impl Fault {
                 ensemble.stop(leader);
                 thread::sleep(lease * leases);
                 ensemble.start_again(leader);
+            }
+            Fault::FreezeLeader(leases) => {
+                let ensemble = ensemble?;
+                // Frozen whether a long hold turns up or not.
+                let _ = holding(histories, lease);
+                let leader = ensemble.wait_for_leader(lease * 10)?;
+                start = now_ns();
+                ensemble.pause(leader);
+                thread::sleep(lease * leases);
+                ensemble.resume(leader);
             }
             Fault::CutOffHolder(leases) => {
                 let holder = holding(histories, lease)?;

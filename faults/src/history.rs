@@ -39,6 +39,10 @@ pub enum Event {
         t: u64,
         client: String,
         error: String,
+        /// Whether it is one a wait rides out (`Error::is_retryable`: no answer, a failover,
+        /// the lock still held), rather than one that needs a change first.
+        #[serde(default = "retryable")]
+        retryable: bool,
     },
     /// The client saw its hold's local deadline move: a renewal was confirmed.
     Renewed {
@@ -281,4 +285,9 @@ mod tests {
         std::fs::create_dir_all(&dir).expect("a temporary directory");
         dir
     }
+}
+
+/// What a history written before errors were sorted says of one: nothing against it.
+fn retryable() -> bool {
+    true
 }

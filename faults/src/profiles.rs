@@ -205,6 +205,19 @@ pub fn all() -> Vec<Scenario> {
             KillLeader(2),
         ),
         scenario(
+            "zookeeper: the leader frozen (SIGSTOP) for 3 leases: its followers elect another",
+            true,
+            ZooKeeper,
+            FreezeLeader(3),
+        ),
+        failover(
+            "zookeeper: the leader frozen for 1 lease, less than its followers wait: it wakes to expire sessions they kept answering",
+            false,
+            ZooKeeper,
+            FreezeLeader(1),
+            false,
+        ),
+        scenario(
             "zookeeper: the holder cut off from the ensemble past its session timeout (proxies frozen 3 leases)",
             true,
             ZooKeeper,
@@ -373,8 +386,8 @@ mod tests {
         }
         assert_eq!(
             all().len() - short().len(),
-            17,
-            "the other failovers, two ZooKeeper scenarios and eight of the semaphore's and the \
+            18,
+            "the other failovers, three ZooKeeper scenarios and eight of the semaphore's and the \
              read-write lock's run by default"
         );
     }
@@ -395,12 +408,12 @@ mod tests {
     }
 
     #[test]
-    fn zookeeper_is_fenced_and_only_a_frozen_holder_is_outside_the_assumptions() {
+    fn zookeeper_is_fenced_and_only_a_frozen_holder_or_a_leader_woken_to_expire_is_outside() {
         let zookeeper: Vec<Scenario> = all()
             .into_iter()
             .filter(|scenario| scenario.mode == Mode::ZooKeeper)
             .collect();
-        assert_eq!(zookeeper.len(), 6);
+        assert_eq!(zookeeper.len(), 8);
         for scenario in &zookeeper {
             assert!(scenario.mode.fenced());
             assert!(
@@ -408,7 +421,12 @@ mod tests {
                 "{}",
                 scenario.name
             );
-            let outside = matches!(scenario.fault, Fault::FreezeHolder(_));
+            // A leader frozen past the session timeout and back before its followers leave it
+            // expires sessions they kept answering.
+            let outside = matches!(
+                scenario.fault,
+                Fault::FreezeHolder(_) | Fault::FreezeLeader(..=2)
+            );
             assert_eq!(scenario.inside, !outside, "{}", scenario.name);
         }
         let short: Vec<Fault> = short()
@@ -416,7 +434,14 @@ mod tests {
             .filter(|scenario| scenario.mode == Mode::ZooKeeper)
             .map(|scenario| scenario.fault)
             .collect();
-        assert_eq!(short, [Fault::KillLeader(2), Fault::CutOffHolder(3)]);
+        assert_eq!(
+            short,
+            [
+                Fault::KillLeader(2),
+                Fault::FreezeLeader(3),
+                Fault::CutOffHolder(3)
+            ]
+        );
     }
 
     #[test]

@@ -15,8 +15,8 @@ pub enum Verdict {
     /// The fault never took effect.
     Inconclusive,
     /// Anywhere, fencing broken, a lease of another owner touched or an old primary's copy of
-    /// the lock different from the new primary's; inside the timing assumptions, an overlap or
-    /// a lost update.
+    /// the lock different from the new primary's; inside the timing assumptions, an overlap, a
+    /// lost update, or an acquisition that failed with an error a wait does not ride out.
     Fail,
 }
 
@@ -44,7 +44,10 @@ impl Verdict {
             Verdict::Inconclusive
         } else if !judged.inside {
             Verdict::AsExpected
-        } else if findings.overlaps > 0 || findings.lost_updates != 0 {
+        } else if findings.overlaps > 0
+            || findings.lost_updates != 0
+            || findings.unexpected_errors > 0
+        {
             Verdict::Fail
         } else {
             Verdict::Pass
@@ -102,6 +105,23 @@ mod tests {
         assert_eq!(Verdict::of(&overlapping, CLEAN), Verdict::Fail);
         assert_eq!(Verdict::of(&overlapping, OUTSIDE), Verdict::AsExpected);
         assert_eq!(Verdict::of(&Findings::default(), CLEAN), Verdict::Pass);
+    }
+
+    #[test]
+    fn an_error_a_wait_does_not_ride_out_fails_inside_the_assumptions() {
+        let unexpected = Findings {
+            errors: 3,
+            unexpected_errors: 1,
+            first_unexpected: Some("unexpected reply from redis: ...".into()),
+            ..Findings::default()
+        };
+        assert_eq!(Verdict::of(&unexpected, CLEAN), Verdict::Fail);
+        assert_eq!(Verdict::of(&unexpected, OUTSIDE), Verdict::AsExpected);
+        let passing = Findings {
+            errors: 3,
+            ..Findings::default()
+        };
+        assert_eq!(Verdict::of(&passing, CLEAN), Verdict::Pass);
     }
 
     #[test]

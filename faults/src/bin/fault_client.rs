@@ -216,6 +216,7 @@ fn run(
                     t: now_ns(),
                     client: name.clone(),
                     error: error.to_string(),
+                    retryable: error.is_retryable(),
                 });
                 std::thread::sleep(Duration::from_millis(20));
                 continue;

@@ -1,6 +1,7 @@
 //! Runs the fault scenarios and prints the checker's table (Markdown). Exits 1 if a scenario
-//! failed: an overlap or a lost update inside the timing assumptions, or, anywhere, fencing
-//! broken or a lease of another owner touched.
+//! failed: an overlap, a lost update or an acquisition that failed with an error a wait does not
+//! ride out inside the timing assumptions, or, anywhere, fencing broken or a lease of another
+//! owner touched.
 //!
 //! `faults [--profile short|default|soak] [--minutes N] [--seed N] [--report FILE] [--only TEXT] [--keep]`
 //!
@@ -113,6 +114,13 @@ fn main() {
                 }
                 for difference in &outcome.diverged {
                     eprintln!("faults: after a failover, {difference}");
+                }
+                if let Some(error) = &outcome.findings.first_unexpected {
+                    eprintln!(
+                        "faults: {} acquisitions failed with an error a wait does not ride \
+                         out, the first: {error}",
+                        outcome.findings.unexpected_errors
+                    );
                 }
                 let row = row(&outcome);
                 if outcome.verdict() == Verdict::Fail {
