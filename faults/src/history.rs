@@ -193,6 +193,11 @@ pub fn merge(paths: &[std::path::PathBuf]) -> Vec<Event> {
     events
 }
 
+/// What a history written before errors were sorted says of one: nothing against it.
+fn retryable() -> bool {
+    true
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -285,9 +290,4 @@ mod tests {
         std::fs::create_dir_all(&dir).expect("a temporary directory");
         dir
     }
-}
-
-/// What a history written before errors were sorted says of one: nothing against it.
-fn retryable() -> bool {
-    true
 }
