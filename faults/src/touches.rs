@@ -29,17 +29,17 @@ pub const SLACK: u64 = 5_000;
 
 /// The SHA1 of each of `lease`'s scripts, as its calls name them: (acquire, release, renew).
 static SHAS: LazyLock<[String; 3]> = LazyLock::new(|| {
-    let checks = include_str!("../../lease/src/scripts/checks.lua");
-    let holds = include_str!("../../lease/src/scripts/holds.lua");
+    let checks = include_str!("../../lease/src/stores/redis/scripts/checks.lua");
+    let holds = include_str!("../../lease/src/stores/redis/scripts/holds.lua");
     let sha = |script: &str| {
         redis::Script::new(&[checks, holds, script].concat())
             .get_hash()
             .to_owned()
     };
     [
-        sha(include_str!("../../lease/src/scripts/acquire.lua")),
-        sha(include_str!("../../lease/src/scripts/release.lua")),
-        sha(include_str!("../../lease/src/scripts/renew.lua")),
+        sha(include_str!("../../lease/src/stores/redis/scripts/acquire.lua")),
+        sha(include_str!("../../lease/src/stores/redis/scripts/release.lua")),
+        sha(include_str!("../../lease/src/stores/redis/scripts/renew.lua")),
     ]
 });
 

@@ -1,19 +1,20 @@
 //! [`Client`]: what every lock of one client shares (its backend, waiters, local queues and
 //! watchdog), and [`ClientBuilder`], the one set of settings for every deployment.
 
-use crate::backend::{cluster, quorum, sentinel, server, Settings};
-use crate::conn::redact;
-use crate::conn::Pem;
+use crate::backend::Settings;
 use crate::error::{Error, Result};
 use crate::events::Events;
-use crate::keys::{Kind, LockKeys};
 use crate::lock::core::{Core, Parts};
 use crate::lock::Lock;
 use crate::owner;
 use crate::policy::{check_lease, check_timeout};
 use crate::rwlock::ReadWriteLock;
-use crate::scripts::Acks;
 use crate::semaphore::Semaphore;
+use crate::stores::redis::conn::redact;
+use crate::stores::redis::conn::Pem;
+use crate::stores::redis::keys::{Kind, LockKeys};
+use crate::stores::redis::scripts::Acks;
+use crate::stores::redis::{cluster, quorum, sentinel, server};
 use crate::watchdog::{self, Watchdog, WatchdogMetrics};
 use hashwheel::Timer;
 use std::sync::Arc;
@@ -232,7 +233,7 @@ impl Client {
         I: IntoIterator<Item = S>,
         S: Into<String>,
     {
-        let mut zk = crate::backend::zookeeper::ZooKeeperSettings::default();
+        let mut zk = crate::stores::zookeeper::ZooKeeperSettings::default();
         for item in hosts {
             let item: String = item.into();
             let hosts = match item.split_once('/') {
@@ -370,7 +371,7 @@ enum Topology {
         urls: Vec<String>,
     },
     #[cfg(feature = "zookeeper")]
-    ZooKeeper(crate::backend::zookeeper::ZooKeeperSettings),
+    ZooKeeper(crate::stores::zookeeper::ZooKeeperSettings),
 }
 
 impl Topology {
@@ -636,7 +637,7 @@ impl ClientBuilder {
             ));
         }
         watchdog::check_batch(self.renewal_batch)?;
-        crate::keys::check_prefix(&self.prefix)?;
+        crate::stores::redis::keys::check_prefix(&self.prefix)?;
         if self
             .name
             .as_ref()
@@ -658,7 +659,7 @@ impl ClientBuilder {
             Topology::RedLock(_) => quorum::build(&settings, endpoints()?)?,
             #[cfg(feature = "zookeeper")]
             Topology::ZooKeeper(zk) => {
-                crate::backend::zookeeper::build(&settings, zk, &self.prefix, default_lease)?
+                crate::stores::zookeeper::build(&settings, zk, &self.prefix, default_lease)?
             }
         };
         let events = Events::new(self.name.as_deref().unwrap_or(&settings.client_id));

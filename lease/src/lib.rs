@@ -119,38 +119,26 @@ compile_error!(
 mod backend;
 mod cancel;
 mod client;
-mod conn;
 mod error;
 mod events;
-mod fencing;
 mod held;
-mod keys;
 mod local_queue;
 mod lock;
 mod lost;
 mod multilock;
 mod owner;
-mod pipe;
 mod policy;
-mod pool;
-mod pubsub;
 mod rwlock;
-mod scripts;
 mod semaphore;
 mod state;
+mod stores;
 mod watchdog;
-#[cfg(feature = "zookeeper")]
-pub(crate) mod zk;
 
 #[doc = include_str!("guarantees.md")]
 pub mod guarantees {}
 
 pub use cancel::Cancel;
 pub use client::{Client, ClientBuilder};
-/// `url` with the password of its user information replaced by `***` (`redis://u:***@h:1/0`), as
-/// the crate shows URLs in its messages; text that is not a URL is shown up to its last `@` as
-/// `***`. For programs that print the URLs they were given.
-pub use conn::redact as redact_url;
 /// The channel crate of [`LostSignal`], re-exported so that `select!` over a lost signal and
 /// other channels needs no dependency of the caller's own, at the version this crate uses.
 pub use crossbeam_channel;
@@ -173,6 +161,10 @@ pub use redis;
 pub use rwlock::ReadWriteLock;
 pub use semaphore::{Semaphore, MAX_PERMITS};
 pub use state::LockState;
+/// `url` with the password of its user information replaced by `***` (`redis://u:***@h:1/0`), as
+/// the crate shows URLs in its messages; text that is not a URL is shown up to its last `@` as
+/// `***`. For programs that print the URLs they were given.
+pub use stores::redis::conn::redact as redact_url;
 pub use watchdog::WatchdogMetrics;
 
 /// The Rust examples of the crate's README, compiled (and run where they need no server) as doc

@@ -2,9 +2,9 @@
 
 use crate::cancel::Cancel;
 use crate::error::{Error, Result};
-use crate::keys::Kind;
 use crate::lock::{LeaseGuard, Lock};
 use crate::state::LockState;
+use crate::stores::redis::keys::Kind;
 use std::time::{Duration, Instant};
 
 /// The most permits a semaphore may have: every acquisition reads each hold, so the server's

@@ -134,13 +134,13 @@ fn scripts_naming_an_old_hold_leave_the_owners_new_hold_alone() {
     let mut con = server.connection();
     let script = |name: &str| {
         let body = match name {
-            "release" => include_str!("../src/scripts/release.lua"),
-            _ => include_str!("../src/scripts/renew.lua"),
+            "release" => include_str!("../src/stores/redis/scripts/release.lua"),
+            _ => include_str!("../src/stores/redis/scripts/renew.lua"),
         };
         redis::Script::new(
             &[
-                include_str!("../src/scripts/checks.lua"),
-                include_str!("../src/scripts/holds.lua"),
+                include_str!("../src/stores/redis/scripts/checks.lua"),
+                include_str!("../src/stores/redis/scripts/holds.lua"),
                 body,
             ]
             .concat(),

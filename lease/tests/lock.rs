@@ -560,9 +560,9 @@ fn a_retried_release_never_decrements_twice_even_after_another_release() {
     assert_eq!(acquisitions.len(), 3, "{fields:?}");
     let release = redis::Script::new(
         &[
-            include_str!("../src/scripts/checks.lua"),
-            include_str!("../src/scripts/holds.lua"),
-            include_str!("../src/scripts/release.lua"),
+            include_str!("../src/stores/redis/scripts/checks.lua"),
+            include_str!("../src/stores/redis/scripts/holds.lua"),
+            include_str!("../src/stores/redis/scripts/release.lua"),
         ]
         .concat(),
     );

@@ -233,7 +233,7 @@ fn renewal_calls(log: &[Monitored]) -> Vec<(u64, Vec<&str>)> {
 }
 
 fn renew_sha() -> String {
-    redis::Script::new(include_str!("../../../lease/src/scripts/renew.lua"))
+    redis::Script::new(include_str!("../../../lease/src/stores/redis/scripts/renew.lua"))
         .get_hash()
         .to_owned()
 }

@@ -14,23 +14,16 @@
 //!
 //! Every call takes the deadline it must end by; none blocks past it.
 
-pub(crate) mod cluster;
-pub(crate) mod fanout;
-pub(crate) mod quorum;
-pub(crate) mod sentinel;
-pub(crate) mod server;
 mod settings;
-#[cfg(feature = "zookeeper")]
-pub(crate) mod zookeeper;
 
 pub(crate) use settings::Settings;
 
 use crate::error::Result;
-use crate::keys::LockKeys;
-use crate::pool::Identity;
-use crate::pubsub::Waiters;
-use crate::scripts;
 use crate::state::LockState;
+use crate::stores::redis::keys::LockKeys;
+use crate::stores::redis::pool::Identity;
+use crate::stores::redis::pubsub::Waiters;
+use crate::stores::redis::scripts;
 use crate::watchdog::Renewer;
 use std::time::{Duration, Instant};
 
@@ -95,7 +88,7 @@ impl Release<'_> {
         &self,
         keys: &LockKeys,
         announce: scripts::Announce,
-        epoch: crate::fencing::Epoch,
+        epoch: crate::stores::redis::fencing::Epoch,
     ) -> scripts::Call {
         let grant = self.grant.as_ref().map(|grant| scripts::Grant {
             owner: grant.owner,

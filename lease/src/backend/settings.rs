@@ -1,10 +1,10 @@
 //! [`Settings`]: what every deployment is built from (the builder's settings as given), and the
 //! checks that more than one deployment makes of them.
 
-use crate::conn::{tls_config, Endpoint, TlsFiles};
 use crate::error::{Error, Result};
-use crate::pool::{Pool, Target};
-use crate::scripts::Acks;
+use crate::stores::redis::conn::{tls_config, Endpoint, TlsFiles};
+use crate::stores::redis::pool::{Pool, Target};
+use crate::stores::redis::scripts::Acks;
 use std::time::Duration;
 
 /// The builder's settings, as given; each deployment checks those it takes.

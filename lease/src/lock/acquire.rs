@@ -13,11 +13,11 @@ use crate::backend::{Attempt, Attempted};
 use crate::cancel::{self, Cancel};
 use crate::error::{Error, Result};
 use crate::events::AcquireOutcome;
-use crate::keys::Kind;
-use crate::keys::LockKeys;
 use crate::local_queue::Refused;
 use crate::policy::{LeaseKind, Wait};
-use crate::pubsub::Watch;
+use crate::stores::redis::keys::Kind;
+use crate::stores::redis::keys::LockKeys;
+use crate::stores::redis::pubsub::Watch;
 use crate::watchdog::{self, Hold};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -90,7 +90,10 @@ fn contend(
     if keys.kind == Kind::Write
         && core.reentrant(keys, &owner).is_none()
         && core
-            .reentrant_in(&crate::keys::scope(&keys.name, Kind::Read), &owner)
+            .reentrant_in(
+                &crate::stores::redis::keys::scope(&keys.name, Kind::Read),
+                &owner,
+            )
             .is_some()
     {
         return Err(Error::InvalidArgument(format!(

@@ -10,10 +10,10 @@ use super::handoff::{Claiming, Offer};
 use super::registry::{Registry, Unsettled};
 use crate::backend::{Backend, Rivals};
 use crate::events::Events;
-use crate::keys::LockKeys;
 use crate::local_queue::{LocalQueues, Refused, Turn};
 use crate::owner::{self, Ids};
-use crate::pubsub::Waiters;
+use crate::stores::redis::keys::LockKeys;
+use crate::stores::redis::pubsub::Waiters;
 use crate::watchdog::Watchdog;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -159,7 +159,10 @@ impl Core {
     /// its withdrawal and the undoing of its claim are sent before the owner's next acquisition
     /// of the lock (each applies only to what exists: the grant unclaimed, or claimed).
     pub(crate) fn grant_unknown(&self, keys: &LockKeys, owner: &str, hold: &Arc<str>) {
-        for id in [hold.to_string(), crate::scripts::claim_id(hold)] {
+        for id in [
+            hold.to_string(),
+            crate::stores::redis::scripts::claim_id(hold),
+        ] {
             let release = Unsettled {
                 hold: Arc::clone(hold),
                 id,

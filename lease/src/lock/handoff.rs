@@ -21,7 +21,7 @@
 
 use crate::backend::{Backend, Grant, GrantFate, Released, Rivals};
 use crate::error::Result;
-use crate::keys::LockKeys;
+use crate::stores::redis::keys::LockKeys;
 use crate::watchdog;
 use parking_lot::{Condvar, Mutex};
 use std::sync::Arc;

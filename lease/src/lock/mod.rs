@@ -14,9 +14,9 @@ use self::acquire::{acquire, Request};
 use self::core::Core;
 use crate::cancel::Cancel;
 use crate::error::{Error, Result};
-use crate::keys::{Kind, LockKeys};
 use crate::policy::{after, LeaseKind, Wait};
 use crate::state::LockState;
+use crate::stores::redis::keys::{Kind, LockKeys};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -137,7 +137,7 @@ impl Lock {
 
     /// The servers that keep this lock, as they identify themselves, asked within one call
     /// timeout.
-    pub(crate) fn servers(&self) -> Result<Vec<crate::pool::Identity>> {
+    pub(crate) fn servers(&self) -> Result<Vec<crate::stores::redis::pool::Identity>> {
         let deadline = self.core.call_deadline();
         self.core.backend().servers(&self.keys, deadline)
     }

@@ -9,7 +9,7 @@ use super::handoff::Claiming;
 use super::registry::Unsettled;
 use crate::backend::{Release, ReleaseOutcome, Released};
 use crate::error::{Error, Result};
-use crate::keys::LockKeys;
+use crate::stores::redis::keys::LockKeys;
 use crate::watchdog::Watched;
 use std::sync::Arc;
 use std::time::Instant;

@@ -14,8 +14,8 @@
 
 use super::table::{EntryRef, State};
 use super::Shared;
-use crate::keys::LockKeys;
 use crate::lost::{Lost, LostReason, Status};
+use crate::stores::redis::keys::LockKeys;
 use std::sync::{Arc, Weak};
 
 /// The deadline task of one hold: `fire` runs it; dropped unrun on a stopped timer, it marks

@@ -32,8 +32,8 @@ pub(crate) use table::EntryRef;
 
 use crate::error::{Error, Result};
 use crate::events::Events;
-use crate::keys::LockKeys;
 use crate::lost::{Lost, LostReason, Status};
+use crate::stores::redis::keys::LockKeys;
 use crossbeam_channel::{Receiver, Sender};
 use deadline_task::DeadlineTask;
 use grid::Grid;

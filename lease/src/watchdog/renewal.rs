@@ -9,7 +9,7 @@ use super::{EntryRef, Shared};
 use crate::error::{Error, Result};
 use crate::events::RenewOutcome;
 use crate::lost::LostReason;
-use crate::scripts::Renewal;
+use crate::stores::redis::scripts::Renewal;
 use crossbeam_channel::Receiver;
 use std::sync::{Arc, Weak};
 use std::time::{Duration, Instant};

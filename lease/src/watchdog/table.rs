@@ -26,8 +26,8 @@
 
 use super::metrics::WatchdogMetrics;
 use crate::events::Events;
-use crate::keys::LockKeys;
 use crate::lost::{Lost, LostReason, Status};
+use crate::stores::redis::keys::LockKeys;
 use hashwheel::Timeout;
 use slab::Slab;
 use std::collections::HashMap;

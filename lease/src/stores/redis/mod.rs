@@ -1,0 +1,18 @@
+//! Redis: connections ([`conn`], [`pool`], the shared pipelined connection in [`pipe`]), the
+//! scripts and their keys ([`scripts`], [`keys`], the fencing epoch in [`fencing`]), the pub/sub
+//! subscriber ([`pubsub`]), and the deployments: one server ([`server`]), a Redis Cluster
+//! ([`cluster`]: the master of the lock's slot), the primary Sentinel names ([`sentinel`]), and a
+//! quorum of independent masters ([`quorum`], RedLock, over [`fanout`]).
+
+pub(crate) mod cluster;
+pub(crate) mod conn;
+pub(crate) mod fanout;
+pub(crate) mod fencing;
+pub(crate) mod keys;
+pub(crate) mod pipe;
+pub(crate) mod pool;
+pub(crate) mod pubsub;
+pub(crate) mod quorum;
+pub(crate) mod scripts;
+pub(crate) mod sentinel;
+pub(crate) mod server;

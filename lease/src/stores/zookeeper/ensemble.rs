@@ -1,0 +1,121 @@
+//! The client's one ZooKeeper session, and where its events go.
+//!
+//! A client has one session at a time, opened on first use. The session is the lease of every
+//! hold the client takes through it: its nodes are ephemeral, so when the ensemble expires the
+//! session, they go. A session that expired is never replaced behind a hold's back: the holds
+//! made through it are lost (their renewals find it gone), and only later acquisitions open a
+//! new session.
+//!
+//! Watch notifications wake the waiters of the lock whose child changed; a change of the
+//! session's state (disconnected, connected again, expired) wakes every waiter, to look for
+//! itself.
+
+use crate::error::{Error, Result};
+use crate::stores::redis::pubsub::Notifier;
+use crate::stores::zookeeper::client::{Event, Session, ZkConfig, ZkError};
+use parking_lot::Mutex;
+use std::collections::HashMap;
+use std::sync::Arc;
+use std::time::Instant;
+
+/// The lock nodes waited on, each with the channel of its waiters.
+type Watched = HashMap<String, String>;
+
+/// The client's session, opened when first needed.
+pub(super) struct Ensemble {
+    config: ZkConfig,
+    current: Mutex<Option<Session>>,
+    watched: Arc<Mutex<Watched>>,
+    notifier: Notifier,
+}
+
+impl Ensemble {
+    pub(super) fn new(config: ZkConfig, notifier: Notifier) -> Ensemble {
+        Ensemble {
+            config,
+            current: Mutex::new(None),
+            watched: Arc::new(Mutex::new(Watched::default())),
+            notifier,
+        }
+    }
+
+    /// The session, opened (or opened anew after an expiry) if needed, by `deadline`.
+    pub(super) fn session(&self, deadline: Instant) -> Result<Session> {
+        let Some(mut current) = self.current.try_lock_until(deadline) else {
+            return Err(unavailable(&ZkError::Timeout));
+        };
+        if let Some(session) = current.as_ref().filter(|session| !session.is_expired()) {
+            return Ok(session.clone());
+        }
+        let session = Session::connect(self.config.clone(), deadline, self.events())
+            .map_err(|error| unavailable(&error))?;
+        log::debug!(
+            "zookeeper session {:#x} opened ({:?})",
+            session.session_id(),
+            session.timeout()
+        );
+        *current = Some(session.clone());
+        Ok(session)
+    }
+
+    /// The session now, if one is open and not expired; never opens one.
+    pub(super) fn current(&self) -> Option<Session> {
+        self.current
+            .lock()
+            .as_ref()
+            .filter(|session| !session.is_expired())
+            .cloned()
+    }
+
+    /// Wakes the waiters on `channel` when a child of `lock` changes.
+    pub(super) fn route(&self, lock: &str, channel: &str) {
+        let mut watched = self.watched.lock();
+        if !watched.contains_key(lock) {
+            watched.insert(lock.to_owned(), channel.to_owned());
+        }
+    }
+
+    /// The session's event handler: wakes whoever the event concerns.
+    fn events(&self) -> Arc<dyn Fn(Event) + Send + Sync> {
+        let watched = Arc::clone(&self.watched);
+        let notifier = self.notifier.clone();
+        Arc::new(move |event: Event| {
+            let watched = watched.lock();
+            match &event {
+                Event::NodeDeleted(path)
+                | Event::NodeCreated(path)
+                | Event::NodeDataChanged(path)
+                | Event::NodeChildrenChanged(path) => {
+                    let lock = super::paths::parent(path);
+                    for key in [lock, path.as_str()] {
+                        if let Some(channel) = watched.get(key) {
+                            notifier.notify(channel);
+                        }
+                    }
+                }
+                Event::Disconnected | Event::Connected | Event::Expired | Event::Closed => {
+                    log::debug!("zookeeper session: {event:?}");
+                    watched
+                        .values()
+                        .for_each(|channel| notifier.notify(channel));
+                }
+            }
+        })
+    }
+}
+
+/// A ZooKeeper failure as the crate's error: a passing one (no answer, connection lost,
+/// session expired, no server reachable) is `ZooKeeperUnavailable`, which a wait rides out; one
+/// the server answered (refused) is `ZooKeeperRefused`.
+pub(super) fn unavailable(error: &ZkError) -> Error {
+    match error {
+        ZkError::Timeout
+        | ZkError::ConnectionLoss
+        | ZkError::SessionExpired
+        | ZkError::Closed
+        | ZkError::Unavailable { .. } => Error::ZooKeeperUnavailable(error.to_string()),
+        ZkError::Protocol(detail) => Error::Protocol(format!("zookeeper: {detail}")),
+        ZkError::BadPath(detail) => Error::InvalidArgument(detail.clone()),
+        other => Error::ZooKeeperRefused(other.to_string()),
+    }
+}

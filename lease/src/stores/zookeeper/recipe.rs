@@ -1,0 +1,517 @@
+//! The lock recipe on ephemeral sequential nodes, as Curator's `InterProcessMutex` and kazoo's
+//! `Lock` make it, and its hard cases:
+//!
+//! - A contender creates one node under the lock, named with a guid of its own turn; the lowest
+//!   sequence holds the lock. A create whose reply was lost is looked for by that guid before
+//!   any new create, so a contender never has two nodes in one queue.
+//! - A contender that is not first watches only the node just before its own (no herd), and
+//!   looks again when it goes. That node may go without ever having held the lock (its session
+//!   expired while it waited): looking again, rather than assuming the lock passed, covers it.
+//! - A contender whose node went while it waited (deleted by an operator) makes a new one.
+//! - Re-entry is counted here, in the process, as Curator counts it; a re-entry first checks that
+//!   the hold's node is still its session's.
+//! - A hold's fencing token is its node's creation zxid: every later holder's node was created
+//!   later, by the ensemble's one order of writes, so tokens rise strictly for each new holder
+//!   of a name, across leader elections and reconnections.
+
+use super::ensemble::unavailable;
+use super::line::{holding, Blocker, Line};
+use super::paths::{self, Claim};
+use super::reaper::Job;
+use super::table::{Held, Node, Waiting};
+use super::ZooKeeper;
+use crate::backend::{Attempt, Attempted, Release, ReleaseOutcome, Released};
+use crate::error::{Error, Result};
+use crate::state::LockState;
+use crate::stores::redis::keys::{Kind, LockKeys};
+use crate::stores::zookeeper::client::{CreateMode, Session, ZkError};
+use std::time::{Duration, Instant, SystemTime};
+
+/// How many times a contender whose node vanished from under it makes a new one in one attempt.
+const NEW_NODES: usize = 2;
+
+pub(super) fn attempt(
+    zk: &ZooKeeper,
+    keys: &LockKeys,
+    attempt: &Attempt<'_>,
+    deadline: Instant,
+) -> Result<Attempted> {
+    let lock = zk.lock_path(keys)?;
+    let session = zk.ensemble.session(deadline)?;
+    if attempt.lease > session.timeout() {
+        return Err(Error::InvalidArgument(format!(
+            "a lease of {:?} is longer than the ZooKeeper session's timeout ({:?}): the session \
+             is the lease, so a lease may not outlast it",
+            attempt.lease,
+            session.timeout()
+        )));
+    }
+    if let Some(hold) = attempt.reenter {
+        if let Some(reentered) = reenter(zk, &session, hold, attempt.now, deadline)? {
+            return Ok(reentered);
+        }
+    }
+    zk.ensemble.route(&lock, &keys.channel);
+    let claim = Claim::of(keys.kind);
+    let mut made = 0;
+    let mut node = own_node(zk, &session, &lock, attempt, claim, deadline)?;
+    loop {
+        // The listing's answer proves the session (the lease) alive when it was asked. A
+        // semaphore's contender may be let in by any node ahead going: it watches the listing.
+        let asked_at = (attempt.now)();
+        let children = session
+            .get_children(&lock, matches!(claim, Claim::Take(_)), deadline)
+            .map_err(|error| unavailable(&error))?
+            .0;
+        let queue = paths::queue(children);
+        let name = paths::child_name(&node.path);
+        let Some(place) = queue.iter().position(|(_, child)| child == name) else {
+            // Deleted while it waited: its place is gone, and a new node queues at the end.
+            zk.table
+                .lock()
+                .waiting
+                .remove(&waiting_key(&lock, attempt.owner));
+            made += 1;
+            if made > NEW_NODES {
+                return Ok(Attempted::Busy { ttl: None });
+            }
+            node = own_node(zk, &session, &lock, attempt, claim, deadline)?;
+            continue;
+        };
+        let blocker = blocker(zk, keys.kind, &lock, &queue[..place], attempt.owner);
+        if blocker == Blocker::None {
+            let mut table = zk.table.lock();
+            table.waiting.remove(&waiting_key(&lock, attempt.owner));
+            table.held.insert(
+                attempt.id.to_owned(),
+                Held {
+                    node: node.clone(),
+                    owner: attempt.owner.to_owned(),
+                    session: session.session_id(),
+                    count: 1,
+                    deleting: false,
+                    ending: false,
+                },
+            );
+            return Ok(Attempted::Acquired {
+                holds: 1,
+                token: Some(node.token),
+                confirmed_at: Some(asked_at),
+            });
+        }
+        let watched = match blocker {
+            Blocker::Node(index) => index,
+            // The listing is watched.
+            Blocker::Any | Blocker::None => return Ok(Attempted::Busy { ttl: None }),
+        };
+        let predecessor = format!("{lock}/{}", queue[watched].1);
+        match session.exists(&predecessor, true, deadline) {
+            Ok(Some(_)) => return Ok(Attempted::Busy { ttl: None }),
+            // Gone between the listing and the watch: look again.
+            Ok(None) if Instant::now() < deadline => continue,
+            Ok(None) => return Ok(Attempted::Busy { ttl: None }),
+            Err(error) => return Err(unavailable(&error)),
+        }
+    }
+}
+
+/// What keeps an acquisition of `kind` by `owner` from holding the lock at `lock`, behind the
+/// contenders `ahead` (see [`Line`]): a reader holds behind the write hold `owner` has in this
+/// client (a downgrade).
+fn blocker(
+    zk: &ZooKeeper,
+    kind: Kind,
+    lock: &str,
+    ahead: &[(u64, String)],
+    owner: &str,
+) -> Blocker {
+    let table = zk.table.lock();
+    let mut line = Line::default();
+    for (_, child) in ahead {
+        let claim = paths::claim(child);
+        let own_write = kind == Kind::Read
+            && claim == Some(Claim::Exclusive)
+            && table
+                .held_at(&format!("{lock}/{child}"))
+                .is_some_and(|held| held.owner == owner);
+        line.read(claim, own_write);
+    }
+    line.blocker(kind)
+}
+
+fn waiting_key(lock: &str, owner: &str) -> (String, String) {
+    (lock.to_owned(), owner.to_owned())
+}
+
+/// Another acquisition of a hold this client has, if the hold's node is still its session's.
+fn reenter(
+    zk: &ZooKeeper,
+    session: &Session,
+    hold: &str,
+    attempt_now: &(dyn Fn() -> Instant + Sync),
+    deadline: Instant,
+) -> Result<Option<Attempted>> {
+    let sid = session.session_id();
+    let Some(node) = zk
+        .table
+        .lock()
+        .held
+        .get(hold)
+        .filter(|held| held.session == sid)
+        .map(|held| held.node.clone())
+    else {
+        return Ok(None);
+    };
+    let asked_at = (attempt_now)();
+    let stat = session
+        .exists(&node.path, false, deadline)
+        .map_err(|error| unavailable(&error))?;
+    if stat.is_none_or(|stat| stat.ephemeral_owner != sid) {
+        return Ok(None);
+    }
+    let mut table = zk.table.lock();
+    let Some(held) = table.held.get_mut(hold).filter(|held| !held.ending) else {
+        return Ok(None);
+    };
+    held.count += 1;
+    Ok(Some(Attempted::Acquired {
+        holds: held.count,
+        token: Some(node.token),
+        confirmed_at: Some(asked_at),
+    }))
+}
+
+/// The contender's node under `lock`: the one it has, the one a lost create made (found by its
+/// guid), or a new one.
+fn own_node(
+    zk: &ZooKeeper,
+    session: &Session,
+    lock: &str,
+    attempt: &Attempt<'_>,
+    claim: Claim,
+    deadline: Instant,
+) -> Result<Node> {
+    let sid = session.session_id();
+    let key = waiting_key(lock, attempt.owner);
+    let waiting = {
+        let mut table = zk.table.lock();
+        let entry = table.waiting.entry(key.clone()).or_insert_with(|| Waiting {
+            guid: attempt.id.to_owned(),
+            session: sid,
+            node: None,
+            unanswered: false,
+        });
+        if entry.session != sid {
+            // Its node went with its session.
+            *entry = Waiting {
+                guid: attempt.id.to_owned(),
+                session: sid,
+                node: None,
+                unanswered: false,
+            };
+        }
+        entry.clone()
+    };
+    if let Some(node) = waiting.node {
+        return Ok(node);
+    }
+    // Only a create whose reply was lost can have left a node to find (as Curator's protected
+    // mode looks only then): a fresh contender creates at once.
+    let found = match waiting.unanswered {
+        true => find(session, lock, &waiting.guid, deadline)?,
+        false => None,
+    };
+    let node = match found {
+        Some(node) => node,
+        None => {
+            let created = create(session, lock, &waiting.guid, attempt.owner, claim, deadline);
+            // Any failure may hide an applied create (a lost reply, a connection that broke
+            // mid-reply): the next attempt looks for its node first.
+            if created.is_err() {
+                if let Some(entry) = zk.table.lock().waiting.get_mut(&key) {
+                    entry.unanswered = true;
+                }
+            }
+            created?
+        }
+    };
+    if let Some(entry) = zk.table.lock().waiting.get_mut(&key) {
+        entry.node = Some(node.clone());
+    }
+    Ok(node)
+}
+
+/// The node the contender `guid` has under `lock`, if a create of its made one.
+fn find(session: &Session, lock: &str, guid: &str, deadline: Instant) -> Result<Option<Node>> {
+    let children = match session.get_children(lock, false, deadline) {
+        Ok((children, _)) => children,
+        Err(ZkError::NoNode) => return Ok(None),
+        Err(error) => return Err(unavailable(&error)),
+    };
+    let Some(child) = children.iter().find(|child| paths::is_of(child, guid)) else {
+        return Ok(None);
+    };
+    let path = format!("{lock}/{child}");
+    match session.exists(&path, false, deadline) {
+        Ok(Some(stat)) => Ok(Some(Node {
+            path,
+            token: token(stat.czxid)?,
+        })),
+        Ok(None) => Ok(None),
+        Err(error) => Err(unavailable(&error)),
+    }
+}
+
+/// Creates the contender's node, and the lock's node first if it is missing.
+fn create(
+    session: &Session,
+    lock: &str,
+    guid: &str,
+    owner: &str,
+    claim: Claim,
+    deadline: Instant,
+) -> Result<Node> {
+    let prefix = paths::contender_prefix(lock, guid, claim);
+    let mode = CreateMode::EphemeralSequential;
+    let created = match session.create(&prefix, owner.as_bytes(), mode, deadline) {
+        Err(ZkError::NoNode) => {
+            session
+                .ensure_path(lock, deadline)
+                .map_err(|error| unavailable(&error))?;
+            session.create(&prefix, owner.as_bytes(), mode, deadline)
+        }
+        created => created,
+    };
+    let (path, stat) = created.map_err(|error| unavailable(&error))?;
+    Ok(Node {
+        path,
+        token: token(stat.czxid)?,
+    })
+}
+
+/// A zxid as a fencing token.
+fn token(zxid: i64) -> Result<u64> {
+    u64::try_from(zxid)
+        .ok()
+        .filter(|&token| token > 0)
+        .ok_or_else(|| Error::Protocol(format!("zookeeper: a node's creation zxid is {zxid}")))
+}
+
+/// Withdraws `owner`'s node from the queue of `keys`'s lock, through the reaper.
+pub(super) fn abandon(zk: &ZooKeeper, keys: &LockKeys, owner: &str) {
+    let Ok(lock) = zk.lock_path(keys) else {
+        return;
+    };
+    let Some(waiting) = zk.table.lock().waiting.remove(&waiting_key(&lock, owner)) else {
+        return;
+    };
+    let job = match waiting.node {
+        Some(node) => Job::Node {
+            path: node.path,
+            session: waiting.session,
+        },
+        None if waiting.unanswered => Job::Guid {
+            lock,
+            guid: waiting.guid,
+            session: waiting.session,
+        },
+        // No create went out unanswered: there is no node.
+        None => return,
+    };
+    zk.reaper.reap(job);
+}
+
+pub(super) fn release(zk: &ZooKeeper, release: &Release<'_>, deadline: Instant) -> ReleaseOutcome {
+    let settled = |released| ReleaseOutcome {
+        released: Ok(released),
+        settled: true,
+    };
+    let held = {
+        let mut table = zk.table.lock();
+        let Some(held) = table.held.get_mut(release.hold) else {
+            let released = match table.was_released(release.id) {
+                true => Released::AlreadyApplied,
+                false => Released::NotOwner,
+            };
+            return settled(released);
+        };
+        if held.owner != release.owner {
+            return settled(Released::NotOwner);
+        }
+        if held.count > 1 {
+            held.count -= 1;
+            return settled(Released::Applied {
+                holds_left: held.count,
+            });
+        }
+        held.clone()
+    };
+    let forget = |released| {
+        let mut table = zk.table.lock();
+        table.held.remove(release.hold);
+        table.released(release.id);
+        settled(released)
+    };
+    let Some(session) = zk
+        .ensemble
+        .current()
+        .filter(|session| session.session_id() == held.session)
+    else {
+        // Its session expired, and its node with it.
+        return forget(Released::NotOwner);
+    };
+    // A delete whose connection was lost may have been applied: it is sent again, once, within
+    // the same deadline (a call made while the session reconnects waits for it).
+    let mut deleted = session.delete(&held.node.path, None, deadline);
+    let mut sent_before = held.deleting;
+    if matches!(deleted, Err(ZkError::ConnectionLoss)) && Instant::now() < deadline {
+        sent_before = true;
+        deleted = session.delete(&held.node.path, None, deadline);
+    }
+    match deleted {
+        Ok(()) => forget(Released::Applied { holds_left: 0 }),
+        Err(ZkError::NoNode) if sent_before => forget(Released::AlreadyApplied),
+        Err(ZkError::NoNode | ZkError::SessionExpired | ZkError::Closed) => {
+            forget(Released::NotOwner)
+        }
+        Err(error) => {
+            if let Some(held) = zk.table.lock().held.get_mut(release.hold) {
+                held.deleting = true;
+            }
+            // Left in place, the node would keep the lock until the session ends.
+            zk.reaper.reap(Job::Node {
+                path: held.node.path.clone(),
+                session: held.session,
+            });
+            ReleaseOutcome {
+                released: Err(unavailable(&error)),
+                settled: false,
+            }
+        }
+    }
+}
+
+/// The lock as ZooKeeper holds it: the lowest node's owner, session, creation time and token,
+/// and how many contenders wait behind it.
+pub(super) fn inspect(zk: &ZooKeeper, keys: &LockKeys, deadline: Instant) -> Result<LockState> {
+    let lock = zk.lock_path(keys)?;
+    let session = zk.ensemble.session(deadline)?;
+    let mut state = LockState::empty(&keys.name);
+    state.node = session.server();
+    let children = match session.get_children(&lock, false, deadline) {
+        Ok((children, _)) => children,
+        Err(ZkError::NoNode) => return Ok(state),
+        Err(error) => return Err(unavailable(&error)),
+    };
+    let queue = paths::queue(children);
+    if keys.kind.shared() {
+        return inspect_shared(zk, &session, keys, &lock, &queue, state, deadline);
+    }
+    for (_, child) in &queue {
+        let path = format!("{lock}/{child}");
+        let (data, stat) = match session.get_data(&path, false, deadline) {
+            Ok(found) => found,
+            // Released meanwhile: the next one holds it.
+            Err(ZkError::NoNode) => continue,
+            Err(error) => return Err(unavailable(&error)),
+        };
+        let owner = String::from_utf8_lossy(&data).into_owned();
+        let holds = zk.table.lock().held_at(&path).map_or(1, |held| held.count);
+        state.holders = vec![(owner, holds)];
+        state.hold_token = Some(token(stat.czxid)?);
+        state.last_token = state.hold_token;
+        state.holder_session = Some(format!("{:#x}", stat.ephemeral_owner));
+        state.held_since = u64::try_from(stat.ctime)
+            .ok()
+            .map(|millis| SystemTime::UNIX_EPOCH + Duration::from_millis(millis));
+        let place = queue.iter().position(|(_, queued)| queued == child);
+        state.waiting = Some(place.map_or(0, |place| queue.len() - place - 1) as u64);
+        return Ok(state);
+    }
+    state.waiting = Some(0);
+    Ok(state)
+}
+
+/// [`inspect`] of a semaphore or a side of a read-write lock: every node that holds it.
+fn inspect_shared(
+    zk: &ZooKeeper,
+    session: &Session,
+    keys: &LockKeys,
+    lock: &str,
+    queue: &[(u64, String)],
+    mut state: LockState,
+    deadline: Instant,
+) -> Result<LockState> {
+    let holding = holding(keys.kind, queue, |index| {
+        owner_of(session, &format!("{lock}/{}", queue[index].1), deadline)
+    })?;
+    let mut in_use = 0u64;
+    for &index in &holding {
+        let child = &queue[index].1;
+        let path = format!("{lock}/{child}");
+        let (data, stat) = match session.get_data(&path, false, deadline) {
+            Ok(found) => found,
+            Err(ZkError::NoNode) => continue,
+            Err(error) => return Err(unavailable(&error)),
+        };
+        let owner = String::from_utf8_lossy(&data).into_owned();
+        let holds = zk.table.lock().held_at(&path).map_or(1, |held| held.count);
+        state.holders.push((owner, holds));
+        let token = token(stat.czxid)?;
+        state.hold_token = state.hold_token.max(Some(token));
+        state.last_token = state.hold_token;
+        if let Some(Claim::Take(n)) = paths::claim(child) {
+            in_use += u64::from(n);
+        }
+    }
+    state.waiting = Some((queue.len() - holding.len()) as u64);
+    if let Kind::Semaphore { permits, .. } = keys.kind {
+        state.permits = Some(u64::from(permits));
+        state.permits_in_use = Some(in_use);
+    }
+    Ok(state)
+}
+
+/// The owner the node at `path` names, or `None` if it is gone.
+fn owner_of(session: &Session, path: &str, deadline: Instant) -> Result<Option<String>> {
+    match session.get_data(path, false, deadline) {
+        Ok((data, _)) => Ok(Some(String::from_utf8_lossy(&data).into_owned())),
+        Err(ZkError::NoNode) => Ok(None),
+        Err(error) => Err(unavailable(&error)),
+    }
+}
+
+/// Deletes the node that holds the lock (every node that holds a semaphore or a read-write
+/// lock's side); whether there was one.
+pub(super) fn force_release(zk: &ZooKeeper, keys: &LockKeys, deadline: Instant) -> Result<bool> {
+    let lock = zk.lock_path(keys)?;
+    let session = zk.ensemble.session(deadline)?;
+    let children = match session.get_children(&lock, false, deadline) {
+        Ok((children, _)) => children,
+        Err(ZkError::NoNode) => return Ok(false),
+        Err(error) => return Err(unavailable(&error)),
+    };
+    let queue = paths::queue(children);
+    if keys.kind.shared() {
+        let mut deleted = false;
+        let holding = holding(keys.kind, &queue, |index| {
+            owner_of(&session, &format!("{lock}/{}", queue[index].1), deadline)
+        })?;
+        for index in holding {
+            match session.delete(&format!("{lock}/{}", queue[index].1), None, deadline) {
+                Ok(()) => deleted = true,
+                Err(ZkError::NoNode) => {}
+                Err(error) => return Err(unavailable(&error)),
+            }
+        }
+        return Ok(deleted);
+    }
+    for (_, child) in queue {
+        match session.delete(&format!("{lock}/{child}"), None, deadline) {
+            Ok(()) => return Ok(true),
+            Err(ZkError::NoNode) => continue,
+            Err(error) => return Err(unavailable(&error)),
+        }
+    }
+    Ok(false)
+}
