@@ -1,7 +1,7 @@
 //! [`Client`]: what every lock of one client shares (its backend, waiters, local queues and
 //! watchdog), and [`ClientBuilder`], the one set of settings for every deployment.
 
-use crate::backend::Settings;
+use crate::backend::{Kind, LockId, Settings};
 use crate::error::{Error, Result};
 use crate::events::Events;
 use crate::lock::core::{Core, Parts};
@@ -12,7 +12,6 @@ use crate::rwlock::ReadWriteLock;
 use crate::semaphore::Semaphore;
 use crate::stores::redis::conn::redact;
 use crate::stores::redis::conn::Pem;
-use crate::stores::redis::keys::{Kind, LockKeys};
 use crate::stores::redis::scripts::Acks;
 use crate::stores::redis::{cluster, quorum, sentinel, server};
 use crate::watchdog::{self, Watchdog, WatchdogMetrics};
@@ -262,9 +261,7 @@ impl Client {
     /// [`Error::InvalidArgument`] for a name that is empty, longer than 1024 bytes, or has `{` or
     /// `}`, or that ZooKeeper cannot take as a node name.
     pub fn lock(&self, name: &str) -> Result<Lock> {
-        let keys = LockKeys::new(self.core.prefix(), name)?;
-        self.core.backend().admit(&keys)?;
-        Ok(Lock::new(Arc::clone(&self.core), keys))
+        self.primitive(name, Kind::Lock)
     }
 
     /// A lock that grants in the order its waiters asked, across processes and threads: each
@@ -308,9 +305,8 @@ impl Client {
 
     /// The primitive `kind` named `name`, if it can live on this deployment.
     fn primitive(&self, name: &str, kind: Kind) -> Result<Lock> {
-        let keys = LockKeys::of(self.core.prefix(), name, kind)?;
-        self.core.backend().admit(&keys)?;
-        Ok(Lock::new(Arc::clone(&self.core), keys))
+        let place = self.core.backend().place(&LockId::new(name, kind)?)?;
+        Ok(Lock::new(Arc::clone(&self.core), place))
     }
 
     /// This client's random id, the first part of the owner ids it makes.
@@ -354,8 +350,7 @@ impl std::fmt::Debug for Client {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Client")
             .field("id", &self.core.ids().client())
-            .field("place", &self.core.backend().place())
-            .field("prefix", &self.core.prefix())
+            .field("place", &self.core.backend().address())
             .finish_non_exhaustive()
     }
 }
@@ -637,7 +632,7 @@ impl ClientBuilder {
             ));
         }
         watchdog::check_batch(self.renewal_batch)?;
-        crate::stores::redis::keys::check_prefix(&self.prefix)?;
+        crate::backend::check_prefix(&self.prefix)?;
         if self
             .name
             .as_ref()
@@ -649,6 +644,7 @@ impl ClientBuilder {
         }
         let settings = Settings {
             client_id: owner::random_id()?,
+            prefix: self.prefix.clone(),
             ..self.backend
         };
         let endpoints = || settings.endpoints(self.topology.urls());
@@ -659,7 +655,7 @@ impl ClientBuilder {
             Topology::RedLock(_) => quorum::build(&settings, endpoints()?)?,
             #[cfg(feature = "zookeeper")]
             Topology::ZooKeeper(zk) => {
-                crate::stores::zookeeper::build(&settings, zk, &self.prefix, default_lease)?
+                crate::stores::zookeeper::build(&settings, zk, default_lease)?
             }
         };
         let events = Events::new(self.name.as_deref().unwrap_or(&settings.client_id));
@@ -680,7 +676,6 @@ impl ClientBuilder {
                 max_local_waiters: self.max_local_waiters,
                 id: settings.client_id,
                 default_lease,
-                prefix: self.prefix,
                 events,
                 name: self.name,
             })),

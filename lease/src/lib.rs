@@ -132,6 +132,7 @@ mod rwlock;
 mod semaphore;
 mod state;
 mod stores;
+mod waiters;
 mod watchdog;
 
 #[doc = include_str!("guarantees.md")]

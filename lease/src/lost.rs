@@ -66,10 +66,16 @@ pub(crate) struct Status {
     state: Mutex<State>,
 }
 
+/// Who is told of a loss.
+enum Listener {
+    Channel(Sender<Lost>),
+    Call(Box<dyn FnOnce(&Lost) + Send>),
+}
+
 struct State {
     valid_until: Instant,
     lost: Option<Lost>,
-    listeners: Vec<Sender<Lost>>,
+    listeners: Vec<Listener>,
 }
 
 impl Status {
@@ -99,18 +105,20 @@ impl Status {
         self.state.lock().lost.clone()
     }
 
-    /// Records the loss and tells every listener, once; later calls change nothing.
+    /// Records the loss and tells every listener, once; later calls change nothing. The calls
+    /// run on this thread, after the status is let go.
     pub(crate) fn mark_lost(&self, lost: Lost) {
-        let mut state = self.state.lock();
-        if state.lost.is_some() {
-            return;
+        let listeners = {
+            let mut state = self.state.lock();
+            if state.lost.is_some() {
+                return;
+            }
+            state.lost = Some(lost.clone());
+            std::mem::take(&mut state.listeners)
+        };
+        for listener in listeners {
+            tell(listener, &lost);
         }
-        for listener in state.listeners.drain(..) {
-            // A bounded(1) channel that only ever gets this one message: never full, and a
-            // receiver that is gone is nobody's loss.
-            let _ = listener.try_send(lost.clone());
-        }
-        state.lost = Some(lost);
     }
 
     /// A receiver that gets one [`Lost`] when the hold is lost (at once if it is already).
@@ -123,13 +131,36 @@ impl Status {
     /// Sends one [`Lost`] on `listener` when the hold is lost (at once if it is already). The
     /// channel must have room for it, or the message is dropped.
     pub(crate) fn subscribe_with(&self, listener: Sender<Lost>) {
+        self.listen(Listener::Channel(listener));
+    }
+
+    /// Calls `told` once when the hold is lost (at once if it is already), on the thread that
+    /// finds it lost.
+    pub(crate) fn on_lost(&self, told: Box<dyn FnOnce(&Lost) + Send>) {
+        self.listen(Listener::Call(told));
+    }
+
+    fn listen(&self, listener: Listener) {
         let mut state = self.state.lock();
-        match &state.lost {
+        match state.lost.clone() {
             Some(lost) => {
-                let _ = listener.try_send(lost.clone());
+                drop(state);
+                tell(listener, &lost);
             }
             None => state.listeners.push(listener),
         }
+    }
+}
+
+/// Tells one listener of `lost`.
+fn tell(listener: Listener, lost: &Lost) {
+    match listener {
+        // A bounded(1) channel that only ever gets this one message: never full, and a
+        // receiver that is gone is nobody's loss.
+        Listener::Channel(sender) => {
+            let _ = sender.try_send(lost.clone());
+        }
+        Listener::Call(told) => told(lost),
     }
 }
 

@@ -54,10 +54,10 @@ impl MultiLock {
                 "a MultiLock needs at least one lock".into(),
             ));
         }
-        members.sort_by(|a, b| a.place().cmp(&b.place()));
+        members.sort_by(|a, b| a.address().cmp(&b.address()));
         if let Some(pair) = members
             .windows(2)
-            .find(|pair| pair[0].place() == pair[1].place())
+            .find(|pair| pair[0].address() == pair[1].address())
         {
             return Err(Error::InvalidArgument(format!(
                 "lock {:?} is given twice",
@@ -91,12 +91,12 @@ impl MultiLock {
                 let one_server = servers[i]
                     .iter()
                     .any(|a| servers[j].iter().any(|b| a.same_server(b)));
-                if one_server && first.place().1 == second.place().1 {
+                if one_server && first.address().1 == second.address().1 {
                     return Err(Error::InvalidArgument(format!(
                         "lock {:?} is given twice: {} and {} reach one server",
                         first.name(),
-                        first.place().0,
-                        second.place().0
+                        first.address().0,
+                        second.address().0
                     )));
                 }
             }

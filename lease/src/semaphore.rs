@@ -1,10 +1,10 @@
 //! [`Semaphore`]: permits that expire, each held as a lease by its owner.
 
+use crate::backend::Kind;
 use crate::cancel::Cancel;
 use crate::error::{Error, Result};
 use crate::lock::{LeaseGuard, Lock};
 use crate::state::LockState;
-use crate::stores::redis::keys::Kind;
 use std::time::{Duration, Instant};
 
 /// The most permits a semaphore may have: every acquisition reads each hold, so the server's

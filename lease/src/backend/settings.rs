@@ -27,6 +27,8 @@ pub(crate) struct Settings {
     pub(crate) tls: TlsFiles,
     /// The client's random id, drawn when the client is built.
     pub(crate) client_id: String,
+    /// The prefix of every key, channel or node path of the client's locks.
+    pub(crate) prefix: String,
 }
 
 impl Default for Settings {
@@ -43,6 +45,7 @@ impl Default for Settings {
             password: None,
             tls: TlsFiles::default(),
             client_id: String::new(),
+            prefix: String::new(),
         }
     }
 }

@@ -9,15 +9,14 @@ use super::core::Core;
 use super::guard::{Acquisition, LeaseGuard};
 use super::handoff::Offer;
 use super::release::{self, Grants, Holding};
-use crate::backend::{Attempt, Attempted};
+use crate::backend::{scope, Attempt, Attempted, HoldEnd, Kind, Place};
 use crate::cancel::{self, Cancel};
 use crate::error::{Error, Result};
 use crate::events::AcquireOutcome;
 use crate::local_queue::Refused;
 use crate::policy::{LeaseKind, Wait};
-use crate::stores::redis::keys::Kind;
-use crate::stores::redis::keys::LockKeys;
-use crate::stores::redis::pubsub::Watch;
+
+use crate::waiters::Watch;
 use crate::watchdog::{self, Hold};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -35,7 +34,7 @@ struct Acquired {
 /// The lock an acquisition is for, and on whose behalf.
 pub(crate) struct Request<'a> {
     pub(crate) core: &'a Arc<Core>,
-    pub(crate) keys: &'a Arc<LockKeys>,
+    pub(crate) place: &'a Arc<dyn Place>,
     pub(crate) owner: String,
     pub(crate) max_hold: Option<Duration>,
     /// Ends the wait from another thread.
@@ -62,7 +61,7 @@ pub(crate) fn acquire(
         // A backend that keeps a contender's place in the server while it waits (ZooKeeper's
         // nodes) gives it up, or it would stand in the queue ahead of later contenders.
         let waited = !matches!(wait, Wait::No);
-        lock.core.backend().abandon(lock.keys, &lock.owner, waited);
+        lock.place.abandon(&lock.owner, waited);
     }
     acquired
 }
@@ -75,7 +74,8 @@ fn contend(
     contended: &mut bool,
 ) -> Result<Option<LeaseGuard>> {
     let core = lock.core;
-    let keys = lock.keys;
+    let place = lock.place;
+    let id = place.id();
     let lease = kind.lease(core.default_lease())?;
     let started = Instant::now();
     let owner = lock.owner.clone();
@@ -87,46 +87,43 @@ fn contend(
     // the owner holds the lock no more (its guards gone), it queues as any contender.
     let mut turn = None;
     let mut waiting: Option<(Watch, Arc<Offer>)> = None;
-    if keys.kind == Kind::Write
-        && core.reentrant(keys, &owner).is_none()
+    if id.kind == Kind::Write
+        && core.reentrant(id, &owner).is_none()
         && core
-            .reentrant_in(
-                &crate::stores::redis::keys::scope(&keys.name, Kind::Read),
-                &owner,
-            )
+            .reentrant_in(&scope(&id.name, Kind::Read), &owner)
             .is_some()
     {
         return Err(Error::InvalidArgument(format!(
             "{owner} holds the read lock of {:?}: a read lock cannot be upgraded to a write \
              lock (the writer would wait for itself); release it first",
-            keys.name
+            id.name
         )));
     }
     let cancelled = || lock.cancel.is_some_and(Cancel::is_cancelled);
     loop {
         if cancelled() {
             return Err(Error::Cancelled {
-                name: keys.name.clone(),
+                name: id.name.clone(),
             });
         }
-        let reenter = if keys.kind.reentrant() {
-            core.reentrant(keys, &owner)
+        let reenter = if id.kind.reentrant() {
+            core.reentrant(id, &owner)
         } else {
             None
         };
         if turn.is_none() && reenter.is_none() {
-            turn = match core.contend(keys, &owner, wait.deadline(started), lock.cancel) {
+            turn = match core.contend(id, &owner, wait.deadline(started), lock.cancel) {
                 Ok(turn) => Some(turn),
                 Err(Refused::Full { waiting }) => {
                     return Err(Error::QueueFull {
-                        name: keys.name.clone(),
+                        name: id.name.clone(),
                         waiting,
                     })
                 }
-                Err(Refused::TimedOut) => return wait.gave_up(&keys.name, started),
+                Err(Refused::TimedOut) => return wait.gave_up(&id.name, started),
                 Err(Refused::Cancelled) => {
                     return Err(Error::Cancelled {
-                        name: keys.name.clone(),
+                        name: id.name.clone(),
                     })
                 }
             };
@@ -144,24 +141,24 @@ fn contend(
         if let Some(until) = turn.as_ref().and_then(|turn| turn.yield_until()) {
             cancel::sleep_until(lock.cancel, until);
         }
-        let id = core.ids().next();
+        let acquisition = core.ids().next();
         let sent_at = core.watchdog().now();
         let now = || core.watchdog().now();
         let attempt = Attempt {
             owner: &owner,
             lease,
-            id: &id,
+            id: &acquisition,
             reenter: reenter.as_deref(),
             valid_until: watchdog::valid_until(sent_at, lease),
             now: &now,
             waits: !matches!(wait, Wait::No),
         };
         let call_by = first_call_by.take().unwrap_or_else(|| core.call_deadline());
-        let attempted = match core.backend().attempt(keys, &attempt, call_by) {
+        let attempted = match place.attempt(&attempt, call_by) {
             Ok(attempted) => attempted,
             Err(error) => match wait.retry_at(&error) {
                 Some(at) => {
-                    log::debug!("lock {:?}: {error}; trying again", keys.name);
+                    log::debug!("lock {:?}: {error}; trying again", id.name);
                     cancel::sleep_until(lock.cancel, at);
                     continue;
                 }
@@ -175,19 +172,19 @@ fn contend(
                 confirmed_at,
             } => {
                 let hold = match (holds, reenter) {
-                    (1, _) => Arc::from(id.as_str()),
+                    (1, _) => Arc::from(acquisition.as_str()),
                     (_, Some(hold)) => hold,
                     (_, None) => {
                         return Err(Error::Protocol(format!(
                             "an acquisition of {:?} re-entered a hold it did not name",
-                            keys.name
+                            id.name
                         )))
                     }
                 };
                 drop(turn);
                 let acquired = Acquired {
                     hold,
-                    id,
+                    id: acquisition,
                     token,
                     holds,
                     sent_at: confirmed_at.map_or(sent_at, |at| at.max(sent_at)),
@@ -202,7 +199,7 @@ fn contend(
                 };
                 let now = Instant::now();
                 if deadline.is_some_and(|deadline| now >= deadline) {
-                    return wait.gave_up(&keys.name, started);
+                    return wait.gave_up(&id.name, started);
                 }
                 let Some(turn) = &mut turn else {
                     // A re-entry refused: its hold may be gone, or (RedLock) too few masters
@@ -218,7 +215,7 @@ fn contend(
                     // otherwise go unseen until the next re-check.
                     let confirm_by = core.call_deadline();
                     let confirm_by = deadline.map_or(confirm_by, |d| d.min(confirm_by));
-                    let watch = core.waiters().watch(&keys.channel, confirm_by);
+                    let watch = core.waiters().watch(place.wake_key(), confirm_by);
                     let hold: Arc<str> = Arc::from(core.ids().next().as_str());
                     let offer = Offer::new(owner.clone(), hold, lease);
                     turn.offer(&offer);
@@ -240,11 +237,11 @@ fn contend(
 /// makes it wait).
 fn settle_releases(lock: &Request<'_>, owner: &str, deadline: Instant) -> Result<()> {
     let core = lock.core;
-    for unsettled in core.take_unsettled(lock.keys, owner) {
+    for unsettled in core.take_unsettled(lock.place.id(), owner) {
         // Not settled again: `send` remembers it again.
         let outcome = release::send(
             core,
-            lock.keys,
+            &**lock.place,
             owner,
             &unsettled.hold,
             &unsettled.id,
@@ -252,7 +249,10 @@ fn settle_releases(lock: &Request<'_>, owner: &str, deadline: Instant) -> Result
             Grants::No,
         );
         if outcome.settled {
-            log::debug!("an unsettled release of {:?} is settled", lock.keys.name);
+            log::debug!(
+                "an unsettled release of {:?} is settled",
+                lock.place.id().name
+            );
         }
         if let Err(error @ (Error::Refused { .. } | Error::WrongType { .. })) = outcome.released {
             return Err(error);
@@ -269,8 +269,13 @@ fn settle_offer(lock: &Request<'_>, offer: &Offer) -> Result<Option<Acquired>> {
     let core = lock.core;
     let now = core.watchdog().now();
     let taken = offer
-        .settle(core.backend(), lock.keys, now, core.call_deadline())
-        .inspect_err(|_| core.grant_unknown(lock.keys, &lock.owner, offer.hold()))?;
+        .settle(
+            &**lock.place,
+            core.backend().call_timeout(),
+            now,
+            core.call_deadline(),
+        )
+        .inspect_err(|_| core.grant_unknown(lock.place.id(), &lock.owner, offer.hold()))?;
     Ok(taken.map(|taken| Acquired {
         hold: Arc::clone(offer.hold()),
         id: taken.id,
@@ -290,9 +295,10 @@ fn guard(
     kind: LeaseKind,
 ) -> Result<LeaseGuard> {
     let core = lock.core;
-    let keys = lock.keys;
+    let place = lock.place;
     let watched = core.watchdog().watch(Hold {
-        keys: Arc::clone(keys),
+        name: Arc::from(place.id().name.as_str()),
+        address: place.hold_address(&acquired.hold),
         owner: Arc::from(owner),
         hold: Arc::clone(&acquired.hold),
         lease,
@@ -305,7 +311,7 @@ fn guard(
         Err(error) => {
             let outcome = release::send(
                 core,
-                keys,
+                &**place,
                 owner,
                 &acquired.hold,
                 &acquired.id,
@@ -315,26 +321,27 @@ fn guard(
             if let Err(release) = outcome.released {
                 log::warn!(
                     "giving back lock {:?} that could not be watched failed: {release}",
-                    keys.name
+                    place.id().name
                 );
             }
             return Err(error);
         }
     };
-    if let Some(losses) = core.backend().losses() {
-        watched.lost_to(losses);
-    }
-    core.acquired(keys, owner, &acquired.hold);
+    // A store whose holds outlive their lease ends a lost one as soon as its holder was told.
+    let ending = Arc::clone(place);
+    let hold = Arc::clone(&acquired.hold);
+    watched.on_lost(Box::new(move |_| ending.ended(&hold, HoldEnd::Lost)));
+    core.acquired(place.id(), owner, &acquired.hold);
     log::debug!(
         "lock {:?} acquired (token {:?}, holds {})",
-        keys.name,
+        place.id().name,
         acquired.token,
         acquired.holds
     );
     Ok(LeaseGuard::new(Acquisition {
         holding: Holding::new(
             Arc::clone(core),
-            Arc::clone(keys),
+            Arc::clone(place),
             owner.to_owned(),
             acquired.hold,
             acquired.id,

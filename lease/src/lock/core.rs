@@ -8,12 +8,11 @@
 
 use super::handoff::{Claiming, Offer};
 use super::registry::{Registry, Unsettled};
-use crate::backend::{Backend, Rivals};
+use crate::backend::{claim_id, Backend, LockId, Place, Rivals};
 use crate::events::Events;
 use crate::local_queue::{LocalQueues, Refused, Turn};
 use crate::owner::{self, Ids};
-use crate::stores::redis::keys::LockKeys;
-use crate::stores::redis::pubsub::Waiters;
+use crate::waiters::Waiters;
 use crate::watchdog::Watchdog;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -26,7 +25,6 @@ pub(crate) struct Parts {
     pub(crate) max_local_waiters: usize,
     pub(crate) id: String,
     pub(crate) default_lease: Duration,
-    pub(crate) prefix: String,
     pub(crate) events: Events,
     /// The name the user gave the client, if any.
     pub(crate) name: Option<String>,
@@ -41,7 +39,6 @@ pub(crate) struct Core {
     registry: Registry,
     ids: Ids,
     default_lease: Duration,
-    prefix: String,
     events: Events,
     name: Option<String>,
 }
@@ -56,7 +53,6 @@ impl Core {
             registry: Registry::default(),
             ids: Ids::new(parts.id),
             default_lease: parts.default_lease,
-            prefix: parts.prefix,
             events: parts.events,
             name: parts.name,
         }
@@ -94,11 +90,6 @@ impl Core {
         self.default_lease
     }
 
-    /// The prefix of every key and channel.
-    pub(crate) fn prefix(&self) -> &str {
-        &self.prefix
-    }
-
     /// The owner id of the calling thread.
     pub(crate) fn thread_owner(&self) -> String {
         format!("{}:{}", self.ids.client(), owner::thread_id())
@@ -110,8 +101,8 @@ impl Core {
     }
 
     /// The hold `owner` holds on the lock through a live guard, which an acquisition re-enters.
-    pub(crate) fn reentrant(&self, keys: &LockKeys, owner: &str) -> Option<Arc<str>> {
-        self.reentrant_in(&keys.scope, owner)
+    pub(crate) fn reentrant(&self, id: &LockId, owner: &str) -> Option<Arc<str>> {
+        self.reentrant_in(&id.scope, owner)
     }
 
     /// [`Core::reentrant`] for the primitive the client's bookkeeping knows as `scope` (the
@@ -121,59 +112,55 @@ impl Core {
     }
 
     /// A guard of `hold` now exists.
-    pub(crate) fn acquired(&self, keys: &LockKeys, owner: &str, hold: &Arc<str>) {
-        self.registry.acquired(&keys.scope, owner, hold);
+    pub(crate) fn acquired(&self, id: &LockId, owner: &str, hold: &Arc<str>) {
+        self.registry.acquired(&id.scope, owner, hold);
     }
 
     /// A guard of `hold` is gone, its release about to be sent.
-    pub(crate) fn guard_gone(&self, keys: &LockKeys, owner: &str, hold: &str) {
-        self.registry.guard_gone(&keys.scope, owner, hold);
+    pub(crate) fn guard_gone(&self, id: &LockId, owner: &str, hold: &str) {
+        self.registry.guard_gone(&id.scope, owner, hold);
     }
 
     /// A release of `owner` came back: the lock is held here still or not, and a release of
     /// unknown outcome is kept to send again.
     pub(crate) fn released(
         &self,
-        keys: &LockKeys,
+        id: &LockId,
         owner: &str,
         held_here: bool,
         unknown: Option<Unsettled>,
     ) {
-        self.registry
-            .released(&keys.scope, owner, held_here, unknown);
+        self.registry.released(&id.scope, owner, held_here, unknown);
     }
 
     /// A guard was abandoned: its hold lapses unless its release, sent before the owner's next
     /// acquisition, frees it first.
-    pub(crate) fn abandoned(&self, keys: &LockKeys, owner: &str, release: Unsettled) {
-        self.registry.abandoned(&keys.scope, owner, release);
+    pub(crate) fn abandoned(&self, id: &LockId, owner: &str, release: Unsettled) {
+        self.registry.abandoned(&id.scope, owner, release);
     }
 
     /// The lock was deleted whoever held it: this client's waiters look again at once.
-    pub(crate) fn force_freed(&self, keys: &LockKeys) {
-        self.registry.force_freed(&keys.scope);
-        self.waiters.notify(&keys.channel);
+    pub(crate) fn force_freed(&self, place: &dyn Place) {
+        self.registry.force_freed(&place.id().scope);
+        self.waiters.notify(place.wake_key());
     }
 
     /// What became of a grant of the lock to `owner` as the hold `hold` could not be learnt:
     /// its withdrawal and the undoing of its claim are sent before the owner's next acquisition
     /// of the lock (each applies only to what exists: the grant unclaimed, or claimed).
-    pub(crate) fn grant_unknown(&self, keys: &LockKeys, owner: &str, hold: &Arc<str>) {
-        for id in [
-            hold.to_string(),
-            crate::stores::redis::scripts::claim_id(hold),
-        ] {
+    pub(crate) fn grant_unknown(&self, lock: &LockId, owner: &str, hold: &Arc<str>) {
+        for id in [hold.to_string(), claim_id(hold)] {
             let release = Unsettled {
                 hold: Arc::clone(hold),
                 id,
             };
-            self.registry.unanswered(&keys.scope, owner, release);
+            self.registry.unanswered(&lock.scope, owner, release);
         }
     }
 
     /// Takes `owner`'s releases of the lock of unknown outcome, to send them again.
-    pub(crate) fn take_unsettled(&self, keys: &LockKeys, owner: &str) -> Vec<Unsettled> {
-        self.registry.take_unsettled(&keys.scope, owner)
+    pub(crate) fn take_unsettled(&self, id: &LockId, owner: &str) -> Vec<Unsettled> {
+        self.registry.take_unsettled(&id.scope, owner)
     }
 }
 
@@ -182,16 +169,17 @@ impl Core {
     /// (`None`: no limit).
     pub(crate) fn contend(
         &self,
-        keys: &LockKeys,
+        id: &LockId,
         owner: &str,
         deadline: Option<Instant>,
         cancel: Option<&crate::Cancel>,
     ) -> Result<Contention<'_>, Refused> {
-        // A fair lock's waiters queue in Redis, each on its own: locally, each owner is alone.
-        let queue_key = if keys.kind.queues_locally() {
-            keys.scope.clone()
+        // A fair lock's waiters queue in the store, each on its own: locally, each owner is
+        // alone.
+        let queue_key = if id.kind.queues_locally() {
+            id.scope.clone()
         } else {
-            format!("{}\0{owner}", keys.scope)
+            format!("{}\0{owner}", id.scope)
         };
         self.registry.contending(&queue_key);
         self.events.local_waiters(1);
@@ -211,13 +199,13 @@ impl Core {
     }
 
     /// What a release of the lock at its hold's last does about this client's contender.
-    pub(crate) fn claim(&self, keys: &LockKeys) -> Claiming {
-        self.registry.claim(&keys.scope)
+    pub(crate) fn claim(&self, id: &LockId) -> Claiming {
+        self.registry.claim(&id.scope)
     }
 
     /// A release granted the lock to this client's contender, the backend reporting `rivals`.
-    pub(crate) fn granted(&self, keys: &LockKeys, rivals: Rivals) {
-        self.registry.granted(&keys.scope, rivals);
+    pub(crate) fn granted(&self, id: &LockId, rivals: Rivals) {
+        self.registry.granted(&id.scope, rivals);
     }
 }
 

@@ -80,7 +80,7 @@ impl LeaseGuard {
 
     /// The name of the lock this guard holds.
     pub fn name(&self) -> &str {
-        &self.acquisition.holding.keys().name
+        self.acquisition.holding.name()
     }
 
     /// Whether the hold can no longer be trusted: lost for a reason the watchdog found, or past
@@ -150,7 +150,7 @@ impl Drop for LeaseGuard {
             }
             Err(error) => log::warn!(
                 "releasing lock {:?} on drop failed: {error}; it lapses with its lease",
-                self.acquisition.holding.keys().name
+                self.acquisition.holding.name()
             ),
         }
     }
@@ -159,7 +159,7 @@ impl Drop for LeaseGuard {
 impl std::fmt::Debug for LeaseGuard {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("LeaseGuard")
-            .field("lock", &self.acquisition.holding.keys().name)
+            .field("lock", &self.acquisition.holding.name())
             .field("token", &self.acquisition.token)
             .field("lease", &self.acquisition.lease)
             .field(

@@ -19,9 +19,8 @@
 //! at most [`MAX_GRANTS_IN_A_ROW`] grants follow one another; then a release frees the lock for
 //! everyone, and this client's contender holds back for [`YIELD`].
 
-use crate::backend::{Backend, Grant, GrantFate, Released, Rivals};
+use crate::backend::{Grant, GrantFate, Place, Released, Rivals};
 use crate::error::Result;
-use crate::stores::redis::keys::LockKeys;
 use crate::watchdog;
 use parking_lot::{Condvar, Mutex};
 use std::sync::Arc;
@@ -134,15 +133,16 @@ impl Offer {
 
     /// Closes the offer before the contender acts by itself, and returns the grant if a releaser
     /// of this client granted it the lock meanwhile; a grant of unknown outcome is settled with
-    /// `backend` first: claimed if it stands, else withdrawn. `now` reads the watchdog's clock.
+    /// `place` first (its calls bounded by `call_timeout`): claimed if it stands, else withdrawn.
+    /// `now` reads the watchdog's clock.
     pub(crate) fn settle(
         &self,
-        backend: &dyn Backend,
-        keys: &LockKeys,
+        place: &dyn Place,
+        call_timeout: Duration,
         now: Instant,
         deadline: Instant,
     ) -> Result<Option<Taken>> {
-        let (state, opened_at) = self.close(backend.call_timeout() * 4);
+        let (state, opened_at) = self.close(call_timeout * 4);
         match state {
             OfferState::Granted { token, sent_at } => Ok(Some(Taken {
                 id: self.hold.to_string(),
@@ -151,7 +151,7 @@ impl Offer {
             })),
             OfferState::Unknown => {
                 let sent_at = opened_at.unwrap_or(now);
-                let fate = backend.settle_grant(keys, &self.owner, &self.hold, deadline)?;
+                let fate = place.settle_grant(&self.owner, &self.hold, deadline)?;
                 Ok(match fate {
                     GrantFate::Granted { token, id } => Some(Taken { id, token, sent_at }),
                     GrantFate::Withdrawn => None,

@@ -12,11 +12,11 @@ pub use guard::LeaseGuard;
 
 use self::acquire::{acquire, Request};
 use self::core::Core;
+use crate::backend::{Kind, Place, ServerIdentity};
 use crate::cancel::Cancel;
 use crate::error::{Error, Result};
 use crate::policy::{after, LeaseKind, Wait};
 use crate::state::LockState;
-use crate::stores::redis::keys::{Kind, LockKeys};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -40,16 +40,16 @@ enum OwnerPolicy {
 #[derive(Clone)]
 pub struct Lock {
     core: Arc<Core>,
-    keys: Arc<LockKeys>,
+    place: Arc<dyn Place>,
     owner: OwnerPolicy,
     max_hold: Option<Duration>,
 }
 
 impl Lock {
-    pub(crate) fn new(core: Arc<Core>, keys: LockKeys) -> Self {
+    pub(crate) fn new(core: Arc<Core>, place: Arc<dyn Place>) -> Self {
         Lock {
             core,
-            keys: Arc::new(keys),
+            place,
             owner: OwnerPolicy::Thread,
             max_hold: None,
         }
@@ -120,37 +120,36 @@ impl Lock {
         self.check_settings()?;
         Ok(Request {
             core: &self.core,
-            keys: &self.keys,
+            place: &self.place,
             owner: self.owner(),
             max_hold: self.max_hold,
             cancel,
         })
     }
 
-    /// The same lock's keys, for acquisitions of `kind` (a semaphore's, taking other permits).
+    /// The same lock, for acquisitions of `kind` (a semaphore's, taking other permits).
     pub(crate) fn of_kind(&self, kind: Kind) -> Lock {
         Lock {
-            keys: Arc::new(self.keys.with_kind(kind)),
+            place: self.place.of_kind(kind),
             ..self.clone()
         }
     }
 
     /// The servers that keep this lock, as they identify themselves, asked within one call
     /// timeout.
-    pub(crate) fn servers(&self) -> Result<Vec<crate::stores::redis::pool::Identity>> {
-        let deadline = self.core.call_deadline();
-        self.core.backend().servers(&self.keys, deadline)
+    pub(crate) fn servers(&self) -> Result<Vec<ServerIdentity>> {
+        self.place.servers(self.core.call_deadline())
     }
 
-    /// Where the lock lives: its deployment and its key. It orders the locks of a
+    /// Where the lock lives: its store's address and its own there. It orders the locks of a
     /// [`MultiLock`](crate::MultiLock).
-    pub(crate) fn place(&self) -> (&str, &str) {
-        (self.core.backend().place(), &self.keys.lock)
+    pub(crate) fn address(&self) -> (&str, &str) {
+        self.place.address()
     }
 
     /// The lock's name.
     pub fn name(&self) -> &str {
-        &self.keys.name
+        &self.place.id().name
     }
 
     /// The owner id the calling thread acts as.
@@ -371,9 +370,7 @@ impl Lock {
     /// [`Error::Unavailable`] if Redis does not answer within the command timeout,
     /// [`Error::Refused`] if it refuses the commands.
     pub fn inspect(&self) -> Result<LockState> {
-        self.core
-            .backend()
-            .inspect(&self.keys, self.core.call_deadline())
+        self.place.inspect(self.core.call_deadline())
     }
 
     /// Deletes the lock whoever holds it (whatever its key holds) and wakes its waiters. For
@@ -384,12 +381,9 @@ impl Lock {
     ///
     /// As [`Lock::inspect`].
     pub fn force_unlock(&self) -> Result<bool> {
-        let freed = self
-            .core
-            .backend()
-            .force_release(&self.keys, self.core.call_deadline())?;
+        let freed = self.place.force_release(self.core.call_deadline())?;
         if freed {
-            self.core.force_freed(&self.keys);
+            self.core.force_freed(&*self.place);
         }
         Ok(freed)
     }
@@ -398,8 +392,8 @@ impl Lock {
 impl std::fmt::Debug for Lock {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Lock")
-            .field("name", &self.keys.name)
-            .field("place", &self.core.backend().place())
+            .field("name", &self.name())
+            .field("place", &self.core.backend().address())
             .finish_non_exhaustive()
     }
 }

@@ -7,9 +7,8 @@
 use super::core::Core;
 use super::handoff::Claiming;
 use super::registry::Unsettled;
-use crate::backend::{Release, ReleaseOutcome, Released};
+use crate::backend::{HoldEnd, Place, Release, ReleaseOutcome, Released};
 use crate::error::{Error, Result};
-use crate::stores::redis::keys::LockKeys;
 use crate::watchdog::Watched;
 use std::sync::Arc;
 use std::time::Instant;
@@ -26,7 +25,7 @@ pub(crate) enum Grants {
 /// reachable through it.
 pub(crate) struct Holding {
     core: Arc<Core>,
-    keys: Arc<LockKeys>,
+    place: Arc<dyn Place>,
     owner: String,
     /// The hold's id: the same for every re-entry of one hold.
     hold: Arc<str>,
@@ -39,14 +38,14 @@ pub(crate) struct Holding {
 impl Holding {
     pub(crate) fn new(
         core: Arc<Core>,
-        keys: Arc<LockKeys>,
+        place: Arc<dyn Place>,
         owner: String,
         hold: Arc<str>,
         id: String,
     ) -> Holding {
         Holding {
             core,
-            keys,
+            place,
             owner,
             hold,
             id,
@@ -54,8 +53,9 @@ impl Holding {
         }
     }
 
-    pub(crate) fn keys(&self) -> &LockKeys {
-        &self.keys
+    /// The lock's name.
+    pub(crate) fn name(&self) -> &str {
+        &self.place.id().name
     }
 
     pub(crate) fn owner(&self) -> &str {
@@ -73,17 +73,17 @@ impl Holding {
         core.events().held(self.acquired_at.elapsed());
         let deadline = core.call_deadline();
         core.watchdog().unwatch(watched.entry, Some(deadline));
-        core.guard_gone(&self.keys, &self.owner, &self.hold);
+        core.guard_gone(self.place.id(), &self.owner, &self.hold);
         let outcome = send(
             core,
-            &self.keys,
+            &*self.place,
             &self.owner,
             &self.hold,
             &self.id,
             deadline,
             Grants::Allowed,
         );
-        result(&self.keys, &self.owner, outcome)
+        result(self.name(), &self.owner, outcome)
     }
 
     /// Stops watching without a release: the hold lapses, or is released before the owner's
@@ -91,11 +91,11 @@ impl Holding {
     pub(crate) fn abandon(&self, watched: &Watched) {
         self.core.events().held(self.acquired_at.elapsed());
         self.core.watchdog().unwatch(watched.entry, None);
-        self.core
-            .backend()
-            .lapse(&self.keys, &self.hold, watched.valid_until());
+        let lapses_at = watched.valid_until();
+        self.place
+            .ended(&self.hold, HoldEnd::Abandoned { lapses_at });
         self.core.abandoned(
-            &self.keys,
+            self.place.id(),
             &self.owner,
             Unsettled {
                 hold: Arc::clone(&self.hold),
@@ -109,7 +109,7 @@ impl Holding {
 /// lock in step with the outcome.
 pub(crate) fn send(
     core: &Core,
-    keys: &LockKeys,
+    place: &dyn Place,
     owner: &str,
     hold: &Arc<str>,
     id: &str,
@@ -117,7 +117,9 @@ pub(crate) fn send(
     grants: Grants,
 ) -> ReleaseOutcome {
     let claiming = match grants {
-        Grants::Allowed if core.backend().grants() && keys.kind.grants() => core.claim(keys),
+        Grants::Allowed if core.backend().grants() && place.id().kind.grants() => {
+            core.claim(place.id())
+        }
         Grants::Allowed | Grants::No => Claiming::Free,
     };
     let (claim, wake_locally) = match claiming {
@@ -128,8 +130,7 @@ pub(crate) fn send(
     let sent_at = core.watchdog().now();
     let now = || core.watchdog().now();
     let grant = claim.as_ref().map(|claim| claim.grant(sent_at, &now));
-    let outcome = core.backend().release(
-        keys,
+    let outcome = place.release(
         &Release {
             owner,
             hold,
@@ -150,29 +151,29 @@ pub(crate) fn send(
         outcome.released,
         Ok(Released::Granted { .. } | Released::Applied { holds_left: 1.. })
     );
-    core.released(keys, owner, still_held_here, unknown);
+    core.released(place.id(), owner, still_held_here, unknown);
     if let Some(claim) = claim {
         if let Some(rivals) = claim.resolve(&outcome.released, outcome.settled, sent_at) {
-            core.granted(keys, rivals);
+            core.granted(place.id(), rivals);
         }
     }
     if wake_locally && (freed || !outcome.settled) {
         // Wake this client's waiter at once: granted, free to try, or to look for itself.
-        core.waiters().notify(&keys.channel);
+        core.waiters().notify(place.wake_key());
     }
     outcome
 }
 
 /// The caller's view of a release: `Ok` once it is applied (now or before), `NotOwner` if the
 /// hold no longer held the lock.
-pub(crate) fn result(keys: &LockKeys, owner: &str, outcome: ReleaseOutcome) -> Result<()> {
+pub(crate) fn result(name: &str, owner: &str, outcome: ReleaseOutcome) -> Result<()> {
     match outcome.released? {
         Released::NotOwner => Err(Error::NotOwner {
-            name: keys.name.clone(),
+            name: name.to_owned(),
             owner: owner.to_owned(),
         }),
         Released::Applied { .. } | Released::Granted { .. } | Released::AlreadyApplied => {
-            log::debug!("lock {:?} released", keys.name);
+            log::debug!("lock {name:?} released");
             Ok(())
         }
     }

@@ -15,7 +15,6 @@
 use super::table::{EntryRef, State};
 use super::Shared;
 use crate::lost::{Lost, LostReason, Status};
-use crate::stores::redis::keys::LockKeys;
 use std::sync::{Arc, Weak};
 
 /// The deadline task of one hold: `fire` runs it; dropped unrun on a stopped timer, it marks
@@ -23,7 +22,7 @@ use std::sync::{Arc, Weak};
 pub(super) struct DeadlineTask {
     pub(super) shared: Weak<Shared>,
     pub(super) entry: EntryRef,
-    pub(super) keys: Arc<LockKeys>,
+    pub(super) name: Arc<str>,
     pub(super) owner: Arc<str>,
     pub(super) hold: Arc<str>,
     pub(super) status: Arc<Status>,
@@ -62,9 +61,9 @@ impl Drop for DeadlineTask {
             return;
         }
         let reason = LostReason::TimerStopped;
-        log::warn!("lock {:?} is lost: {reason}", self.keys.name);
+        log::warn!("lock {:?} is lost: {reason}", self.name);
         self.status.mark_lost(Lost {
-            name: self.keys.name.clone(),
+            name: self.name.to_string(),
             owner: self.owner.to_string(),
             reason,
             valid_until: self.status.valid_until(),

@@ -27,13 +27,13 @@ mod table;
 
 pub(crate) use grid::valid_until;
 pub use metrics::WatchdogMetrics;
-pub(crate) use renewal::{check_batch, Pending, Renewed, Renewer, DEFAULT_BATCH};
+pub(crate) use renewal::{check_batch, DEFAULT_BATCH};
 pub(crate) use table::EntryRef;
 
+use crate::backend::Renewer;
 use crate::error::{Error, Result};
 use crate::events::Events;
 use crate::lost::{Lost, LostReason, Status};
-use crate::stores::redis::keys::LockKeys;
 use crossbeam_channel::{Receiver, Sender};
 use deadline_task::DeadlineTask;
 use grid::Grid;
@@ -84,7 +84,10 @@ enum Trigger {
 
 /// A hold for the watchdog to watch, from the moment its acquisition was sent.
 pub(crate) struct Hold {
-    pub(crate) keys: Arc<LockKeys>,
+    /// The lock's name, for messages.
+    pub(crate) name: Arc<str>,
+    /// Where the hold lives, as its place names it for renewals.
+    pub(crate) address: Arc<str>,
     pub(crate) owner: Arc<str>,
     /// The hold's id, which renewals name.
     pub(crate) hold: Arc<str>,
@@ -118,6 +121,12 @@ impl Watched {
     /// Listens for the loss on a channel of the caller's (one message per loss).
     pub(crate) fn lost_to(&self, listener: Sender<Lost>) {
         self.status.subscribe_with(listener);
+    }
+
+    /// Calls `told` once when the hold is lost (at once if it is already), on the thread that
+    /// finds it lost: it must not block.
+    pub(crate) fn on_lost(&self, told: Box<dyn FnOnce(&Lost) + Send>) {
+        self.status.on_lost(told);
     }
 }
 
@@ -178,7 +187,8 @@ impl Watchdog {
         }
         let valid_until = shared.grid.deadline_after(hold.sent_at, hold.lease);
         let entry = table.insert(NewEntry {
-            keys: Arc::clone(&hold.keys),
+            name: Arc::clone(&hold.name),
+            address: hold.address,
             owner: hold.owner,
             hold: hold.hold,
             lease: hold.lease,
@@ -199,7 +209,7 @@ impl Watchdog {
         if let Err(reason) = scheduled {
             table.remove(entry);
             return Err(Error::Watchdog {
-                name: hold.keys.name.clone(),
+                name: hold.name.to_string(),
                 reason,
             });
         }
@@ -298,7 +308,7 @@ impl Shared {
                 let task = DeadlineTask {
                     shared: weak,
                     entry,
-                    keys: Arc::clone(&found.keys),
+                    name: Arc::clone(&found.name),
                     owner: Arc::clone(&found.owner),
                     hold: Arc::clone(&found.hold),
                     status: Arc::clone(&found.status),
@@ -343,10 +353,7 @@ impl Shared {
         let held_for = now.saturating_duration_since(found.acquired_at);
         if found.max_hold.is_some_and(|max| held_for >= max) {
             found.state = State::Expiring;
-            log::info!(
-                "lock {:?} reached its max_hold: renewal stops",
-                found.keys.name
-            );
+            log::info!("lock {:?} reached its max_hold: renewal stops", found.name);
             return;
         }
         if self.queue.send(entry).is_ok() {

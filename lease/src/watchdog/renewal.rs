@@ -6,10 +6,10 @@
 
 use super::table::{State, Table};
 use super::{EntryRef, Shared};
+use crate::backend::{Renewal, Renewed, Renewer};
 use crate::error::{Error, Result};
 use crate::events::RenewOutcome;
 use crate::lost::LostReason;
-use crate::stores::redis::scripts::Renewal;
 use crossbeam_channel::Receiver;
 use std::sync::{Arc, Weak};
 use std::time::{Duration, Instant};
@@ -31,38 +31,21 @@ pub(crate) fn check_batch(batch: usize) -> Result<()> {
 }
 
 /// One lease in a renewal call.
-pub(crate) struct Pending {
+pub(super) struct Pending {
     pub(super) entry: EntryRef,
-    pub(crate) lock_key: String,
-    pub(crate) hold: Arc<str>,
-    pub(crate) lease: Duration,
+    pub(super) address: Arc<str>,
+    pub(super) hold: Arc<str>,
+    pub(super) lease: Duration,
 }
 
 impl Pending {
-    pub(crate) fn renewal(&self) -> Renewal<'_> {
+    fn renewal(&self) -> Renewal<'_> {
         Renewal {
-            lock_key: &self.lock_key,
+            address: &self.address,
             hold: &self.hold,
             lease: self.lease,
         }
     }
-}
-
-/// What became of one lease in a renewal call.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum Renewed {
-    /// Extended: its deadline moves.
-    Yes,
-    /// Redis says the owner no longer holds it (or, over several masters, too few still do).
-    Gone,
-    /// No answer that settles it (connection lost, timed out): try again before the deadline.
-    Failed,
-}
-
-/// Where renewals go: one server, or a quorum of masters (see `backend`).
-pub(crate) trait Renewer: Send + 'static {
-    /// Renews the leases in one call (per server); one outcome per lease, in order.
-    fn renew(&mut self, leases: &[Pending]) -> Vec<Renewed>;
 }
 
 pub(super) fn run(
@@ -85,7 +68,8 @@ pub(super) fn run(
             continue;
         }
         let sent_at = shared.timer.now();
-        let outcome = renewer.renew(&pending);
+        let renewals: Vec<Renewal<'_>> = pending.iter().map(Pending::renewal).collect();
+        let outcome = renewer.renew(&renewals);
         shared.finish_renewal(&pending, sent_at, &outcome);
     }
     log::debug!("renewal thread ends: its client is gone");
@@ -106,7 +90,7 @@ impl Shared {
             found.state = State::Renewing;
             pending.push(Pending {
                 entry,
-                lock_key: found.keys.hold_key(&found.hold),
+                address: Arc::clone(&found.address),
                 hold: Arc::clone(&found.hold),
                 lease: found.lease,
             });

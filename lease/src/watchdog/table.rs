@@ -27,7 +27,6 @@
 use super::metrics::WatchdogMetrics;
 use crate::events::Events;
 use crate::lost::{Lost, LostReason, Status};
-use crate::stores::redis::keys::LockKeys;
 use hashwheel::Timeout;
 use slab::Slab;
 use std::collections::HashMap;
@@ -64,7 +63,10 @@ pub(super) enum State {
 pub(super) struct Entry {
     id: u64,
     pub(super) state: State,
-    pub(super) keys: Arc<LockKeys>,
+    /// The lock's name, for messages.
+    pub(super) name: Arc<str>,
+    /// Where the hold lives, as its place named it for renewals.
+    pub(super) address: Arc<str>,
     pub(super) owner: Arc<str>,
     /// The hold's id, which every renewal names.
     pub(super) hold: Arc<str>,
@@ -95,7 +97,8 @@ impl Entry {
 
 /// What a new entry starts from.
 pub(super) struct NewEntry {
-    pub(super) keys: Arc<LockKeys>,
+    pub(super) name: Arc<str>,
+    pub(super) address: Arc<str>,
     pub(super) owner: Arc<str>,
     pub(super) hold: Arc<str>,
     pub(super) lease: Duration,
@@ -151,7 +154,8 @@ impl Table {
             id,
             state: State::Held,
             status: Arc::new(Status::new(new.valid_until)),
-            keys: new.keys,
+            name: new.name,
+            address: new.address,
             owner: new.owner,
             hold: new.hold,
             lease: new.lease,
@@ -208,7 +212,7 @@ impl Table {
         }
         found.state = State::Lost;
         let lost = Lost {
-            name: found.keys.name.clone(),
+            name: found.name.to_string(),
             owner: found.owner.to_string(),
             reason,
             valid_until: found.valid_until,

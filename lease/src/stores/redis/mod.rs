@@ -6,6 +6,7 @@
 
 pub(crate) mod cluster;
 pub(crate) mod conn;
+pub(crate) mod deployment;
 pub(crate) mod fanout;
 pub(crate) mod fencing;
 pub(crate) mod keys;

@@ -2,17 +2,19 @@
 //! connection, and releases are announced by pub/sub.
 
 use crate::backend::{
-    Attempt, Attempted, Backend, GrantFate, Release, ReleaseOutcome, Released, Rivals, Settings,
+    Attempt, Attempted, Backend, GrantFate, Release, ReleaseOutcome, Released, Renewal, Renewed,
+    Renewer, Rivals, ServerIdentity, Settings,
 };
 use crate::error::{Error, Result};
 use crate::state::LockState;
 use crate::stores::redis::conn::{Conn, Endpoint, Link};
+use crate::stores::redis::deployment::{Deployment, Redis};
 use crate::stores::redis::fencing::Epoch;
 use crate::stores::redis::keys::LockKeys;
-use crate::stores::redis::pool::{Fixed, Identity, Pool, Via};
-use crate::stores::redis::pubsub::Waiters;
+use crate::stores::redis::pool::{Fixed, Pool, Via};
+use crate::stores::redis::pubsub::{OneServer as OneServerAnnouncer, Subscriber};
 use crate::stores::redis::scripts::{self, Acquire, Announce, Call};
-use crate::watchdog::{Pending, Renewed, Renewer};
+use crate::waiters::Waiters;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -38,7 +40,10 @@ pub(crate) fn build(settings: &Settings, mut endpoints: Vec<Endpoint>) -> Result
         .pop()
         .ok_or_else(|| Error::InvalidArgument("a client needs the URL of a server".into()))?;
     let pool = settings.pool(Box::new(Fixed::new(endpoint, Epoch::None)));
-    Ok(Box::new(Server::new(Arc::new(pool.with_acks(acks)))))
+    Ok(Redis::backend(
+        Server::new(Arc::new(pool.with_acks(acks))),
+        &settings.prefix,
+    ))
 }
 
 /// How long past an attempt's deadline the undoing of an acquisition that reports failure may
@@ -179,7 +184,7 @@ pub(crate) fn release_on(
         .map(|grant| release_first(keys, grant.owner, grant.hold, grant.hold, announce));
     let once = || {
         via.call(deadline, |con| {
-            let call = release.call(keys, announce, con.epoch());
+            let call = scripts::release_call(keys, release, announce, con.epoch());
             let replied = call.run_acked(con, &keys.lock, acks);
             if let (Err(error), Some(withdraw)) = (&replied, &withdraw) {
                 if error.is_unavailable() {
@@ -296,7 +301,7 @@ pub(crate) fn pause(ttl: Option<Duration>) -> Duration {
         .clamp(Duration::from_millis(1), MAX_RECHECK)
 }
 
-impl Backend for Server {
+impl Deployment for Server {
     fn fenced(&self) -> bool {
         true
     }
@@ -305,11 +310,11 @@ impl Backend for Server {
         self.pool.acks().is_none()
     }
 
-    fn place(&self) -> &str {
+    fn address(&self) -> &str {
         self.pool.shown()
     }
 
-    fn servers(&self, _: &LockKeys, deadline: Instant) -> Result<Vec<Identity>> {
+    fn servers(&self, _: &LockKeys, deadline: Instant) -> Result<Vec<ServerIdentity>> {
         Ok(vec![self.pool.identify(deadline)?])
     }
 
@@ -388,7 +393,10 @@ impl Backend for Server {
     }
 
     fn waiters(&self, thread_name: String) -> Result<Waiters> {
-        Waiters::subscribed(Arc::clone(&self.pool), thread_name).map_err(Error::Spawn)
+        let announcer = Arc::new(OneServerAnnouncer(Arc::clone(&self.pool)));
+        Ok(Waiters::announced(|notifier| {
+            Arc::new(Subscriber::new(announcer, thread_name, notifier))
+        }))
     }
 }
 
@@ -399,7 +407,7 @@ struct OneServer {
 }
 
 impl OneServer {
-    fn call(&mut self, leases: &[Pending]) -> Result<Vec<bool>> {
+    fn call(&mut self, leases: &[Renewal<'_>]) -> Result<Vec<bool>> {
         let deadline = self.pool.call_deadline();
         if self
             .connection
@@ -415,8 +423,7 @@ impl OneServer {
             }
             None => self.connection.insert(self.pool.open(deadline)?),
         };
-        let renewals: Vec<scripts::Renewal<'_>> = leases.iter().map(Pending::renewal).collect();
-        let outcome = scripts::renew(&renewals)
+        let outcome = scripts::renew(leases)
             .run_acked(con, "", self.pool.acks())
             .and_then(|(reply, shortfall)| match shortfall {
                 Some(shortfall) => Err(shortfall.error(format!("{} leases", leases.len()))),
@@ -431,7 +438,7 @@ impl OneServer {
 }
 
 impl Renewer for OneServer {
-    fn renew(&mut self, leases: &[Pending]) -> Vec<Renewed> {
+    fn renew(&mut self, leases: &[Renewal<'_>]) -> Vec<Renewed> {
         match self.call(leases) {
             Ok(renewed) => renewed
                 .into_iter()

@@ -6,26 +6,21 @@
 //! made through it are lost (their renewals find it gone), and only later acquisitions open a
 //! new session.
 //!
-//! Watch notifications wake the waiters of the lock whose child changed; a change of the
-//! session's state (disconnected, connected again, expired) wakes every waiter, to look for
-//! itself.
+//! Watch notifications wake the waiters of the lock whose child changed (waiters watch a lock by
+//! its node's path); a change of the session's state (disconnected, connected again, expired)
+//! wakes every waiter, to look for itself.
 
 use crate::error::{Error, Result};
-use crate::stores::redis::pubsub::Notifier;
 use crate::stores::zookeeper::client::{Event, Session, ZkConfig, ZkError};
+use crate::waiters::Notifier;
 use parking_lot::Mutex;
-use std::collections::HashMap;
 use std::sync::Arc;
 use std::time::Instant;
-
-/// The lock nodes waited on, each with the channel of its waiters.
-type Watched = HashMap<String, String>;
 
 /// The client's session, opened when first needed.
 pub(super) struct Ensemble {
     config: ZkConfig,
     current: Mutex<Option<Session>>,
-    watched: Arc<Mutex<Watched>>,
     notifier: Notifier,
 }
 
@@ -34,7 +29,6 @@ impl Ensemble {
         Ensemble {
             config,
             current: Mutex::new(None),
-            watched: Arc::new(Mutex::new(Watched::default())),
             notifier,
         }
     }
@@ -67,38 +61,21 @@ impl Ensemble {
             .cloned()
     }
 
-    /// Wakes the waiters on `channel` when a child of `lock` changes.
-    pub(super) fn route(&self, lock: &str, channel: &str) {
-        let mut watched = self.watched.lock();
-        if !watched.contains_key(lock) {
-            watched.insert(lock.to_owned(), channel.to_owned());
-        }
-    }
-
     /// The session's event handler: wakes whoever the event concerns.
     fn events(&self) -> Arc<dyn Fn(Event) + Send + Sync> {
-        let watched = Arc::clone(&self.watched);
         let notifier = self.notifier.clone();
-        Arc::new(move |event: Event| {
-            let watched = watched.lock();
-            match &event {
-                Event::NodeDeleted(path)
-                | Event::NodeCreated(path)
-                | Event::NodeDataChanged(path)
-                | Event::NodeChildrenChanged(path) => {
-                    let lock = super::paths::parent(path);
-                    for key in [lock, path.as_str()] {
-                        if let Some(channel) = watched.get(key) {
-                            notifier.notify(channel);
-                        }
-                    }
-                }
-                Event::Disconnected | Event::Connected | Event::Expired | Event::Closed => {
-                    log::debug!("zookeeper session: {event:?}");
-                    watched
-                        .values()
-                        .for_each(|channel| notifier.notify(channel));
-                }
+        Arc::new(move |event: Event| match &event {
+            Event::NodeDeleted(path)
+            | Event::NodeCreated(path)
+            | Event::NodeDataChanged(path)
+            | Event::NodeChildrenChanged(path) => {
+                // A lock's waiters watch its node; a contender's node is one of its children.
+                notifier.notify(super::paths::parent(path));
+                notifier.notify(path);
+            }
+            Event::Disconnected | Event::Connected | Event::Expired | Event::Closed => {
+                log::debug!("zookeeper session: {event:?}");
+                notifier.notify_all();
             }
         })
     }

@@ -6,7 +6,7 @@
 //! forced release ask which nodes hold ([`holding`]), by the same rule.
 
 use super::paths::{self, Claim};
-use crate::stores::redis::keys::Kind;
+use crate::backend::Kind;
 
 /// What keeps a contender from holding, of the nodes ahead of it in the queue.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -15,14 +15,14 @@ mod recipe;
 mod renew;
 mod table;
 
-use crate::backend::{Attempt, Attempted, Backend, GrantFate, Release, ReleaseOutcome, Settings};
+use crate::backend::{
+    Attempt, Attempted, Backend, GrantFate, HoldEnd, Kind, LockId, Place, Release, ReleaseOutcome,
+    Renewer, ServerIdentity, Settings,
+};
 use crate::error::{Error, Result};
 use crate::state::LockState;
-use crate::stores::redis::keys::LockKeys;
-use crate::stores::redis::pool::Identity;
-use crate::stores::redis::pubsub::Waiters;
 use crate::stores::zookeeper::client::ZkConfig;
-use crate::watchdog::Renewer;
+use crate::waiters::Waiters;
 use ensemble::Ensemble;
 use parking_lot::Mutex;
 use reaper::Reaper;
@@ -57,14 +57,21 @@ impl std::fmt::Debug for ZooKeeperSettings {
     }
 }
 
-pub(crate) struct ZooKeeper {
+/// What every lock of a ZooKeeper client shares.
+pub(super) struct Ensembled {
     ensemble: Arc<Ensemble>,
     table: Arc<Mutex<Table>>,
     reaper: Reaper,
-    waiters: Mutex<Option<Waiters>>,
     prefix: String,
-    place: String,
+    address: String,
     call_timeout: Duration,
+}
+
+/// A ZooKeeper client's backend.
+pub(crate) struct ZooKeeper {
+    shared: Arc<Ensembled>,
+    /// Made at build, so that the ensemble's events wake them; handed to the client once.
+    waiters: Mutex<Option<Waiters>>,
 }
 
 /// A client of the ensemble `zk` names, whose sessions ask for `session_timeout`. It connects
@@ -72,7 +79,6 @@ pub(crate) struct ZooKeeper {
 pub(crate) fn build(
     settings: &Settings,
     zk: &ZooKeeperSettings,
-    prefix: &str,
     session_timeout: Duration,
 ) -> Result<Box<dyn Backend>> {
     if zk.hosts.is_empty() {
@@ -113,30 +119,34 @@ pub(crate) fn build(
         },
         settings.thread_name("zk-reap"),
     )?;
-    let place = format!(
+    let address = format!(
         "zookeeper://{}{}",
         zk.hosts.join(","),
         zk.chroot.as_deref().unwrap_or("")
     );
     Ok(Box::new(ZooKeeper {
-        ensemble,
-        table,
-        reaper,
+        shared: Arc::new(Ensembled {
+            ensemble,
+            table,
+            reaper,
+            prefix: settings.prefix.clone(),
+            address,
+            call_timeout: settings.command_timeout,
+        }),
         waiters: Mutex::new(Some(waiters)),
-        prefix: prefix.to_owned(),
-        place,
-        call_timeout: settings.command_timeout,
     }))
 }
 
-impl ZooKeeper {
-    /// The node of `keys`'s lock.
-    fn lock_path(&self, keys: &LockKeys) -> Result<String> {
-        paths::lock_path(&self.prefix, &keys.name)
-    }
-}
-
 impl Backend for ZooKeeper {
+    fn place(&self, id: &LockId) -> Result<Arc<dyn Place>> {
+        let path = paths::lock_path(&self.shared.prefix, &id.name)?;
+        Ok(Arc::new(LockNode {
+            id: id.clone(),
+            path,
+            zk: Arc::clone(&self.shared),
+        }))
+    }
+
     fn fenced(&self) -> bool {
         true
     }
@@ -145,94 +155,111 @@ impl Backend for ZooKeeper {
         false
     }
 
-    fn place(&self) -> &str {
-        &self.place
-    }
-
-    fn servers(&self, _keys: &LockKeys, _deadline: Instant) -> Result<Vec<Identity>> {
-        Ok(vec![Identity {
-            run_id: Some(self.place.clone()),
-            peer: None,
-        }])
+    fn address(&self) -> &str {
+        &self.shared.address
     }
 
     fn call_timeout(&self) -> Duration {
-        self.call_timeout
-    }
-
-    fn admit(&self, keys: &LockKeys) -> Result<()> {
-        self.lock_path(keys).map(drop)
-    }
-
-    fn attempt(
-        &self,
-        keys: &LockKeys,
-        attempt: &Attempt<'_>,
-        deadline: Instant,
-    ) -> Result<Attempted> {
-        recipe::attempt(self, keys, attempt, deadline)
-    }
-
-    fn abandon(&self, keys: &LockKeys, owner: &str, _waited: bool) {
-        recipe::abandon(self, keys, owner);
-    }
-
-    fn lapse(&self, _keys: &LockKeys, hold: &str, at: Instant) {
-        let Some(session) = self.table.lock().held.get(hold).map(|held| held.session) else {
-            return;
-        };
-        let job = reaper::Job::Lapse {
-            hold: hold.to_owned(),
-            session,
-        };
-        self.reaper.reap_at(job, at + LAPSE_MARGIN);
-    }
-
-    fn losses(&self) -> Option<crossbeam_channel::Sender<crate::lost::Lost>> {
-        Some(self.reaper.losses())
-    }
-
-    fn release(
-        &self,
-        _keys: &LockKeys,
-        release: &Release<'_>,
-        deadline: Instant,
-    ) -> ReleaseOutcome {
-        recipe::release(self, release, deadline)
-    }
-
-    fn settle_grant(
-        &self,
-        _keys: &LockKeys,
-        _owner: &str,
-        _hold: &str,
-        _deadline: Instant,
-    ) -> Result<GrantFate> {
-        // No grants are made here.
-        Ok(GrantFate::Withdrawn)
+        self.shared.call_timeout
     }
 
     fn pause(&self, _ttl: Option<Duration>) -> Duration {
         MAX_RECHECK
     }
 
-    fn inspect(&self, keys: &LockKeys, deadline: Instant) -> Result<LockState> {
-        recipe::inspect(self, keys, deadline)
-    }
-
-    fn force_release(&self, keys: &LockKeys, deadline: Instant) -> Result<bool> {
-        recipe::force_release(self, keys, deadline)
-    }
-
     fn renewer(&self) -> Box<dyn Renewer> {
         Box::new(renew::SessionRenewer {
-            ensemble: Arc::clone(&self.ensemble),
-            table: Arc::clone(&self.table),
-            call_timeout: self.call_timeout,
+            ensemble: Arc::clone(&self.shared.ensemble),
+            table: Arc::clone(&self.shared.table),
+            call_timeout: self.shared.call_timeout,
         })
     }
 
     fn waiters(&self, _thread_name: String) -> Result<Waiters> {
         Ok(self.waiters.lock().take().unwrap_or_else(Waiters::local))
+    }
+}
+
+/// A lock on ZooKeeper: the node its contenders queue under. Its waiters are woken by the
+/// node's path, on which the ensemble's watch events arrive.
+pub(super) struct LockNode {
+    id: LockId,
+    path: String,
+    zk: Arc<Ensembled>,
+}
+
+impl Place for LockNode {
+    fn id(&self) -> &LockId {
+        &self.id
+    }
+
+    fn of_kind(&self, kind: Kind) -> Arc<dyn Place> {
+        Arc::new(LockNode {
+            id: self.id.with_kind(kind),
+            path: self.path.clone(),
+            zk: Arc::clone(&self.zk),
+        })
+    }
+
+    fn address(&self) -> (&str, &str) {
+        (&self.zk.address, &self.path)
+    }
+
+    fn wake_key(&self) -> &str {
+        &self.path
+    }
+
+    /// A renewal asks about the hold's node, which the client's table knows by the hold.
+    fn hold_address(&self, hold: &str) -> Arc<str> {
+        Arc::from(hold)
+    }
+
+    fn servers(&self, _deadline: Instant) -> Result<Vec<ServerIdentity>> {
+        Ok(vec![ServerIdentity {
+            run_id: Some(self.zk.address.clone()),
+            peer: None,
+        }])
+    }
+
+    fn attempt(&self, attempt: &Attempt<'_>, deadline: Instant) -> Result<Attempted> {
+        recipe::attempt(self, attempt, deadline)
+    }
+
+    fn abandon(&self, owner: &str, _waited: bool) {
+        recipe::abandon(self, owner);
+    }
+
+    fn ended(&self, hold: &str, end: HoldEnd) {
+        match end {
+            HoldEnd::Lost => self.zk.reaper.lost(hold),
+            HoldEnd::Abandoned { lapses_at } => {
+                let held = self.zk.table.lock().held.get(hold).map(|held| held.session);
+                let Some(session) = held else {
+                    return;
+                };
+                let job = reaper::Job::Lapse {
+                    hold: hold.to_owned(),
+                    session,
+                };
+                self.zk.reaper.reap_at(job, lapses_at + LAPSE_MARGIN);
+            }
+        }
+    }
+
+    fn release(&self, release: &Release<'_>, deadline: Instant) -> ReleaseOutcome {
+        recipe::release(self, release, deadline)
+    }
+
+    fn settle_grant(&self, _owner: &str, _hold: &str, _deadline: Instant) -> Result<GrantFate> {
+        // No grants are made here.
+        Ok(GrantFate::Withdrawn)
+    }
+
+    fn inspect(&self, deadline: Instant) -> Result<LockState> {
+        recipe::inspect(self, deadline)
+    }
+
+    fn force_release(&self, deadline: Instant) -> Result<bool> {
+        recipe::force_release(self, deadline)
     }
 }

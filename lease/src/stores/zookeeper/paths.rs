@@ -11,8 +11,8 @@
 //! contenders are), and a semaphore's contenders `<guid>-take<n>-<sequence>`, `n` the permits
 //! they take: what a node claims is in its name, for every contender to read from one listing.
 
+use crate::backend::Kind;
 use crate::error::{Error, Result};
-use crate::stores::redis::keys::Kind;
 
 /// The node under which every lock lives.
 const ROOT: &str = "/lease";

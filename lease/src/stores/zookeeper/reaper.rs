@@ -16,7 +16,6 @@ use super::ensemble::Ensemble;
 use super::paths;
 use super::table::Table;
 use crate::error::{Error, Result};
-use crate::lost::Lost;
 use crate::stores::zookeeper::client::ZkError;
 use crossbeam_channel::{select, Receiver, Sender};
 use parking_lot::Mutex;
@@ -56,7 +55,8 @@ impl Job {
 /// The handle that gives the reaper its jobs; the reaper's thread ends when it is dropped.
 pub(super) struct Reaper {
     jobs: Sender<(Job, Instant)>,
-    losses: Sender<Lost>,
+    /// The holds whose holders were told they are lost.
+    losses: Sender<String>,
 }
 
 /// What the reaper's thread works with.
@@ -89,13 +89,13 @@ impl Reaper {
         let _ = self.jobs.send((job, at));
     }
 
-    /// Where holds' losses are told, to delete their nodes.
-    pub(super) fn losses(&self) -> Sender<Lost> {
-        self.losses.clone()
+    /// The hold `hold` is lost: its node goes, if this client still has it.
+    pub(super) fn lost(&self, hold: &str) {
+        let _ = self.losses.send(hold.to_owned());
     }
 }
 
-fn run(context: &Context, jobs: &Receiver<(Job, Instant)>, losses: &Receiver<Lost>) {
+fn run(context: &Context, jobs: &Receiver<(Job, Instant)>, losses: &Receiver<String>) {
     let mut pending: Vec<(Job, Instant)> = Vec::new();
     loop {
         let wake = pending
@@ -108,9 +108,9 @@ fn run(context: &Context, jobs: &Receiver<(Job, Instant)>, losses: &Receiver<Los
                 Ok(job) => pending.push(job),
                 Err(_) => return,
             },
-            recv(losses) -> lost => {
-                if let Ok(lost) = lost {
-                    pending.extend(lost_node(context, &lost).map(|job| (job, Instant::now())));
+            recv(losses) -> hold => {
+                if let Ok(hold) = hold {
+                    pending.extend(lost_node(context, &hold).map(|job| (job, Instant::now())));
                 }
             },
             recv(timeout) -> _ => {},
@@ -144,15 +144,11 @@ fn far_future() -> Instant {
     Instant::now() + Duration::from_secs(86_400 * 365)
 }
 
-/// The node of the hold that `lost` tells of, if this client still has it and the lost
-/// acquisition was its last: that hold's, never a later hold's of the same owner.
-fn lost_node(context: &Context, lost: &Lost) -> Option<Job> {
-    let (path, session) = context.table.lock().ended(&lost.hold, false)?;
-    log::debug!(
-        "lock {:?} is lost ({}): its node goes",
-        lost.name,
-        lost.reason
-    );
+/// The node of the lost hold `hold`, if this client still has it and the lost acquisition was
+/// its last: that hold's, never a later hold's of the same owner.
+fn lost_node(context: &Context, hold: &str) -> Option<Job> {
+    let (path, session) = context.table.lock().ended(hold, false)?;
+    log::debug!("zookeeper node {path} of a lost hold goes");
     Some(Job::Node { path, session })
 }
 

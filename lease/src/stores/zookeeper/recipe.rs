@@ -19,11 +19,11 @@ use super::line::{holding, Blocker, Line};
 use super::paths::{self, Claim};
 use super::reaper::Job;
 use super::table::{Held, Node, Waiting};
-use super::ZooKeeper;
+use super::{Ensembled, LockNode};
+use crate::backend::Kind;
 use crate::backend::{Attempt, Attempted, Release, ReleaseOutcome, Released};
 use crate::error::{Error, Result};
 use crate::state::LockState;
-use crate::stores::redis::keys::{Kind, LockKeys};
 use crate::stores::zookeeper::client::{CreateMode, Session, ZkError};
 use std::time::{Duration, Instant, SystemTime};
 
@@ -31,12 +31,12 @@ use std::time::{Duration, Instant, SystemTime};
 const NEW_NODES: usize = 2;
 
 pub(super) fn attempt(
-    zk: &ZooKeeper,
-    keys: &LockKeys,
+    place: &LockNode,
     attempt: &Attempt<'_>,
     deadline: Instant,
 ) -> Result<Attempted> {
-    let lock = zk.lock_path(keys)?;
+    let zk = &*place.zk;
+    let lock = place.path.clone();
     let session = zk.ensemble.session(deadline)?;
     if attempt.lease > session.timeout() {
         return Err(Error::InvalidArgument(format!(
@@ -51,8 +51,7 @@ pub(super) fn attempt(
             return Ok(reentered);
         }
     }
-    zk.ensemble.route(&lock, &keys.channel);
-    let claim = Claim::of(keys.kind);
+    let claim = Claim::of(place.id.kind);
     let mut made = 0;
     let mut node = own_node(zk, &session, &lock, attempt, claim, deadline)?;
     loop {
@@ -65,7 +64,7 @@ pub(super) fn attempt(
             .0;
         let queue = paths::queue(children);
         let name = paths::child_name(&node.path);
-        let Some(place) = queue.iter().position(|(_, child)| child == name) else {
+        let Some(at) = queue.iter().position(|(_, child)| child == name) else {
             // Deleted while it waited: its place is gone, and a new node queues at the end.
             zk.table
                 .lock()
@@ -78,7 +77,7 @@ pub(super) fn attempt(
             node = own_node(zk, &session, &lock, attempt, claim, deadline)?;
             continue;
         };
-        let blocker = blocker(zk, keys.kind, &lock, &queue[..place], attempt.owner);
+        let blocker = blocker(zk, place.id.kind, &lock, &queue[..at], attempt.owner);
         if blocker == Blocker::None {
             let mut table = zk.table.lock();
             table.waiting.remove(&waiting_key(&lock, attempt.owner));
@@ -119,7 +118,7 @@ pub(super) fn attempt(
 /// contenders `ahead` (see [`Line`]): a reader holds behind the write hold `owner` has in this
 /// client (a downgrade).
 fn blocker(
-    zk: &ZooKeeper,
+    zk: &Ensembled,
     kind: Kind,
     lock: &str,
     ahead: &[(u64, String)],
@@ -145,7 +144,7 @@ fn waiting_key(lock: &str, owner: &str) -> (String, String) {
 
 /// Another acquisition of a hold this client has, if the hold's node is still its session's.
 fn reenter(
-    zk: &ZooKeeper,
+    zk: &Ensembled,
     session: &Session,
     hold: &str,
     attempt_now: &(dyn Fn() -> Instant + Sync),
@@ -184,7 +183,7 @@ fn reenter(
 /// The contender's node under `lock`: the one it has, the one a lost create made (found by its
 /// guid), or a new one.
 fn own_node(
-    zk: &ZooKeeper,
+    zk: &Ensembled,
     session: &Session,
     lock: &str,
     attempt: &Attempt<'_>,
@@ -298,10 +297,8 @@ fn token(zxid: i64) -> Result<u64> {
 }
 
 /// Withdraws `owner`'s node from the queue of `keys`'s lock, through the reaper.
-pub(super) fn abandon(zk: &ZooKeeper, keys: &LockKeys, owner: &str) {
-    let Ok(lock) = zk.lock_path(keys) else {
-        return;
-    };
+pub(super) fn abandon(place: &LockNode, owner: &str) {
+    let (zk, lock) = (&*place.zk, place.path.clone());
     let Some(waiting) = zk.table.lock().waiting.remove(&waiting_key(&lock, owner)) else {
         return;
     };
@@ -321,7 +318,12 @@ pub(super) fn abandon(zk: &ZooKeeper, keys: &LockKeys, owner: &str) {
     zk.reaper.reap(job);
 }
 
-pub(super) fn release(zk: &ZooKeeper, release: &Release<'_>, deadline: Instant) -> ReleaseOutcome {
+pub(super) fn release(
+    place: &LockNode,
+    release: &Release<'_>,
+    deadline: Instant,
+) -> ReleaseOutcome {
+    let zk = &*place.zk;
     let settled = |released| ReleaseOutcome {
         released: Ok(released),
         settled: true,
@@ -393,10 +395,10 @@ pub(super) fn release(zk: &ZooKeeper, release: &Release<'_>, deadline: Instant) 
 
 /// The lock as ZooKeeper holds it: the lowest node's owner, session, creation time and token,
 /// and how many contenders wait behind it.
-pub(super) fn inspect(zk: &ZooKeeper, keys: &LockKeys, deadline: Instant) -> Result<LockState> {
-    let lock = zk.lock_path(keys)?;
+pub(super) fn inspect(place: &LockNode, deadline: Instant) -> Result<LockState> {
+    let (zk, lock, kind) = (&*place.zk, place.path.clone(), place.id.kind);
     let session = zk.ensemble.session(deadline)?;
-    let mut state = LockState::empty(&keys.name);
+    let mut state = LockState::empty(&place.id.name);
     state.node = session.server();
     let children = match session.get_children(&lock, false, deadline) {
         Ok((children, _)) => children,
@@ -404,8 +406,8 @@ pub(super) fn inspect(zk: &ZooKeeper, keys: &LockKeys, deadline: Instant) -> Res
         Err(error) => return Err(unavailable(&error)),
     };
     let queue = paths::queue(children);
-    if keys.kind.shared() {
-        return inspect_shared(zk, &session, keys, &lock, &queue, state, deadline);
+    if kind.shared() {
+        return inspect_shared(zk, &session, kind, &lock, &queue, state, deadline);
     }
     for (_, child) in &queue {
         let path = format!("{lock}/{child}");
@@ -434,15 +436,15 @@ pub(super) fn inspect(zk: &ZooKeeper, keys: &LockKeys, deadline: Instant) -> Res
 
 /// [`inspect`] of a semaphore or a side of a read-write lock: every node that holds it.
 fn inspect_shared(
-    zk: &ZooKeeper,
+    zk: &Ensembled,
     session: &Session,
-    keys: &LockKeys,
+    kind: Kind,
     lock: &str,
     queue: &[(u64, String)],
     mut state: LockState,
     deadline: Instant,
 ) -> Result<LockState> {
-    let holding = holding(keys.kind, queue, |index| {
+    let holding = holding(kind, queue, |index| {
         owner_of(session, &format!("{lock}/{}", queue[index].1), deadline)
     })?;
     let mut in_use = 0u64;
@@ -465,7 +467,7 @@ fn inspect_shared(
         }
     }
     state.waiting = Some((queue.len() - holding.len()) as u64);
-    if let Kind::Semaphore { permits, .. } = keys.kind {
+    if let Kind::Semaphore { permits, .. } = kind {
         state.permits = Some(u64::from(permits));
         state.permits_in_use = Some(in_use);
     }
@@ -483,8 +485,8 @@ fn owner_of(session: &Session, path: &str, deadline: Instant) -> Result<Option<S
 
 /// Deletes the node that holds the lock (every node that holds a semaphore or a read-write
 /// lock's side); whether there was one.
-pub(super) fn force_release(zk: &ZooKeeper, keys: &LockKeys, deadline: Instant) -> Result<bool> {
-    let lock = zk.lock_path(keys)?;
+pub(super) fn force_release(place: &LockNode, deadline: Instant) -> Result<bool> {
+    let (zk, lock, kind) = (&*place.zk, place.path.clone(), place.id.kind);
     let session = zk.ensemble.session(deadline)?;
     let children = match session.get_children(&lock, false, deadline) {
         Ok((children, _)) => children,
@@ -492,9 +494,9 @@ pub(super) fn force_release(zk: &ZooKeeper, keys: &LockKeys, deadline: Instant) 
         Err(error) => return Err(unavailable(&error)),
     };
     let queue = paths::queue(children);
-    if keys.kind.shared() {
+    if kind.shared() {
         let mut deleted = false;
-        let holding = holding(keys.kind, &queue, |index| {
+        let holding = holding(kind, &queue, |index| {
             owner_of(&session, &format!("{lock}/{}", queue[index].1), deadline)
         })?;
         for index in holding {

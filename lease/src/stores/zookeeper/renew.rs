@@ -7,8 +7,8 @@
 
 use super::ensemble::Ensemble;
 use super::table::Table;
+use crate::backend::{Renewal, Renewed, Renewer};
 use crate::stores::zookeeper::client::ZkError;
-use crate::watchdog::{Pending, Renewed, Renewer};
 use parking_lot::Mutex;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -20,7 +20,7 @@ pub(super) struct SessionRenewer {
 }
 
 impl Renewer for SessionRenewer {
-    fn renew(&mut self, leases: &[Pending]) -> Vec<Renewed> {
+    fn renew(&mut self, leases: &[Renewal<'_>]) -> Vec<Renewed> {
         let Some(session) = self.ensemble.current() else {
             // No session, or it expired: every hold made through it is gone.
             return vec![Renewed::Gone; leases.len()];
@@ -33,7 +33,7 @@ impl Renewer for SessionRenewer {
                 .map(|lease| {
                     table
                         .held
-                        .get(&*lease.hold)
+                        .get(lease.hold)
                         .filter(|held| held.session == sid)
                         .map(|held| held.node.path.clone())
                 })

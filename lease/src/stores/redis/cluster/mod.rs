@@ -18,15 +18,19 @@ pub(crate) mod slots;
 use routes::{PoolSettings, Routes};
 
 use super::server::{attempt_on, log_withdrawal, pause, release_on, settle_grant_on, withdraw_on};
-use crate::backend::{Attempt, Attempted, Backend, GrantFate, Release, ReleaseOutcome, Settings};
+use crate::backend::{
+    Attempt, Attempted, Backend, GrantFate, Release, ReleaseOutcome, Renewer, ServerIdentity,
+    Settings,
+};
 use crate::error::{Error, Result};
 use crate::state::LockState;
 use crate::stores::redis::conn::{Conn, Endpoint};
+use crate::stores::redis::deployment::{Deployment, Redis};
 use crate::stores::redis::keys::LockKeys;
-use crate::stores::redis::pool::{Identity, Pool, Setup, Via};
-use crate::stores::redis::pubsub::{Announcer, Waiters};
+use crate::stores::redis::pool::{Pool, Setup, Via};
+use crate::stores::redis::pubsub::{Announcer, Subscriber};
 use crate::stores::redis::scripts::{self, Announce};
-use crate::watchdog::Renewer;
+use crate::waiters::Waiters;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -73,10 +77,11 @@ pub(crate) fn build(settings: &Settings, seeds: Vec<Endpoint>) -> Result<Box<dyn
             pipelining: settings.pipelining,
         },
     );
-    Ok(Box::new(Cluster {
+    let cluster = Cluster {
         routes: Arc::new(routes),
         place,
-    }))
+    };
+    Ok(Redis::backend(cluster, &settings.prefix))
 }
 
 impl Cluster {
@@ -154,7 +159,7 @@ impl Redirect {
     }
 }
 
-impl Backend for Cluster {
+impl Deployment for Cluster {
     fn fenced(&self) -> bool {
         true
     }
@@ -163,11 +168,11 @@ impl Backend for Cluster {
         self.routes.acks().is_none()
     }
 
-    fn place(&self) -> &str {
+    fn address(&self) -> &str {
         &self.place
     }
 
-    fn servers(&self, keys: &LockKeys, deadline: Instant) -> Result<Vec<Identity>> {
+    fn servers(&self, keys: &LockKeys, deadline: Instant) -> Result<Vec<ServerIdentity>> {
         self.route(keys, deadline, |via| via.pool.identify(deadline))
             .map(|(identity, _)| vec![identity])
     }
@@ -250,17 +255,17 @@ impl Backend for Cluster {
     }
 
     fn waiters(&self, thread_name: String) -> Result<Waiters> {
-        Ok(Waiters::announced(
-            Arc::new(Announcements(Arc::clone(&self.routes))),
-            thread_name,
-        ))
+        let announcer = Arc::new(SlotMasters(Arc::clone(&self.routes)));
+        Ok(Waiters::announced(|notifier| {
+            Arc::new(Subscriber::new(announcer, thread_name, notifier))
+        }))
     }
 }
 
 /// Releases are announced on sharded channels, on the master of the channel's slot.
-struct Announcements(Arc<Routes>);
+struct SlotMasters(Arc<Routes>);
 
-impl Announcer for Announcements {
+impl Announcer for SlotMasters {
     /// By the slot map as it is: the waiters ask with their lock held, so this never reads the
     /// map again (a waiter's attempt, made before it watches, has read it). A channel of a slot
     /// the map does not know is not subscribed; its waiters look at their lock on their own.

@@ -8,10 +8,10 @@
 
 use super::routes::Routes;
 use super::slots::slot;
+use crate::backend::{Renewal, Renewed, Renewer};
 use crate::stores::redis::conn::Conn;
 use crate::stores::redis::pool::Pooled;
-use crate::stores::redis::scripts::{self, Acks, Call, Renewal};
-use crate::watchdog::{Pending, Renewed, Renewer};
+use crate::stores::redis::scripts::{self, Acks, Call};
 use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::time::Instant;
@@ -38,15 +38,12 @@ struct Batch<'a> {
 }
 
 impl Renewer for ClusterRenewer {
-    fn renew(&mut self, leases: &[Pending]) -> Vec<Renewed> {
+    fn renew(&mut self, leases: &[Renewal<'_>]) -> Vec<Renewed> {
         let deadline = Instant::now() + self.routes.command_timeout();
         let mut outcome = vec![Renewed::Failed; leases.len()];
         let mut by_slot: BTreeMap<usize, Vec<usize>> = BTreeMap::new();
         for (index, lease) in leases.iter().enumerate() {
-            by_slot
-                .entry(slot(&lease.lock_key))
-                .or_default()
-                .push(index);
+            by_slot.entry(slot(lease.address)).or_default().push(index);
         }
         // Slot -> node; the pools live in the routes, held here while their connections are.
         let mut by_node: BTreeMap<Arc<str>, (Arc<crate::stores::redis::pool::Pool>, Vec<usize>)> =
@@ -68,8 +65,7 @@ impl Renewer for ClusterRenewer {
                 .iter()
                 .map(|&at| {
                     let (slot, indices) = (slots[at].0, slots[at].1.clone());
-                    let renewals: Vec<Renewal<'_>> =
-                        indices.iter().map(|&i| leases[i].renewal()).collect();
+                    let renewals: Vec<Renewal<'_>> = indices.iter().map(|&i| leases[i]).collect();
                     (scripts::renew(&renewals), slot, indices)
                 })
                 .collect();

@@ -18,6 +18,7 @@ mod lend;
 
 pub(crate) use lend::{Lent, Pooled, Setup, Via};
 
+use crate::backend::ServerIdentity;
 use crate::error::{Error, Result};
 use crate::stores::redis::conn::{Conn, Endpoint, Split};
 use crate::stores::redis::fencing::Epoch;
@@ -30,38 +31,24 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-/// What a server says it is: its run id (`INFO server`) where it tells, and the address its
-/// socket was connected to. Two endpoints that report the same identity reach one server.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub(crate) struct Identity {
-    pub(crate) run_id: Option<String>,
-    pub(crate) peer: Option<String>,
-}
-
-impl Identity {
-    /// Whether both identities are of one server.
-    pub(crate) fn same_server(&self, other: &Identity) -> bool {
-        let same = |a: &Option<String>, b: &Option<String>| a.is_some() && a == b;
-        same(&self.run_id, &other.run_id) || same(&self.peer, &other.peer)
-    }
-
-    /// The identity of the server `conn` reaches.
-    pub(crate) fn of(conn: &mut Conn) -> Result<Identity> {
-        let reply = conn
-            .exchange(&[redis::cmd("INFO").arg("server").clone()])
-            .map_err(|error| Error::unavailable_or_refused(error).at(conn.server()))?;
-        let run_id = match reply.first() {
-            Some(Value::BulkString(info)) => String::from_utf8_lossy(info)
-                .lines()
-                .find_map(|line| line.strip_prefix("run_id:"))
-                .map(|id| id.trim().to_owned()),
-            _ => None,
-        };
-        Ok(Identity {
-            run_id,
-            peer: conn.peer(),
-        })
-    }
+/// The identity of the server `conn` reaches: its run id (`INFO server`) where it tells, and the
+/// address its socket was connected to. Two endpoints that report the same identity reach one
+/// server.
+pub(crate) fn identity_of(conn: &mut Conn) -> Result<ServerIdentity> {
+    let reply = conn
+        .exchange(&[redis::cmd("INFO").arg("server").clone()])
+        .map_err(|error| Error::unavailable_or_refused(error).at(conn.server()))?;
+    let run_id = match reply.first() {
+        Some(Value::BulkString(info)) => String::from_utf8_lossy(info)
+            .lines()
+            .find_map(|line| line.strip_prefix("run_id:"))
+            .map(|id| id.trim().to_owned()),
+        _ => None,
+    };
+    Ok(ServerIdentity {
+        run_id,
+        peer: conn.peer(),
+    })
 }
 
 /// Told every new connection before its first use; refusing it refuses the connection.
@@ -279,9 +266,9 @@ impl Pool {
     }
 
     /// The identity of the server a connection reaches now, asked by `deadline`.
-    pub(crate) fn identify(&self, deadline: Instant) -> Result<Identity> {
+    pub(crate) fn identify(&self, deadline: Instant) -> Result<ServerIdentity> {
         let mut conn = self.get(deadline)?;
-        Identity::of(&mut conn)
+        identity_of(&mut conn)
     }
 
     /// An idle connection, or a new one; its calls end by `deadline`.

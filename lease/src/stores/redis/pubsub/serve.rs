@@ -85,7 +85,7 @@ fn has_work(shared: &Shared, server: &str) -> bool {
     let channels = shared.channels.lock();
     channels.subscribed.values().any(|on| on == server)
         || channels
-            .watchers
+            .watched
             .keys()
             .any(|channel| shared.route(channel).is_some_and(|(to, _)| to == server))
 }
@@ -103,18 +103,18 @@ fn lost_connection(shared: &Shared, server: &str) {
     for channel in &lost {
         channels.subscribed.remove(channel);
         channels.idle_since.remove(channel);
-        channels.fire(channel);
+        shared.notifier.notify(channel);
     }
     // Watchers not yet subscribed anywhere look too.
     let unsubscribed: Vec<String> = channels
-        .watchers
+        .watched
         .keys()
         .filter(|channel| !channels.subscribed.contains_key(*channel))
         .cloned()
         .collect();
     unsubscribed
         .iter()
-        .for_each(|channel| channels.fire(channel));
+        .for_each(|channel| shared.notifier.notify(channel));
 }
 
 fn command(name: &str, channels: &[String], sharded: bool) -> Vec<u8> {
@@ -137,10 +137,7 @@ fn serve(
     pool: &Pool,
     nudged: &Receiver<()>,
 ) -> redis::RedisResult<()> {
-    let sharded = shared
-        .announcer
-        .as_ref()
-        .is_some_and(|announcer| announcer.sharded());
+    let sharded = shared.announcer.sharded();
     let (subscribe, unsubscribe) = if sharded {
         ("SSUBSCRIBE", "SUNSUBSCRIBE")
     } else {
@@ -168,7 +165,7 @@ fn serve(
             let mine = channels.subscribed.values().any(|on| on == server);
             let mut routed_here = false;
             let mut wanted = Vec::new();
-            for channel in channels.watchers.keys() {
+            for channel in channels.watched.keys() {
                 match shared.route(channel) {
                     Some((to, _)) if to == server => {
                         routed_here = true;
@@ -212,7 +209,7 @@ fn serve(
                 // Watched again later: subscribed again (here or elsewhere) on a later turn.
                 channels.subscribed.remove(channel);
                 channels.idle_since.remove(channel);
-                channels.fire(channel);
+                shared.notifier.notify(channel);
             }
             (wanted, unwanted)
         };
@@ -271,7 +268,7 @@ fn receive(
             _ => String::new(),
         };
         match text(0).as_str() {
-            "message" | "smessage" => shared.channels.lock().fire(&text(1)),
+            "message" | "smessage" => shared.notifier.notify(&text(1)),
             "subscribe" | "ssubscribe" => {
                 let channel = text(1);
                 unconfirmed.remove(channel.as_str());
@@ -291,7 +288,7 @@ fn receive(
                 let mut channels = shared.channels.lock();
                 if channels.subscribed.get(&channel).map(String::as_str) == Some(server) {
                     channels.subscribed.remove(&channel);
-                    channels.fire(&channel);
+                    shared.notifier.notify(&channel);
                 }
             }
             _ => {}

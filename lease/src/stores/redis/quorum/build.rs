@@ -2,11 +2,13 @@
 //! refusal of two URLs of one server.
 
 use super::masters::Quorum;
+use crate::backend::ServerIdentity;
 use crate::backend::{Backend, Settings};
 use crate::error::{Error, Result};
 use crate::stores::redis::conn::{Conn, Endpoint};
+use crate::stores::redis::deployment::Redis;
 use crate::stores::redis::fanout::Master;
-use crate::stores::redis::pool::{Identity, Pool};
+use crate::stores::redis::pool::{identity_of, Pool};
 use parking_lot::Mutex;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -46,7 +48,10 @@ pub(crate) fn build(settings: &Settings, endpoints: Vec<Endpoint>) -> Result<Box
         }
         distinct.push(endpoint);
     }
-    Ok(Box::new(Quorum::new(distinct, quorum, settings)?))
+    Ok(Redis::backend(
+        Quorum::new(distinct, quorum, settings)?,
+        &settings.prefix,
+    ))
 }
 
 impl Quorum {
@@ -56,7 +61,8 @@ impl Quorum {
     fn new(endpoints: Vec<Endpoint>, quorum: usize, settings: &Settings) -> Result<Quorum> {
         let node_timeout = settings.command_timeout;
         let count = endpoints.len();
-        let known: Arc<Mutex<Vec<Option<Identity>>>> = Arc::new(Mutex::new(vec![None; count]));
+        let known: Arc<Mutex<Vec<Option<ServerIdentity>>>> =
+            Arc::new(Mutex::new(vec![None; count]));
         let shown: Arc<Vec<String>> = Arc::new(
             endpoints
                 .iter()
@@ -69,7 +75,7 @@ impl Quorum {
             .map(|(index, endpoint)| {
                 let (known, shown) = (Arc::clone(&known), Arc::clone(&shown));
                 let check = Arc::new(move |conn: &mut Conn| {
-                    let identity = &Identity::of(conn)?;
+                    let identity = &identity_of(conn)?;
                     let mut known = known.lock();
                     let twin = known.iter().enumerate().find(|(other, seen)| {
                         *other != index

@@ -16,22 +16,22 @@ pub(crate) use build::build;
 
 use super::fanout::{self, Answer, Master};
 use crate::backend::{
-    Attempt, Attempted, Backend, GrantFate, Release, ReleaseOutcome, Released, Rivals,
+    Attempt, Attempted, GrantFate, Kind, Release, ReleaseOutcome, Released, Renewer, Rivals,
+    ServerIdentity,
 };
 use crate::error::{Error, Result};
 use crate::state::LockState;
+use crate::stores::redis::deployment::Deployment;
 use crate::stores::redis::fencing::Epoch;
-use crate::stores::redis::keys::{Kind, LockKeys};
-use crate::stores::redis::pool::Identity;
-use crate::stores::redis::pubsub::Waiters;
+use crate::stores::redis::keys::LockKeys;
 use crate::stores::redis::scripts::{self, Acquire, Announce, Call};
-use crate::watchdog::Renewer;
+use crate::waiters::Waiters;
 use masters::{release_new_hold, undo_deadline, Quorum};
 use renew::QuorumRenewer;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-impl Backend for Quorum {
+impl Deployment for Quorum {
     fn fenced(&self) -> bool {
         false
     }
@@ -40,11 +40,11 @@ impl Backend for Quorum {
         true
     }
 
-    fn place(&self) -> &str {
+    fn address(&self) -> &str {
         &self.place
     }
 
-    fn servers(&self, _: &LockKeys, deadline: Instant) -> Result<Vec<Identity>> {
+    fn servers(&self, _: &LockKeys, deadline: Instant) -> Result<Vec<ServerIdentity>> {
         let deadline = self.deadline(deadline);
         let mut first_error = None;
         let mut servers = Vec::with_capacity(self.masters.len());
@@ -167,7 +167,7 @@ impl Backend for Quorum {
     }
 
     fn release(&self, keys: &LockKeys, release: &Release<'_>, deadline: Instant) -> ReleaseOutcome {
-        let call = release.call(keys, Announce::Global, Epoch::None);
+        let call = scripts::release_call(keys, release, Announce::Global, Epoch::None);
         // Withdraws the grant where it went through but cannot stand; a silent master gets it
         // behind the release.
         let withdraw = release

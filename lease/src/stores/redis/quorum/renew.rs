@@ -1,8 +1,8 @@
 //! RedLock's renewals: one batched call to every master at once, counted against the quorum.
 
+use crate::backend::{Renewal, Renewed, Renewer};
 use crate::stores::redis::fanout::{self, Answer, Master};
 use crate::stores::redis::scripts;
-use crate::watchdog::{Pending, Renewed, Renewer};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -15,9 +15,8 @@ pub(super) struct QuorumRenewer {
 }
 
 impl Renewer for QuorumRenewer {
-    fn renew(&mut self, leases: &[Pending]) -> Vec<Renewed> {
-        let renewals: Vec<_> = leases.iter().map(Pending::renewal).collect();
-        let call = scripts::renew(&renewals);
+    fn renew(&mut self, leases: &[Renewal<'_>]) -> Vec<Renewed> {
+        let call = scripts::renew(leases);
         let deadline = Instant::now() + self.node_timeout;
         let masters: Vec<&Master> = self.masters.iter().collect();
         let answers = fanout::exchange(&masters, &call, deadline, &[], &fanout::all_replies);

@@ -3,18 +3,13 @@
 
 use super::call::{Call, Lua};
 use super::reply::{token, unexpected};
+use crate::backend::claim_id;
 use crate::error::Result;
 use crate::stores::redis::keys::LockKeys;
 use redis::Value;
 use std::sync::LazyLock;
 
 static CLAIM: LazyLock<Lua> = LazyLock::new(|| Lua::new(include_str!("claim.lua")));
-
-/// The acquisition id under which the claimant of the grant of hold `hold` holds it: the same
-/// for every try, so that a claim sent again finds its own.
-pub(crate) fn claim_id(hold: &str) -> String {
-    format!("{hold}:claimed")
-}
 
 /// The claim, by `owner`, of the grant that made the hold `hold`, under the acquisition
 /// [`claim_id`]`(hold)`.
@@ -96,7 +91,7 @@ mod tests {
         let endpoint = crate::stores::redis::conn::Endpoint::parse(&server.url()).expect("valid");
         let mut con =
             Conn::open(&endpoint, Instant::now() + Duration::from_secs(10)).expect("reachable");
-        let keys = LockKeys::new("", "claims").expect("valid");
+        let keys = LockKeys::for_test("claims");
         let is_held = |con: &mut Conn| {
             crate::stores::redis::scripts::inspect(con, &keys)
                 .expect("read")

@@ -43,7 +43,7 @@ pub(super) fn text(value: &Value) -> Option<String> {
 
 /// What Redis holds for the lock, read in one pipeline.
 pub(crate) fn inspect(con: &mut dyn Link, keys: &LockKeys) -> Result<LockState> {
-    let fair = keys.kind == crate::stores::redis::keys::Kind::Fair;
+    let fair = keys.kind == crate::backend::Kind::Fair;
     let mut commands = vec![
         redis::cmd("TYPE").arg(&keys.lock).clone(),
         redis::cmd("HGETALL").arg(&keys.lock).clone(),

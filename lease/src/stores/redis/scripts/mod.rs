@@ -14,15 +14,17 @@ mod direct;
 mod reply;
 mod shared;
 
+pub(crate) use crate::backend::claim_id;
 pub(crate) use acks::Acks;
 pub(crate) use call::{is_noscript, Call};
-pub(crate) use claim::{claim, claim_id, parse_claim};
+pub(crate) use claim::{claim, parse_claim};
 pub(crate) use reply::{parse_acquire, parse_release, parse_renew, Acquire, ReleaseReply};
 
+use crate::backend::{Kind, Renewal};
 use crate::error::Result;
 use crate::state::LockState;
 use crate::stores::redis::fencing::Epoch;
-use crate::stores::redis::keys::{Kind, LockKeys};
+use crate::stores::redis::keys::LockKeys;
 use call::{millis, Lua};
 use std::sync::LazyLock;
 use std::time::Duration;
@@ -140,6 +142,30 @@ impl Announce {
 
 /// The release of acquisition `id` of hold `hold`; at the hold's last, it frees the lock (and
 /// announces it, as `announce` says) or grants it to `grant`'s owner.
+/// The release script's call for the core's `release` on `keys`, announcing a freed lock as
+/// `announce` says, a grant's token drawn in `epoch`.
+pub(crate) fn release_call(
+    keys: &LockKeys,
+    release: &crate::backend::Release<'_>,
+    announce: Announce,
+    epoch: Epoch,
+) -> Call {
+    let grant = release.grant.as_ref().map(|grant| Grant {
+        owner: grant.owner,
+        hold: grant.hold,
+        lease: grant.lease,
+    });
+    self::release(
+        keys,
+        release.owner,
+        release.hold,
+        release.id,
+        grant.as_ref(),
+        announce,
+        epoch,
+    )
+}
+
 pub(crate) fn release(
     keys: &LockKeys,
     owner: &str,
@@ -167,16 +193,10 @@ pub(crate) fn release(
     .arg(epoch.arg())
 }
 
-/// One lease for [`renew`] to extend: the hold `hold` of the lock at `lock_key`.
-pub(crate) struct Renewal<'a> {
-    pub(crate) lock_key: &'a str,
-    pub(crate) hold: &'a str,
-    pub(crate) lease: Duration,
-}
-
-/// Extends every lease whose hold still holds its lock, in one call.
+/// Extends every lease whose hold still holds its lock, in one call: each renewal's address is
+/// the key that holds its hold (see `LockKeys::hold_key`).
 pub(crate) fn renew(leases: &[Renewal<'_>]) -> Call {
-    let keys: Vec<&str> = leases.iter().map(|lease| lease.lock_key).collect();
+    let keys: Vec<&str> = leases.iter().map(|lease| lease.address).collect();
     let mut call = Call::new(&RENEW, &keys);
     for lease in leases {
         call = call.arg(lease.hold).arg(millis(lease.lease));
@@ -208,7 +228,7 @@ mod tests {
         let endpoint = crate::stores::redis::conn::Endpoint::parse(&server.url()).expect("valid");
         let deadline = std::time::Instant::now() + Duration::from_secs(10);
         let mut con = Conn::open(&endpoint, deadline).expect("reachable");
-        let keys = LockKeys::new("", "epochs").expect("valid");
+        let keys = LockKeys::for_test("epochs");
         let span = 1u64 << 44;
         assert_eq!(take(&mut con, &keys, "a", Epoch::None).expect("free"), 1);
         assert_eq!(

@@ -5,11 +5,12 @@
 use super::call::{millis, Lua};
 use super::direct::{pipeline, text};
 use super::{Announce, Call, WAITER_MARK};
+use crate::backend::Kind;
 use crate::error::{Error, Result};
 use crate::state::LockState;
 use crate::stores::redis::conn::Link;
 use crate::stores::redis::fencing::Epoch;
-use crate::stores::redis::keys::{Kind, LockKeys};
+use crate::stores::redis::keys::LockKeys;
 use redis::Value;
 use std::sync::LazyLock;
 use std::time::Duration;

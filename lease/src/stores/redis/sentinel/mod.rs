@@ -12,6 +12,7 @@ use super::server::Server;
 use crate::backend::{Backend, Settings};
 use crate::error::{Error, Result};
 use crate::stores::redis::conn::Endpoint;
+use crate::stores::redis::deployment::Redis;
 use crate::stores::redis::pool::{Opened, Target};
 use discovery::Sentinels;
 use std::sync::Arc;
@@ -32,7 +33,7 @@ pub(crate) fn build(
     let pool = Arc::new(settings.pool(Box::new(target)).with_acks(acks));
     let thread_name = settings.thread_name("sentinel");
     switches::watch(&pool, &sentinels, &thread_name).map_err(Error::Spawn)?;
-    Ok(Box::new(Server::new(pool)))
+    Ok(Redis::backend(Server::new(pool), &settings.prefix))
 }
 
 /// Where a Sentinel client's connections go: to the primary the Sentinels name, its tokens drawn

@@ -1,0 +1,138 @@
+//! What the core and a backend say to each other about one lock: an attempt and what it came
+//! to, a release (with the grant it may make) and what it came to, and how a server says who it
+//! is. Plain data, in no store's terms.
+
+use crate::error::Result;
+use std::time::{Duration, Instant};
+
+/// One acquisition attempt, as the lock asks a place to make it.
+pub(crate) struct Attempt<'a> {
+    pub(crate) owner: &'a str,
+    pub(crate) lease: Duration,
+    /// This acquisition's id; also the new hold's id if the lock is free.
+    pub(crate) id: &'a str,
+    /// The hold the owner holds here and may re-enter.
+    pub(crate) reenter: Option<&'a str>,
+    /// Until when a lease acquired by this attempt is valid (its send time, plus the lease, less
+    /// the drift allowance), on the watchdog's clock; with `now`, for a backend that must check
+    /// that the attempt did not take too long.
+    pub(crate) valid_until: Instant,
+    pub(crate) now: &'a (dyn Fn() -> Instant + Sync),
+    /// Whether the acquisition waits if it finds the lock held: a waiting acquisition of a fair
+    /// lock takes a place in its queue, a waiting writer goes before new readers.
+    pub(crate) waits: bool,
+}
+
+/// What an attempt came to.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Attempted {
+    /// Held: a new hold (`holds` 1) or a re-entry, with the hold's fencing token where the
+    /// backend has tokens.
+    Acquired {
+        holds: u64,
+        token: Option<u64>,
+        /// When the server last confirmed the hold's lease, if later than the attempt was sent
+        /// (ZooKeeper: the send time of the session's last answered request, where the attempt
+        /// took several round trips): the hold's deadline counts from then.
+        confirmed_at: Option<Instant>,
+    },
+    /// Busy: another hold holds it, for about `ttl` (`None`: unknown).
+    Busy { ttl: Option<Duration> },
+}
+
+/// A waiting owner of this client that a release may grant the lock to.
+pub(crate) struct Grant<'a> {
+    pub(crate) owner: &'a str,
+    /// The id of the hold the grant makes.
+    pub(crate) hold: &'a str,
+    pub(crate) lease: Duration,
+    /// Until when a lease granted now is valid, for a backend that must check it.
+    pub(crate) valid_until: Instant,
+    pub(crate) now: &'a (dyn Fn() -> Instant + Sync),
+}
+
+/// One acquisition to release.
+pub(crate) struct Release<'a> {
+    pub(crate) owner: &'a str,
+    pub(crate) hold: &'a str,
+    pub(crate) id: &'a str,
+    pub(crate) grant: Option<Grant<'a>>,
+}
+
+/// What a release came to.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Released {
+    /// Applied; `holds_left` acquisitions of the hold are left (0: the lock was freed).
+    Applied { holds_left: u64 },
+    /// Applied to the last acquisition, and the lock granted to the grant's owner, with this
+    /// token where the backend has tokens; `rivals`: what the backend saw of other clients'
+    /// waiters.
+    Granted { token: Option<u64>, rivals: Rivals },
+    /// Applied before (a retry).
+    AlreadyApplied,
+    /// The hold does not hold the lock.
+    NotOwner,
+}
+
+/// What a backend can tell, at a grant, of the waiters of other clients. A fact, not a decision:
+/// the hand-off (`lock/handoff.rs`) decides from it whether the run of grants goes on.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Rivals {
+    /// Connections of other clients are subscribed to the lock's channel.
+    Subscribed,
+    /// No connection of another client is subscribed to it.
+    None,
+    /// The backend cannot tell: other clients' waiters poll rather than subscribe.
+    Unknown,
+}
+
+/// What became of a grant whose outcome was unknown.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) enum GrantFate {
+    /// It stands, claimed: the waiting owner holds the lock under the acquisition `id`, with
+    /// this token where there are tokens.
+    Granted { token: Option<u64>, id: String },
+    /// It did not go through, or was withdrawn.
+    Withdrawn,
+}
+
+/// The acquisition id under which the claimant of the grant of hold `hold` holds it, once it
+/// claimed the grant: the same for every try, so that a claim sent again finds its own, and a
+/// release of unknown outcome can name it.
+pub(crate) fn claim_id(hold: &str) -> String {
+    format!("{hold}:claimed")
+}
+
+/// A release and whether every server it went to answered. An unsettled release is sent again
+/// before the same owner acquires the same lock again.
+pub(crate) struct ReleaseOutcome {
+    pub(crate) released: Result<Released>,
+    pub(crate) settled: bool,
+}
+
+/// How the client stopped vouching for a hold.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum HoldEnd {
+    /// Its holder was told it is lost (a fixed lease run out, a `max_hold` reached, a lease not
+    /// confirmed in time, the store saying it is gone): its lease lapsed already.
+    Lost,
+    /// One acquisition of it was abandoned by its guard: unless re-entered, the hold lapses at
+    /// `lapses_at`, its local deadline.
+    Abandoned { lapses_at: Instant },
+}
+
+/// What a server says it is, to tell whether two addresses reach one server: its own id where
+/// it has one (Redis's run id), and the address its socket reached.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct ServerIdentity {
+    pub(crate) run_id: Option<String>,
+    pub(crate) peer: Option<String>,
+}
+
+impl ServerIdentity {
+    /// Whether both identities are of one server.
+    pub(crate) fn same_server(&self, other: &ServerIdentity) -> bool {
+        let same = |a: &Option<String>, b: &Option<String>| a.is_some() && a == b;
+        same(&self.run_id, &other.run_id) || same(&self.peer, &other.peer)
+    }
+}
