@@ -37,9 +37,15 @@ static SHAS: LazyLock<[String; 3]> = LazyLock::new(|| {
             .to_owned()
     };
     [
-        sha(include_str!("../../lease/src/stores/redis/scripts/acquire.lua")),
-        sha(include_str!("../../lease/src/stores/redis/scripts/release.lua")),
-        sha(include_str!("../../lease/src/stores/redis/scripts/renew.lua")),
+        sha(include_str!(
+            "../../lease/src/stores/redis/scripts/acquire.lua"
+        )),
+        sha(include_str!(
+            "../../lease/src/stores/redis/scripts/release.lua"
+        )),
+        sha(include_str!(
+            "../../lease/src/stores/redis/scripts/renew.lua"
+        )),
     ]
 });
 

@@ -112,7 +112,7 @@ mod tests {
         let unexpected = Findings {
             errors: 3,
             unexpected_errors: 1,
-            first_unexpected: Some("unexpected reply from redis: ...".into()),
+            first_unexpected: Some("unexpected reply: ...".into()),
             ..Findings::default()
         };
         assert_eq!(Verdict::of(&unexpected, CLEAN), Verdict::Fail);

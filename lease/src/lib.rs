@@ -118,6 +118,7 @@ compile_error!(
 
 mod backend;
 mod cancel;
+mod cause;
 mod client;
 mod error;
 mod events;
@@ -143,7 +144,7 @@ pub use client::{Client, ClientBuilder};
 /// The channel crate of [`LostSignal`], re-exported so that `select!` over a lost signal and
 /// other channels needs no dependency of the caller's own, at the version this crate uses.
 pub use crossbeam_channel;
-pub use error::{Error, Result};
+pub use error::{Cause, Error, Result};
 /// The timer crate the watchdog runs on, for [`ClientBuilder::timer`].
 pub use hashwheel;
 pub use held::Held;

@@ -405,7 +405,7 @@ fn a_client_logs_in_to_sentinels_and_data_servers_that_require_a_password() {
     let without = client(&set);
     let refused = without.lock("guarded").expect("valid").try_lock();
     assert!(
-        matches!(&refused, Err(Error::Refused { source: error, .. }) if error.code() == Some("NOAUTH")),
+        matches!(&refused, Err(Error::Refused { cause, .. }) if cause.code() == Some("NOAUTH")),
         "every Sentinel refused: {refused:?}"
     );
     let unknown = Client::sentinel("no-such-master", set.sentinel_urls())

@@ -57,7 +57,7 @@ fn the_lock_works_over_tls_with_a_client_certificate() {
     let unverified = Client::open(&server.url()).expect("valid");
     let refused = unverified.lock("x").expect("valid").try_lock();
     assert!(
-        matches!(&refused, Err(Error::Refused { source: error, .. }) if error.code() == Some("TLS")),
+        matches!(&refused, Err(Error::Refused { cause, .. }) if cause.code() == Some("TLS")),
         "{refused:?}"
     );
     // Without a client certificate, the server does not let the client in.
@@ -153,7 +153,7 @@ fn an_acl_user_with_the_documented_rules_can_do_everything_and_no_more() {
         .expect("valid");
     let refused = elsewhere.lock("x").expect("valid").try_lock();
     assert!(
-        matches!(&refused, Err(Error::Refused { source: error, .. }) if error.code() == Some("NOPERM")),
+        matches!(&refused, Err(Error::Refused { cause, .. }) if cause.code() == Some("NOPERM")),
         "{refused:?}"
     );
     let wrong = Client::open(&server.url_as("locker", "not-the-password")).expect("valid");
@@ -333,7 +333,7 @@ fn a_user_without_wait_and_with_replica_acks_leaves_no_hold() {
         .expect("valid settings");
     let attempt = client.lock("unwaited").expect("valid").try_lock();
     assert!(
-        matches!(&attempt, Err(Error::Refused { source: error, .. }) if error.code() == Some("NOPERM")),
+        matches!(&attempt, Err(Error::Refused { cause, .. }) if cause.code() == Some("NOPERM")),
         "{attempt:?}"
     );
     assert_eq!(pttl(&server, "unwaited"), -2, "no hold is left behind");
@@ -424,7 +424,7 @@ fn an_acl_user_with_the_documented_primitive_rules_takes_every_primitive() {
         .expect("valid settings");
     let refused = plain.semaphore("other", 2).expect("valid").try_acquire();
     assert!(
-        matches!(&refused, Err(Error::Refused { source: error, .. }) if error.code() == Some("NOPERM")),
+        matches!(&refused, Err(Error::Refused { cause, .. }) if cause.code() == Some("NOPERM")),
         "{refused:?}"
     );
     let state = client

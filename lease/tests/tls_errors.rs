@@ -20,8 +20,8 @@ fn attempt(client: &Client) -> (Result<(), Error>, Duration) {
 
 fn assert_refused_by_tls(result: &Result<(), Error>, says: &str) {
     match result {
-        Err(Error::Refused { source: error, .. }) if error.code() == Some("TLS") => {
-            assert!(error.to_string().contains(says), "{error}");
+        Err(Error::Refused { cause, .. }) if cause.code() == Some("TLS") => {
+            assert!(cause.to_string().contains(says), "{cause}");
         }
         other => panic!("not a TLS refusal: {other:?}"),
     }

@@ -227,7 +227,7 @@ fn a_hold_survives_the_loss_of_its_server_in_an_ensemble_and_tokens_keep_rising(
     // The ensemble may still be settling: a release it does not answer is completed in the
     // background, and the lock is free again either way.
     match first.unlock() {
-        Ok(()) | Err(Error::ZooKeeperUnavailable(_)) => {}
+        Ok(()) | Err(Error::Unavailable { .. }) => {}
         Err(other) => panic!("the hold was kept: {other}"),
     }
     let second = lock
@@ -349,7 +349,7 @@ fn a_silent_port_or_a_server_that_is_not_zookeeper_fails_within_the_bound() {
             .try_lock()
             .expect_err("no ZooKeeper there");
         assert!(
-            matches!(error, Error::ZooKeeperUnavailable(_) | Error::Protocol(_)),
+            matches!(error, Error::Unavailable { .. } | Error::Protocol(_)),
             "{error}"
         );
         assert!(

@@ -1,51 +1,34 @@
-//! [`Settings`]: what every deployment is built from (the builder's settings as given), and the
-//! checks that more than one deployment makes of them.
+//! [`Settings`]: what every store is built from, whatever it is: the timeouts, the client's id
+//! and key prefix, and which settings the caller gave, so that a store refuses those it cannot
+//! honour rather than ignore them.
 
 use crate::error::{Error, Result};
-use crate::stores::redis::conn::{tls_config, Endpoint, TlsFiles};
-use crate::stores::redis::pool::{Pool, Target};
-use crate::stores::redis::scripts::Acks;
+use std::collections::BTreeSet;
 use std::time::Duration;
 
-/// The builder's settings, as given; each deployment checks those it takes.
+/// The builder's settings that every store takes.
 #[derive(Clone)]
 pub(crate) struct Settings {
-    /// Idle connections kept per server.
-    pub(crate) pool_size: usize,
-    /// Whether threads' calls to a server share one pipelined connection.
-    pub(crate) pipelining: bool,
     pub(crate) connect_timeout: Duration,
     pub(crate) command_timeout: Duration,
-    /// The replica acknowledgements asked for, unchecked: see [`Settings::primary_acks`].
-    pub(crate) acks: Option<Acks>,
-    /// RedLock's own: how many masters must grant a lock, and the longest pause between two
-    /// attempts. Refused by every other deployment.
-    pub(crate) quorum: Option<usize>,
-    pub(crate) retry_delay: Option<Duration>,
-    /// The password to log in with, in place of any in the URLs.
-    pub(crate) password: Option<String>,
-    pub(crate) tls: TlsFiles,
     /// The client's random id, drawn when the client is built.
     pub(crate) client_id: String,
     /// The prefix of every key, channel or node path of the client's locks.
     pub(crate) prefix: String,
+    /// The builder settings the caller gave, by their method's name (`password`,
+    /// `zookeeper_auth`, ...).
+    pub(crate) given: BTreeSet<&'static str>,
 }
 
 impl Default for Settings {
-    /// The builder's defaults: 8 idle connections per server, 2 s to connect and for a call.
+    /// The builder's defaults: 2 s to connect and for a call.
     fn default() -> Settings {
         Settings {
-            pool_size: 8,
-            pipelining: true,
             connect_timeout: Duration::from_secs(2),
             command_timeout: Duration::from_secs(2),
-            acks: None,
-            quorum: None,
-            retry_delay: None,
-            password: None,
-            tls: TlsFiles::default(),
             client_id: String::new(),
             prefix: String::new(),
+            given: BTreeSet::new(),
         }
     }
 }
@@ -57,76 +40,16 @@ impl Settings {
         format!("lease-{job}-{}", &self.client_id[..8])
     }
 
-    /// The endpoints of `urls`, with the password and TLS settings applied.
-    pub(crate) fn endpoints<'a>(
-        &self,
-        urls: impl IntoIterator<Item = &'a String>,
-    ) -> Result<Vec<Endpoint>> {
-        let mut endpoints = Vec::new();
-        let mut tls = None;
-        for url in urls {
-            let mut endpoint = Endpoint::parse(url)?;
-            if let Some(password) = &self.password {
-                endpoint = endpoint.with_password(password);
-            }
-            if endpoint.is_tls() {
-                let config = match &tls {
-                    Some(config) => config,
-                    None => tls.insert(tls_config(&self.tls)?),
-                };
-                endpoint = endpoint.with_tls(config);
-            }
-            endpoints.push(endpoint);
+    /// Refuses the first of `settings` the caller gave: `store` cannot honour it, `why`.
+    pub(crate) fn refuse(&self, settings: &[&str], store: &str, why: &str) -> Result<()> {
+        match settings
+            .iter()
+            .find(|setting| self.given.contains(*setting))
+        {
+            Some(setting) => Err(Error::InvalidArgument(format!(
+                "{setting} cannot be honoured on {store}: {why}"
+            ))),
+            None => Ok(()),
         }
-        Ok(endpoints)
-    }
-
-    /// A pool of connections to `target`, of the pool size, timeouts and sharing asked for
-    /// (without replica acknowledgements: see [`Pool::with_acks`]).
-    pub(crate) fn pool(&self, target: Box<dyn Target>) -> Pool {
-        Pool::to(
-            target,
-            self.pool_size,
-            self.connect_timeout,
-            self.command_timeout,
-        )
-        .with_sharing(self.pipelining)
-    }
-
-    /// For a deployment whose every lock has one primary (all but RedLock): RedLock's own
-    /// settings refused, and the replica acknowledgements asked for, checked against the command
-    /// timeout.
-    pub(crate) fn primary_acks(&self) -> Result<Option<Acks>> {
-        if self.quorum.is_some() || self.retry_delay.is_some() {
-            return Err(Error::InvalidArgument(
-                "quorum and retry_delay are RedLock settings (Client::redlock)".into(),
-            ));
-        }
-        let Some(acks) = self.acks else {
-            return Ok(None);
-        };
-        if acks.replicas == 0 {
-            return Err(Error::InvalidArgument(
-                "replica acknowledgements: at least one replica is needed (or leave them off)"
-                    .into(),
-            ));
-        }
-        if acks.replicas > Acks::MAX_REPLICAS {
-            // WAIT refuses a count it cannot read as a signed 64-bit number, and every write
-            // would then fail after it ran.
-            return Err(Error::InvalidArgument(format!(
-                "replica acknowledgements: {} replicas is more than WAIT takes (at most {})",
-                acks.replicas,
-                Acks::MAX_REPLICAS
-            )));
-        }
-        if acks.timeout.is_zero() || acks.timeout >= self.command_timeout {
-            return Err(Error::InvalidArgument(format!(
-                "replica acknowledgements: the wait ({:?}) must be above zero and below the \
-                 command timeout ({:?}), which it is part of",
-                acks.timeout, self.command_timeout
-            )));
-        }
-        Ok(Some(acks))
     }
 }

@@ -258,20 +258,13 @@ impl Servers {
     /// `failure` naming the servers, if it is about them (unreachable, or refusing).
     pub fn named_in(&self, mut failure: Failure) -> Failure {
         match &failure.cause {
-            Some(error @ redis_lease::Error::Unavailable { source, .. }) => {
-                let at = self.at(error.server());
-                failure.message = format!("redis unavailable at {at}: {source}");
+            Some(error @ redis_lease::Error::Unavailable { cause, .. }) => {
+                let (store, at) = (cause.store(), self.at(error.server()));
+                failure.message = format!("{store} unavailable at {at}: {cause}");
             }
-            Some(error @ redis_lease::Error::Refused { source, .. }) => {
-                let at = self.at(error.server());
-                failure.message = format!("redis at {at} refused the call: {source}");
-            }
-            Some(redis_lease::Error::ZooKeeperUnavailable(cause)) => {
-                failure.message = format!("zookeeper unavailable at {}: {cause}", self.shown());
-            }
-            Some(redis_lease::Error::ZooKeeperRefused(cause)) => {
-                failure.message =
-                    format!("zookeeper at {} refused the call: {cause}", self.shown());
+            Some(error @ redis_lease::Error::Refused { cause, .. }) => {
+                let (store, at) = (cause.store(), self.at(error.server()));
+                failure.message = format!("{store} at {at} refused the call: {cause}");
             }
             _ => {}
         }
@@ -484,8 +477,8 @@ impl Connection {
             .map_err(|error| error.to_string())?;
         let lock = client.lock(name).map_err(|error| error.to_string())?;
         lock.inspect().map(drop).map_err(|error| match error {
-            redis_lease::Error::Unavailable { source, .. }
-            | redis_lease::Error::Refused { source, .. } => source.to_string(),
+            redis_lease::Error::Unavailable { cause, .. }
+            | redis_lease::Error::Refused { cause, .. } => cause.to_string(),
             other => other.to_string(),
         })
     }

@@ -106,10 +106,10 @@ impl From<redis_lease::Error> for Failure {
     fn from(error: redis_lease::Error) -> Self {
         let code = match &error {
             // Too few replicas to count on now: as unreachable, worth trying again later.
-            redis_lease::Error::Unavailable { .. }
-            | redis_lease::Error::ZooKeeperUnavailable(_)
-            | redis_lease::Error::NotReplicated { .. } => UNAVAILABLE,
-            redis_lease::Error::Refused { .. } | redis_lease::Error::ZooKeeperRefused(_) => REFUSED,
+            redis_lease::Error::Unavailable { .. } | redis_lease::Error::NotReplicated { .. } => {
+                UNAVAILABLE
+            }
+            redis_lease::Error::Refused { .. } => REFUSED,
             redis_lease::Error::WrongType { .. } | redis_lease::Error::BadValue { .. } => DATA,
             redis_lease::Error::InvalidArgument(_) => USAGE,
             redis_lease::Error::Timeout { .. } => NOT_ACQUIRED,

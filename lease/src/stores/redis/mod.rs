@@ -7,6 +7,7 @@
 pub(crate) mod cluster;
 pub(crate) mod conn;
 pub(crate) mod deployment;
+mod errors;
 pub(crate) mod fanout;
 pub(crate) mod fencing;
 pub(crate) mod keys;
@@ -17,3 +18,5 @@ pub(crate) mod quorum;
 pub(crate) mod scripts;
 pub(crate) mod sentinel;
 pub(crate) mod server;
+pub(crate) mod settings;
+pub(crate) mod topology;

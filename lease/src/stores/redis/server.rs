@@ -3,7 +3,7 @@
 
 use crate::backend::{
     Attempt, Attempted, Backend, GrantFate, Release, ReleaseOutcome, Released, Renewal, Renewed,
-    Renewer, Rivals, ServerIdentity, Settings,
+    Renewer, Rivals, ServerIdentity,
 };
 use crate::error::{Error, Result};
 use crate::state::LockState;
@@ -14,6 +14,7 @@ use crate::stores::redis::keys::LockKeys;
 use crate::stores::redis::pool::{Fixed, Pool, Via};
 use crate::stores::redis::pubsub::{OneServer as OneServerAnnouncer, Subscriber};
 use crate::stores::redis::scripts::{self, Acquire, Announce, Call};
+use crate::stores::redis::settings::RedisSettings;
 use crate::waiters::Waiters;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -34,7 +35,10 @@ impl Server {
 
 /// A client of the one server at `endpoints` (the builder's one URL). It connects to nothing
 /// yet: an unreachable server shows on the first lock operation.
-pub(crate) fn build(settings: &Settings, mut endpoints: Vec<Endpoint>) -> Result<Box<dyn Backend>> {
+pub(crate) fn build(
+    settings: &RedisSettings,
+    mut endpoints: Vec<Endpoint>,
+) -> Result<Box<dyn Backend>> {
     let acks = settings.primary_acks()?;
     let endpoint = endpoints
         .pop()

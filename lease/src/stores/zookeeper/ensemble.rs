@@ -10,7 +10,7 @@
 //! its node's path); a change of the session's state (disconnected, connected again, expired)
 //! wakes every waiter, to look for itself.
 
-use crate::error::{Error, Result};
+use crate::error::{Cause, Error, Result};
 use crate::stores::zookeeper::client::{Event, Session, ZkConfig, ZkError};
 use crate::waiters::Notifier;
 use parking_lot::Mutex;
@@ -82,17 +82,23 @@ impl Ensemble {
 }
 
 /// A ZooKeeper failure as the crate's error: a passing one (no answer, connection lost,
-/// session expired, no server reachable) is `ZooKeeperUnavailable`, which a wait rides out; one
-/// the server answered (refused) is `ZooKeeperRefused`.
+/// session expired, no server reachable) is `Unavailable`, which a wait rides out; one
+/// the server answered (refused) is `Refused`.
 pub(super) fn unavailable(error: &ZkError) -> Error {
     match error {
         ZkError::Timeout
         | ZkError::ConnectionLoss
         | ZkError::SessionExpired
         | ZkError::Closed
-        | ZkError::Unavailable { .. } => Error::ZooKeeperUnavailable(error.to_string()),
+        | ZkError::Unavailable { .. } => Error::Unavailable {
+            server: None,
+            cause: Cause::text("zookeeper", error.to_string()),
+        },
         ZkError::Protocol(detail) => Error::Protocol(format!("zookeeper: {detail}")),
         ZkError::BadPath(detail) => Error::InvalidArgument(detail.clone()),
-        other => Error::ZooKeeperRefused(other.to_string()),
+        other => Error::Refused {
+            server: None,
+            cause: Cause::text("zookeeper", other.to_string()),
+        },
     }
 }

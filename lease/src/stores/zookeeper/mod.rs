@@ -74,13 +74,46 @@ pub(crate) struct ZooKeeper {
     waiters: Mutex<Option<Waiters>>,
 }
 
-/// A client of the ensemble `zk` names, whose sessions ask for `session_timeout`. It connects
-/// to nothing yet: the session opens with the first lock operation.
+/// What a ZooKeeper client does not honour, and why.
+const FOREIGN: &[(&str, &str)] = &[
+    ("password", "a session authenticates with zookeeper_auth"),
+    (
+        "tls_ca_file",
+        "this client speaks to ZooKeeper in plaintext only",
+    ),
+    (
+        "tls_ca_pem",
+        "this client speaks to ZooKeeper in plaintext only",
+    ),
+    (
+        "tls_client_cert",
+        "this client speaks to ZooKeeper in plaintext only",
+    ),
+    (
+        "tls_client_cert_pem",
+        "this client speaks to ZooKeeper in plaintext only",
+    ),
+    (
+        "replica_acks",
+        "a write is acknowledged once a quorum of the ensemble has it",
+    ),
+    ("pool_size", "a session is one connection"),
+    ("pipelining", "a session is one connection"),
+    ("quorum", "it is RedLock's"),
+    ("retry_delay", "it is RedLock's"),
+];
+
+/// A client of the ensemble `zk` names, whose sessions ask for `session_timeout`, after the
+/// settings it cannot honour are refused. It connects to nothing yet: the session opens with the
+/// first lock operation.
 pub(crate) fn build(
     settings: &Settings,
     zk: &ZooKeeperSettings,
     session_timeout: Duration,
 ) -> Result<Box<dyn Backend>> {
+    for (setting, why) in FOREIGN {
+        settings.refuse(&[setting], "ZooKeeper", why)?;
+    }
     if zk.hosts.is_empty() {
         return Err(Error::InvalidArgument(
             "a ZooKeeper client needs at least one host:port".into(),

@@ -20,7 +20,6 @@ use routes::{PoolSettings, Routes};
 use super::server::{attempt_on, log_withdrawal, pause, release_on, settle_grant_on, withdraw_on};
 use crate::backend::{
     Attempt, Attempted, Backend, GrantFate, Release, ReleaseOutcome, Renewer, ServerIdentity,
-    Settings,
 };
 use crate::error::{Error, Result};
 use crate::state::LockState;
@@ -30,6 +29,7 @@ use crate::stores::redis::keys::LockKeys;
 use crate::stores::redis::pool::{Pool, Setup, Via};
 use crate::stores::redis::pubsub::{Announcer, Subscriber};
 use crate::stores::redis::scripts::{self, Announce};
+use crate::stores::redis::settings::RedisSettings;
 use crate::waiters::Waiters;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -50,7 +50,7 @@ pub(crate) struct Cluster {
 }
 
 /// A client of the cluster whose nodes at `seeds` (one or more) tell the rest.
-pub(crate) fn build(settings: &Settings, seeds: Vec<Endpoint>) -> Result<Box<dyn Backend>> {
+pub(crate) fn build(settings: &RedisSettings, seeds: Vec<Endpoint>) -> Result<Box<dyn Backend>> {
     let acks = settings.primary_acks()?;
     if seeds.is_empty() {
         return Err(Error::InvalidArgument(
@@ -146,7 +146,7 @@ enum Redirect {
 impl Redirect {
     fn of(error: &Error) -> Option<Redirect> {
         let redis = match error {
-            Error::Refused { source, .. } | Error::Unavailable { source, .. } => source,
+            Error::Refused { cause, .. } | Error::Unavailable { cause, .. } => cause.as_redis()?,
             _ => return None,
         };
         let to = || slots::redirect_target(redis);

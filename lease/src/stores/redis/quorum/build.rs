@@ -2,20 +2,24 @@
 //! refusal of two URLs of one server.
 
 use super::masters::Quorum;
+use crate::backend::Backend;
 use crate::backend::ServerIdentity;
-use crate::backend::{Backend, Settings};
 use crate::error::{Error, Result};
 use crate::stores::redis::conn::{Conn, Endpoint};
 use crate::stores::redis::deployment::Redis;
 use crate::stores::redis::fanout::Master;
 use crate::stores::redis::pool::{identity_of, Pool};
+use crate::stores::redis::settings::RedisSettings;
 use parking_lot::Mutex;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 /// A RedLock over the masters at `endpoints` (at least one, each its own server), of which
 /// `settings.quorum` (by default N/2+1) must grant a lock.
-pub(crate) fn build(settings: &Settings, endpoints: Vec<Endpoint>) -> Result<Box<dyn Backend>> {
+pub(crate) fn build(
+    settings: &RedisSettings,
+    endpoints: Vec<Endpoint>,
+) -> Result<Box<dyn Backend>> {
     if settings.acks.is_some() {
         return Err(Error::InvalidArgument(
             "replica acknowledgements are not for RedLock, whose masters vote instead".into(),
@@ -58,7 +62,7 @@ impl Quorum {
     /// Masters that are up are asked who they are, so that two URLs of one server are refused
     /// now; a master that is down is allowed, and refused when it comes up if it turns out to
     /// be another master's server.
-    fn new(endpoints: Vec<Endpoint>, quorum: usize, settings: &Settings) -> Result<Quorum> {
+    fn new(endpoints: Vec<Endpoint>, quorum: usize, settings: &RedisSettings) -> Result<Quorum> {
         let node_timeout = settings.command_timeout;
         let count = endpoints.len();
         let known: Arc<Mutex<Vec<Option<ServerIdentity>>>> =

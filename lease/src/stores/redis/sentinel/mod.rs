@@ -9,11 +9,12 @@ mod discovery;
 mod switches;
 
 use super::server::Server;
-use crate::backend::{Backend, Settings};
+use crate::backend::Backend;
 use crate::error::{Error, Result};
 use crate::stores::redis::conn::Endpoint;
 use crate::stores::redis::deployment::Redis;
 use crate::stores::redis::pool::{Opened, Target};
+use crate::stores::redis::settings::RedisSettings;
 use discovery::Sentinels;
 use std::sync::Arc;
 use std::time::Instant;
@@ -21,7 +22,7 @@ use std::time::Instant;
 /// A client of the primary that the Sentinels at `sentinels` (at least one) name under
 /// `master`, listening to each of them by a thread named `lease-sentinel-<client>-<index>`.
 pub(crate) fn build(
-    settings: &Settings,
+    settings: &RedisSettings,
     master: &str,
     sentinels: Vec<Endpoint>,
 ) -> Result<Box<dyn Backend>> {

@@ -1,0 +1,84 @@
+//! [`Cause`]: what a store's server said or did that failed a call, as its client tells it. The
+//! crate's [`Error`](crate::Error) names no store; its cause does, and keeps the store's own
+//! error for its message and its code.
+
+use std::fmt;
+
+/// What failed a call, as the store's client tells it: for Redis, the `redis` crate's error
+/// (with its code: `NOPERM`, `OOM`, `LOADING`, ...; `TLS` for a TLS handshake refused by either
+/// side); for ZooKeeper, a description that names the server where it knows one.
+#[derive(Debug)]
+pub struct Cause {
+    store: &'static str,
+    kind: Kind,
+}
+
+#[derive(Debug)]
+enum Kind {
+    Redis(redis::RedisError),
+    #[cfg_attr(not(feature = "zookeeper"), allow(dead_code))]
+    Text(String),
+}
+
+impl Cause {
+    /// The cause of a Redis call's failure.
+    pub(crate) fn redis(error: redis::RedisError) -> Cause {
+        Cause {
+            store: "redis",
+            kind: Kind::Redis(error),
+        }
+    }
+
+    /// A cause told in words, by the client of `store`.
+    #[cfg_attr(not(feature = "zookeeper"), allow(dead_code))]
+    pub(crate) fn text(store: &'static str, text: impl Into<String>) -> Cause {
+        Cause {
+            store,
+            kind: Kind::Text(text.into()),
+        }
+    }
+
+    /// The store whose server failed the call, as messages name it (`redis`, `zookeeper`).
+    pub fn store(&self) -> &'static str {
+        self.store
+    }
+
+    /// The server's error code, where it gave one: Redis's `NOPERM`, `WRONGPASS`, `OOM`,
+    /// `LOADING`, ...; `TLS` for a TLS handshake refused by either side. `None` for a failure
+    /// with no code (a connection refused or cut, a timeout).
+    pub fn code(&self) -> Option<&str> {
+        match &self.kind {
+            Kind::Redis(error) => error.code(),
+            Kind::Text(_) => None,
+        }
+    }
+
+    /// The `redis` crate's error, for a cause of Redis's (see the crate's re-export
+    /// [`redis_lease::redis`](crate::redis)).
+    pub fn as_redis(&self) -> Option<&redis::RedisError> {
+        match &self.kind {
+            Kind::Redis(error) => Some(error),
+            Kind::Text(_) => None,
+        }
+    }
+}
+
+impl fmt::Display for Cause {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match &self.kind {
+            Kind::Redis(error) => error.fmt(f),
+            Kind::Text(text) => f.write_str(text),
+        }
+    }
+}
+
+/// A cause shows the store's error itself, so its source is that error's own (an I/O error,
+/// say): a chain of sources says each thing once.
+impl std::error::Error for Cause {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        match &self.kind {
+            Kind::Redis(error) => error.source(),
+            Kind::Text(_) => None,
+        }
+    }
+}
