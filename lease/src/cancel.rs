@@ -4,18 +4,18 @@ use parking_lot::{Condvar, Mutex};
 use std::sync::Arc;
 use std::time::Instant;
 
-/// Ends the waits it is passed to, from any thread: a waiting call (`Lock::lock_cancellable`,
-/// `Lock::try_lock_for_cancellable`, the same calls of a semaphore and of a read-write lock's
-/// sides) returns [`Error::Cancelled`](crate::Error::Cancelled) soon after [`Cancel::cancel`],
-/// within one command timeout (an attempt under way is let finish, and a hold it made is given
-/// back). One token may serve many waits; once cancelled it stays cancelled. Cheap to clone:
-/// clones share the token.
+/// Ends the waits of the locks it is given to, from any thread: a lock set up with
+/// [`Lock::cancel_on`](crate::Lock::cancel_on) (a semaphore, a read-write lock's sides the same)
+/// returns [`Error::Cancelled`](crate::Error::Cancelled) from a waiting call soon after
+/// [`Cancel::cancel`], within one command timeout (an attempt under way is let finish, and a
+/// hold it made is given back). One token may serve many waits; once cancelled it stays
+/// cancelled. Cheap to clone: clones share the token.
 ///
 /// ```
 /// let cancel = redis_lease::Cancel::new();
 /// let stopper = cancel.clone();
 /// std::thread::spawn(move || stopper.cancel());
-/// // lock.lock_cancellable(&cancel) returns Err(Error::Cancelled { .. }) once it fires.
+/// // lock.cancel_on(&cancel).lock() returns Err(Error::Cancelled { .. }) once it fires.
 /// # cancel.cancel();
 /// assert!(cancel.is_cancelled());
 /// ```

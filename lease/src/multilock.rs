@@ -144,7 +144,16 @@ impl MultiLock {
     /// As [`Lock::try_lock_for`] for the first member that fails; the members taken before are
     /// released. As [`MultiLock::lock`] for a lock given twice.
     pub fn try_lock_for(&self, wait: Duration) -> Result<Option<MultiGuard>> {
-        let deadline = after(wait);
+        self.try_lock_until(after(wait))
+    }
+
+    /// Waits until `deadline` for every member: `Ok(None)` (and nothing held) if one stayed held
+    /// elsewhere.
+    ///
+    /// # Errors
+    ///
+    /// As [`MultiLock::try_lock_for`].
+    pub fn try_lock_until(&self, deadline: Instant) -> Result<Option<MultiGuard>> {
         self.take_each(|member| member.try_lock_until(deadline))
     }
 

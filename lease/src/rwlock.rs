@@ -3,9 +3,21 @@
 use crate::lock::Lock;
 
 /// A read-write lock: any number of readers at once, or one writer. Its two sides are
-/// [`Lock`]s, with every call a lock has (waiting policies, fixed leases, cancellation,
-/// `max_hold`, `inspect`), and guards that tell their holder of a lost lease as a lock's do.
-/// Cheap to clone.
+/// [`Lock`]s, with every call a lock has (its settings, such as [`Lock::with_lease`] and
+/// [`Lock::cancel_on`], its four acquisition calls, `inspect`), and guards that tell their
+/// holder of a lost lease as a lock's do. Cheap to clone.
+///
+/// ```no_run
+/// # fn main() -> redis_lease::Result<()> {
+/// # let client = redis_lease::Client::open("redis://127.0.0.1/")?;
+/// let prices = client.read_write_lock("prices")?;
+/// let reading = prices.read_lock().lock()?; // beside other readers
+/// reading.unlock()?;
+/// let writing = prices.write_lock().lock()?; // alone
+/// writing.unlock()?;
+/// # Ok(())
+/// # }
+/// ```
 ///
 /// - **Reentrant**: an owner re-enters the read hold or the write hold it has.
 /// - **Downgrade**: the owner of the write hold may take a read hold as well, then release the

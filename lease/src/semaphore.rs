@@ -22,11 +22,31 @@ pub(crate) fn check_permits(permits: u32) -> Result<()> {
 }
 
 /// A semaphore whose permits expire: at most [`Semaphore::permits`] held at once across every
-/// client, each acquisition (of one permit, or of several with [`Semaphore::acquire_many`]) a
-/// hold of its own with a lease, renewed by the watchdog while its [`LeaseGuard`] lives, with
+/// client, each acquisition (of one permit, or of several with [`Semaphore::taking`]) a hold of
+/// its own with a lease, renewed by the watchdog while its [`LeaseGuard`] lives, with
 /// [`LeaseGuard::is_lost`], [`LeaseGuard::lost_signal`], [`LeaseGuard::valid_until`] and a
 /// fencing token, as a lock's. A holder that dies gives its permits back when its lease lapses:
 /// none leaks. Cheap to clone.
+///
+/// Its settings chain as a lock's ([`Semaphore::owned_by`], [`Semaphore::max_hold`],
+/// [`Semaphore::with_lease`], [`Semaphore::cancel_on`]), and the same four calls take a permit:
+/// [`Semaphore::acquire`], [`Semaphore::try_acquire`], [`Semaphore::try_acquire_for`],
+/// [`Semaphore::try_acquire_until`].
+///
+/// ```no_run
+/// use std::time::Duration;
+/// # fn main() -> redis_lease::Result<()> {
+/// # let client = redis_lease::Client::open("redis://127.0.0.1/")?;
+/// let exports = client.semaphore("exports", 3)?;
+/// if let Some(permit) = exports.try_acquire_for(Duration::from_secs(10))? {
+///     // ... one of at most three exports at once ...
+///     permit.unlock()?;
+/// }
+/// let big = exports.taking(2)?.lock()?; // two permits in one hold
+/// big.unlock()?;
+/// # Ok(())
+/// # }
+/// ```
 ///
 /// Not reentrant: each acquisition takes permits of its own, whichever thread asks. The threads
 /// of one client wait in turn for the semaphore in Redis, as for a lock, and a release wakes
@@ -77,23 +97,36 @@ impl Semaphore {
     /// The same semaphore, its permits held on behalf of `owner` (see [`Lock::owned_by`]; an
     /// owner id it refuses fails every acquisition with [`Error::InvalidArgument`]).
     pub fn owned_by(&self, owner: impl Into<String>) -> Semaphore {
-        Semaphore {
-            lock: self.lock.owned_by(owner),
-            permits: self.permits,
-        }
+        self.with_lock(self.lock.owned_by(owner))
     }
 
     /// The same semaphore, each hold renewed for at most `max_hold` (see [`Lock::max_hold`]; a
     /// zero `max_hold` fails every acquisition with [`Error::InvalidArgument`]).
     pub fn max_hold(&self, max_hold: Duration) -> Semaphore {
+        self.with_lock(self.lock.max_hold(max_hold))
+    }
+
+    /// The same semaphore, its permits taken with this lease, never renewed (see
+    /// [`Lock::with_lease`]).
+    pub fn with_lease(&self, lease: Duration) -> Semaphore {
+        self.with_lock(self.lock.with_lease(lease))
+    }
+
+    /// The same semaphore, its waits ended from another thread by `cancel` (see
+    /// [`Lock::cancel_on`]).
+    pub fn cancel_on(&self, cancel: &Cancel) -> Semaphore {
+        self.with_lock(self.lock.cancel_on(cancel))
+    }
+
+    fn with_lock(&self, lock: Lock) -> Semaphore {
         Semaphore {
-            lock: self.lock.max_hold(max_hold),
+            lock,
             permits: self.permits,
         }
     }
 
-    /// The [`Lock`] whose every acquisition takes `n` permits in one hold: the semaphore with
-    /// every waiting policy of a lock (fixed leases, deadlines, cancellation).
+    /// The [`Lock`] whose every acquisition takes `n` permits in one hold (one guard, one
+    /// lease), with this semaphore's settings: `semaphore.taking(3)?.try_lock_for(wait)`.
     ///
     /// # Errors
     ///
@@ -111,8 +144,8 @@ impl Semaphore {
         }))
     }
 
-    /// Takes one permit (the client's default lease, renewed while held), waiting as long as
-    /// it takes.
+    /// Takes one permit, waiting as long as it takes (or until cancelled, with
+    /// [`Semaphore::cancel_on`]).
     ///
     /// # Errors
     ///
@@ -120,16 +153,6 @@ impl Semaphore {
     /// a read-write lock).
     pub fn acquire(&self) -> Result<LeaseGuard> {
         self.lock.lock()
-    }
-
-    /// [`Semaphore::acquire`], ended from another thread by `cancel` (see
-    /// [`Lock::lock_cancellable`]).
-    ///
-    /// # Errors
-    ///
-    /// As [`Semaphore::acquire`], and [`Error::Cancelled`].
-    pub fn acquire_cancellable(&self, cancel: &Cancel) -> Result<LeaseGuard> {
-        self.lock.lock_cancellable(cancel)
     }
 
     /// One attempt at one permit: `Ok(None)` if none is free.
@@ -157,25 +180,6 @@ impl Semaphore {
     /// As [`Lock::try_lock_until`].
     pub fn try_acquire_until(&self, deadline: Instant) -> Result<Option<LeaseGuard>> {
         self.lock.try_lock_until(deadline)
-    }
-
-    /// Takes `n` permits in one hold (one guard, one lease), waiting as long as it takes.
-    ///
-    /// # Errors
-    ///
-    /// As [`Semaphore::acquire`], and [`Error::InvalidArgument`] as [`Semaphore::taking`].
-    pub fn acquire_many(&self, n: u32) -> Result<LeaseGuard> {
-        self.taking(n)?.lock()
-    }
-
-    /// Waits up to `wait` for `n` permits in one hold; `Ok(None)` if they did not come free.
-    ///
-    /// # Errors
-    ///
-    /// As [`Semaphore::try_acquire_for`], and [`Error::InvalidArgument`] as
-    /// [`Semaphore::taking`].
-    pub fn try_acquire_many_for(&self, n: u32, wait: Duration) -> Result<Option<LeaseGuard>> {
-        self.taking(n)?.try_lock_for(wait)
     }
 
     /// The permits free now by this handle's number: [`Semaphore::permits`] less those held

@@ -64,7 +64,8 @@ fn wait_zero_fails_at_once_on_a_held_lock_without_running_the_command() {
     let _held = holder
         .lock("busy")
         .expect("valid name")
-        .lock_with_lease(Duration::from_secs(30))
+        .with_lease(Duration::from_secs(30))
+        .lock()
         .expect("free");
     let (_dir, marker) = scratch("ran");
     let started = Instant::now();
@@ -179,7 +180,8 @@ fn status_shows_the_holder_and_force_unlock_clears_it() {
     let guard = holder
         .lock("shown")
         .expect("valid name")
-        .lock_with_lease(Duration::from_secs(30))
+        .with_lease(Duration::from_secs(30))
+        .lock()
         .expect("free");
     let url = server.url();
 
@@ -444,7 +446,8 @@ fn a_redlock_run_with_too_few_masters_is_unavailable_not_held_elsewhere() {
     let _held = holder
         .lock("x")
         .expect("valid")
-        .lock_with_lease(Duration::from_secs(30))
+        .with_lease(Duration::from_secs(30))
+        .lock()
         .expect("free");
     let done = output(lease(&all).args(["--redlock", "run", "--wait", "0", "x", "--", "true"]));
     assert_eq!(done.status.code(), Some(NOT_ACQUIRED), "{done:?}");

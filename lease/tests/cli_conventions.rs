@@ -341,7 +341,8 @@ fn other_settings_come_from_the_flag_then_their_variable_then_the_default() {
     let _held = prefixed
         .lock("job")
         .expect("valid name")
-        .lock_with_lease(Duration::from_secs(30))
+        .with_lease(Duration::from_secs(30))
+        .lock()
         .expect("free");
     let held = |command: &mut Command| {
         let done = output(command.args(["status", "--json", "job"]));

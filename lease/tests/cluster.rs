@@ -139,11 +139,12 @@ fn a_lock_whose_keys_moved_mid_migration_is_served_on_the_importing_node() {
     // One hold taken and released first, so that all four of the lock's keys exist: an
     // importing node runs a script for a migrating slot only when it has every key it names.
     let lease = Duration::from_secs(30);
-    lock.lock_with_lease(lease)
+    lock.with_lease(lease)
+        .lock()
         .expect("free")
         .unlock()
         .expect("held");
-    let guard = lock.lock_with_lease(lease).expect("free");
+    let guard = lock.with_lease(lease).lock().expect("free");
     // Half way through a resharding: the keys are on the importing node, while the slot is
     // still the migrating node's, which sends every call for them on with `ASK`.
     cluster.begin_migration(key_slot, from, to);
@@ -178,14 +179,15 @@ fn calls_follow_a_frozen_master_to_the_replica_that_took_its_place() {
     let lock = client.lock(name).expect("valid");
     // Fixed leases only: no renewal fails to tell the client that its map is wrong.
     let lease = Duration::from_secs(5);
-    lock.lock_with_lease(lease)
+    lock.with_lease(lease)
+        .lock()
         .expect("free")
         .unlock()
         .expect("held");
     // A refusal names the node that refused, the slot's master, whichever seed was given.
     let full = |maxmemory: u64| cluster.server(master).config_set("maxmemory", maxmemory);
     full(1);
-    match lock.try_lock_with_lease(lease) {
+    match lock.with_lease(lease).try_lock() {
         Err(error @ Error::Refused { .. }) => {
             assert_eq!(error.code(), Some("OOM"), "{error}");
             assert_eq!(
@@ -204,7 +206,8 @@ fn calls_follow_a_frozen_master_to_the_replica_that_took_its_place() {
         matches!(role.first(), Some(redis::Value::BulkString(role)) if role == b"master")
     });
     let guard = lock
-        .try_lock_for_with_lease(Duration::from_secs(15), lease)
+        .with_lease(lease)
+        .try_lock_for(Duration::from_secs(15))
         .expect("reachable")
         .expect("free, on the promoted replica");
     assert_eq!(

@@ -14,13 +14,15 @@ use support::{client, client_with_lease, wait_until, RedisServer};
 fn a_lost_guards_drop_leaves_the_new_hold(mine: &Client, theirs: &Client) {
     let lock = mine.lock("job").expect("valid").owned_by("worker-1");
     let mut guard = lock
-        .try_lock_with_lease(Duration::from_millis(300))
+        .with_lease(Duration::from_millis(300))
+        .try_lock()
         .expect("reachable")
         .expect("free");
     thread::sleep(Duration::from_millis(400));
     assert!(guard.is_lost());
     guard = lock
-        .try_lock_with_lease(Duration::from_secs(5))
+        .with_lease(Duration::from_secs(5))
+        .try_lock()
         .expect("reachable")
         .expect("free again: the first lease ran out");
     assert_eq!(guard.holds_at_acquire(), 1, "a new hold, not a re-entry");
@@ -28,7 +30,8 @@ fn a_lost_guards_drop_leaves_the_new_hold(mine: &Client, theirs: &Client) {
     let other = theirs
         .lock("job")
         .expect("valid")
-        .try_lock_with_lease(Duration::from_secs(5))
+        .with_lease(Duration::from_secs(5))
+        .try_lock()
         .expect("reachable");
     assert!(
         other.is_none(),
@@ -98,19 +101,22 @@ fn a_settled_release_touches_only_its_own_hold() {
     let mine = client(&server);
     let lock = mine.lock("settle").expect("valid").owned_by("job-9");
     let first = lock
-        .try_lock_with_lease(Duration::from_millis(200))
+        .with_lease(Duration::from_millis(200))
+        .try_lock()
         .expect("reachable")
         .expect("free");
     first.abandon();
     thread::sleep(Duration::from_millis(300));
     let second = lock
-        .try_lock_with_lease(Duration::from_secs(5))
+        .with_lease(Duration::from_secs(5))
+        .try_lock()
         .expect("reachable")
         .expect("the abandoned hold ran out");
     // A re-entry of the second hold, by the same owner: the abandoned hold's release (settled
     // before it) must leave the second hold as it is.
     let third = lock
-        .try_lock_with_lease(Duration::from_secs(5))
+        .with_lease(Duration::from_secs(5))
+        .try_lock()
         .expect("reachable")
         .expect("re-entered");
     assert_eq!(third.holds_at_acquire(), 2);
@@ -128,7 +134,8 @@ fn scripts_naming_an_old_hold_leave_the_owners_new_hold_alone() {
     let server = RedisServer::start();
     let lock = client(&server).lock("named").expect("valid").owned_by("o");
     let guard = lock
-        .try_lock_with_lease(Duration::from_secs(10))
+        .with_lease(Duration::from_secs(10))
+        .try_lock()
         .expect("reachable")
         .expect("free");
     let mut con = server.connection();
@@ -182,7 +189,8 @@ fn a_release_after_the_lease_ran_out_is_not_owner_and_changes_nothing() {
     let server = RedisServer::start();
     let lock = client(&server).lock("late").expect("valid");
     let guard = lock
-        .try_lock_with_lease(Duration::from_millis(50))
+        .with_lease(Duration::from_millis(50))
+        .try_lock()
         .expect("reachable")
         .expect("free");
     thread::sleep(Duration::from_millis(120));

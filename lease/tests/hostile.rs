@@ -43,8 +43,8 @@ fn every_call_is_bounded(client: &Client) {
     bounded("inspect", || lock.inspect());
     bounded("is_locked", || lock.is_locked());
     bounded("try_lock", || lock.try_lock());
-    bounded("try_lock_with_lease", || {
-        lock.try_lock_with_lease(Duration::from_secs(5))
+    bounded("with_lease + try_lock", || {
+        lock.with_lease(Duration::from_secs(5)).try_lock()
     });
     bounded("force_unlock", || lock.force_unlock());
     let started = Instant::now();
@@ -75,7 +75,8 @@ fn every_call_and_a_release_return_within_their_bound_on_a_frozen_server() {
     let client = impatient(&server.url());
     let lock = client.lock("frozen").expect("valid");
     let guard = lock
-        .try_lock_with_lease(Duration::from_secs(30))
+        .with_lease(Duration::from_secs(30))
+        .try_lock()
         .expect("reachable")
         .expect("free");
     server.pause();
@@ -83,7 +84,7 @@ fn every_call_and_a_release_return_within_their_bound_on_a_frozen_server() {
     bounded("unlock", || guard.unlock());
     let guard = {
         server.resume();
-        let guard = lock.lock_with_lease(Duration::from_secs(30));
+        let guard = lock.with_lease(Duration::from_secs(30)).lock();
         server.pause();
         guard.expect("the unsettled release is sent again first, then acquired")
     };
@@ -123,7 +124,8 @@ fn counter_is_refused(server: &RedisServer, setup: impl FnOnce(&mut redis::Conne
     let error = impatient(&server.url())
         .lock("k")
         .expect("valid")
-        .try_lock_with_lease(Duration::from_secs(30))
+        .with_lease(Duration::from_secs(30))
+        .try_lock()
         .expect_err("no token can be had");
     let exists: bool = con.exists("{k}").expect("EXISTS");
     assert!(!exists, "a hold was written before the check: {error}");
@@ -167,7 +169,8 @@ fn scripts_check_the_fencing_counter_before_they_write() {
     let guard = impatient(&server.url())
         .lock("k")
         .expect("valid")
-        .try_lock_with_lease(Duration::from_secs(30))
+        .with_lease(Duration::from_secs(30))
+        .try_lock()
         .expect("one token left")
         .expect("free");
     assert_eq!(guard.fencing_token(), Some(9_223_372_036_854_775_807));
@@ -326,7 +329,8 @@ fn a_full_server_is_inspected_and_cleared_and_its_refusals_are_typed() {
         RedisServer::start_with(&["--maxmemory", "2mb", "--maxmemory-policy", "noeviction"]);
     let lock = impatient(&server.url()).lock("full").expect("valid");
     let held = lock
-        .try_lock_with_lease(Duration::from_secs(30))
+        .with_lease(Duration::from_secs(30))
+        .try_lock()
         .expect("reachable")
         .expect("free");
     std::mem::forget(held);
@@ -435,7 +439,7 @@ fn bad_settings_are_refused_when_the_client_is_built() {
     ] {
         assert!(
             matches!(
-                lock.try_lock_with_lease(lease),
+                lock.with_lease(lease).try_lock(),
                 Err(Error::InvalidArgument(_))
             ),
             "{lease:?}"
@@ -477,15 +481,15 @@ fn bad_settings_are_refused_when_the_client_is_built() {
         let second = Duration::from_secs(1);
         invalid(refused.lock().map(drop), what);
         invalid(refused.try_lock().map(drop), what);
-        invalid(refused.lock_with_lease(second).map(drop), what);
+        invalid(refused.with_lease(second).lock().map(drop), what);
         invalid(refused.try_lock_for(second).map(drop), what);
         invalid(
             refused.try_lock_until(Instant::now() + second).map(drop),
             what,
         );
-        invalid(refused.lock_cancellable(&cancel).map(drop), what);
+        invalid(refused.cancel_on(&cancel).lock().map(drop), what);
         invalid(
-            refused.try_lock_for_cancellable(second, &cancel).map(drop),
+            refused.cancel_on(&cancel).try_lock_for(second).map(drop),
             what,
         );
     }

@@ -193,7 +193,8 @@ fn release_after_the_lease_expired_reports_not_owner() {
     let client = client(&server);
     let lock = client.lock("expiring").expect("valid name");
     let guard = lock
-        .lock_with_lease(Duration::from_millis(200))
+        .with_lease(Duration::from_millis(200))
+        .lock()
         .expect("acquired");
     let owner = guard.owner().to_owned();
     let taker = lock.owned_by("taker");
@@ -222,7 +223,8 @@ fn an_explicit_lease_expires_and_frees_the_lock() {
     let lock = client.lock("lapse").expect("valid name");
     let guard = lock
         .owned_by("gone")
-        .lock_with_lease(Duration::from_millis(300))
+        .with_lease(Duration::from_millis(300))
+        .lock()
         .expect("acquired");
     std::mem::forget(guard); // the holder vanishes without releasing
     let started = Instant::now();
@@ -317,7 +319,8 @@ fn the_local_queue_refuses_past_its_bound_without_a_redis_command() {
     let held = holder
         .lock("queued")
         .expect("valid name")
-        .lock_with_lease(Duration::from_secs(30))
+        .with_lease(Duration::from_secs(30))
+        .lock()
         .expect("acquired");
     let queued = Client::builder(server.url())
         .max_local_waiters(2)
@@ -434,7 +437,7 @@ fn bad_arguments_are_refused_before_any_command() {
     assert!(matches!(client.lock(""), Err(Error::InvalidArgument(_))));
     let lock = client.lock("fine").expect("valid name");
     assert!(matches!(
-        lock.lock_with_lease(Duration::ZERO),
+        lock.with_lease(Duration::ZERO).lock(),
         Err(Error::InvalidArgument(_))
     ));
     assert!(matches!(
@@ -777,7 +780,8 @@ fn an_acquisition_redis_runs_after_it_timed_out_is_undone() {
     let lock = client.lock("ghost").expect("valid name");
     // The scripts loaded and a connection in the pool first, so that the attempt below is sent
     // at once and runs when the server gets to it.
-    lock.try_lock_with_lease(Duration::from_secs(30))
+    lock.with_lease(Duration::from_secs(30))
+        .try_lock()
         .expect("reachable")
         .expect("free")
         .unlock()
@@ -788,7 +792,7 @@ fn an_acquisition_redis_runs_after_it_timed_out_is_undone() {
         let _: redis::RedisResult<()> = redis::cmd("DEBUG").arg("SLEEP").arg(0.6).query(&mut admin);
     });
     thread::sleep(Duration::from_millis(100));
-    let attempt = lock.try_lock_with_lease(Duration::from_secs(30));
+    let attempt = lock.with_lease(Duration::from_secs(30)).try_lock();
     sleeper.join().expect("no panic");
     assert!(
         matches!(attempt, Err(Error::Unavailable { .. })),
@@ -806,7 +810,10 @@ fn a_release_without_an_answer_is_sent_again_before_the_owner_acquires_again() {
     let server = RedisServer::start();
     let client = impatient_client(&server);
     let lock = client.lock("unsettled").expect("valid name");
-    let guard = lock.lock_with_lease(Duration::from_secs(30)).expect("free");
+    let guard = lock
+        .with_lease(Duration::from_secs(30))
+        .lock()
+        .expect("free");
     server.pause();
     let released = guard.unlock();
     server.resume();
@@ -815,7 +822,8 @@ fn a_release_without_an_answer_is_sent_again_before_the_owner_acquires_again() {
         "{released:?}"
     );
     let again = lock
-        .lock_with_lease(Duration::from_secs(30))
+        .with_lease(Duration::from_secs(30))
+        .lock()
         .expect("reachable");
     assert_eq!(
         again.holds_at_acquire(),

@@ -87,7 +87,8 @@ fn events_are_published_as_they_happen() {
     let fixed = client
         .lock("fixed")
         .expect("valid")
-        .lock_with_lease(Duration::from_millis(100))
+        .with_lease(Duration::from_millis(100))
+        .lock()
         .expect("free");
     let lost = fixed
         .lost_signal()

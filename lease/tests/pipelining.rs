@@ -118,7 +118,7 @@ fn frozen_under_many_threads(pipelining: bool) {
             thread::spawn(move || {
                 let lock = client.lock(&format!("frozen:{n}")).expect("valid");
                 let began = Instant::now();
-                let outcome = lock.try_lock_with_lease(Duration::from_secs(60));
+                let outcome = lock.with_lease(Duration::from_secs(60)).try_lock();
                 let took = began.elapsed();
                 assert!(
                     matches!(outcome, Err(Error::Unavailable { .. })),

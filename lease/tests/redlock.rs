@@ -104,7 +104,7 @@ fn every_mask_of_taken_or_down_masters_wins_exactly_with_a_quorum() {
             let up = (0..count).filter(|i| !blocked(*i) || i % 2 == 0).count();
             let lock = redlock.lock(&name).expect("valid name");
             let owner = lock.owner();
-            let won = match lock.try_lock_with_lease(Duration::from_secs(10)) {
+            let won = match lock.with_lease(Duration::from_secs(10)).try_lock() {
                 Ok(Some(guard)) => {
                     guard.unlock().expect("held on a quorum");
                     true
@@ -314,7 +314,8 @@ fn multilock_is_all_or_nothing() {
     let taken = theirs
         .lock("b")
         .expect("valid")
-        .lock_with_lease(Duration::from_secs(30))
+        .with_lease(Duration::from_secs(30))
+        .lock()
         .expect("free");
     assert!(set.try_lock().expect("reachable").is_none());
     for name in ["a", "c"] {

@@ -38,7 +38,7 @@ fn epoch(token: u64) -> u64 {
 /// `lock` taken with `lease`, tried again while the deployment is unavailable (a failover in
 /// progress), failing the test after [`SETTLE`].
 fn lock_when_available(lock: &Lock, lease: Duration) -> LeaseGuard {
-    when_available(|| lock.try_lock_with_lease(lease))
+    when_available(|| lock.with_lease(lease).try_lock())
 }
 
 /// Takes `lock` once the deployment is available again, checks that its token is of a higher
@@ -127,10 +127,16 @@ fn the_lock_follows_a_failover_and_its_tokens_rise_with_the_epoch() {
     let set = SentinelSet::start();
     let client = client(&set);
     let lock = client.lock("follows").expect("valid");
-    let first = lock.lock_with_lease(Duration::from_secs(30)).expect("free");
+    let first = lock
+        .with_lease(Duration::from_secs(30))
+        .lock()
+        .expect("free");
     let before = first.fencing_token().expect("a token");
     first.unlock().expect("held");
-    let second = lock.lock_with_lease(Duration::from_secs(30)).expect("free");
+    let second = lock
+        .with_lease(Duration::from_secs(30))
+        .lock()
+        .expect("free");
     assert_eq!(second.fencing_token(), Some(before + 1));
 
     set.failover();
@@ -155,7 +161,8 @@ fn a_failover_the_sentinels_announce_drops_the_connections_to_the_old_primary() 
     // client within its poll, and the next call goes to the new primary at once.
     thread::sleep(Duration::from_secs(1));
     let guard = lock
-        .try_lock_with_lease(Duration::from_secs(30))
+        .with_lease(Duration::from_secs(30))
+        .try_lock()
         .expect("the first call after the announcement goes to the new primary")
         .expect("free");
     guard.unlock().expect("held");
@@ -212,7 +219,10 @@ fn tokens_rise_across_a_failover_that_lost_the_last_acquisition() {
     let client = client(&set);
     let lock = client.lock("lost").expect("valid");
     set.pause_replica();
-    let lost = lock.lock_with_lease(Duration::from_secs(60)).expect("free");
+    let lost = lock
+        .with_lease(Duration::from_secs(60))
+        .lock()
+        .expect("free");
     let lost_token = lost.fencing_token().expect("a token");
     let old = set.kill_primary();
     set.resume_replica();
@@ -242,7 +252,7 @@ fn an_acquisition_no_replica_acknowledges_is_undone_and_never_handed_out() {
 
     set.pause_replica();
     let started = Instant::now();
-    let refused = lock.try_lock_with_lease(Duration::from_secs(30));
+    let refused = lock.with_lease(Duration::from_secs(30)).try_lock();
     assert!(
         matches!(
             &refused,
@@ -284,7 +294,7 @@ fn an_acknowledged_hold_survives_the_death_of_its_primary() {
     let theirs = other.lock("survives").expect("valid");
     let deadline = Instant::now() + SETTLE;
     loop {
-        match theirs.try_lock_with_lease(Duration::from_secs(60)) {
+        match theirs.with_lease(Duration::from_secs(60)).try_lock() {
             Ok(None) => break,
             Ok(Some(guard)) => panic!(
                 "token {:?} handed out while {token} is held",

@@ -81,7 +81,7 @@ impl Split {
         let deadline = Instant::now() + SETTLE;
         loop {
             let lost_before = self.guard.is_lost();
-            match lock.try_lock_with_lease(Duration::from_secs(30)) {
+            match lock.with_lease(Duration::from_secs(30)).try_lock() {
                 Ok(Some(guard)) => {
                     let token = guard.fencing_token().expect("a token");
                     return (token, lost_before);
@@ -132,7 +132,7 @@ fn without_acks_a_partitioned_holder_overlaps_a_holder_on_the_promoted_replica_f
     // The Sentinels convert the old primary no sooner than 8 s after they see it again.
     let deadline = Instant::now() + Duration::from_secs(5);
     let token = loop {
-        match lock.try_lock_with_lease(LEASE) {
+        match lock.with_lease(LEASE).try_lock() {
             Ok(Some(guard)) => {
                 let token = guard.fencing_token().expect("a token");
                 if epoch(token) == epoch(other_token) || Instant::now() >= deadline {

@@ -148,7 +148,7 @@ fn tokens_never_step_back_across_a_failover_one_sentinel_performed() {
                 let lock = client.lock("stepped").expect("valid");
                 while !stop.load(Ordering::Acquire) {
                     let began = Instant::now();
-                    match lock.try_lock_with_lease(Duration::from_millis(300)) {
+                    match lock.with_lease(Duration::from_millis(300)).try_lock() {
                         Ok(Some(guard)) => {
                             let returned = Instant::now();
                             let token = guard.fencing_token().expect("a token");

@@ -32,7 +32,10 @@ fn exercise(client: &Client) {
     guard.unlock().expect("held");
     let next = waiter.join().expect("no panic").expect("handed over");
     assert!(next > token);
-    let forced = lock.lock_with_lease(Duration::from_secs(30)).expect("free");
+    let forced = lock
+        .with_lease(Duration::from_secs(30))
+        .lock()
+        .expect("free");
     assert!(lock.force_unlock().expect("reachable"));
     drop(forced);
 }

@@ -57,7 +57,7 @@ fn a_renewal_never_cuts_short_a_longer_lease_taken_by_a_reentry() {
     let lock = client.lock("longer").expect("valid name");
     let renewed = lock.lock().expect("free");
     let longer = Duration::from_secs(600);
-    let fixed = lock.lock_with_lease(longer).expect("re-entry");
+    let fixed = lock.with_lease(longer).lock().expect("re-entry");
     assert_eq!(fixed.holds_at_acquire(), 2);
     let ttl = |server: &RedisServer| -> i64 { server.connection().pttl("{longer}").expect("PTTL") };
     assert!(
@@ -131,7 +131,8 @@ fn an_explicit_lease_is_never_renewed_and_expires_at_its_deadline() {
     let guard = client
         .lock("explicit")
         .expect("valid name")
-        .lock_with_lease(lease)
+        .with_lease(lease)
+        .lock()
         .expect("free");
     let lost = guard.lost_signal();
     let deadline = guard.valid_until();
@@ -219,7 +220,8 @@ fn a_lock_taken_over_is_lost_at_the_next_renewal_and_the_new_owner_keeps_it() {
     let other_lock = other.lock("taken").expect("valid name");
     assert!(other_lock.force_unlock().expect("reachable"));
     let thief = other_lock
-        .try_lock_with_lease(Duration::from_secs(60))
+        .with_lease(Duration::from_secs(60))
+        .try_lock()
         .expect("reachable")
         .expect("free after the force unlock");
 
@@ -369,7 +371,8 @@ fn holders_are_told_at_once_when_the_timer_is_stopped_under_them() {
     let fixed = client
         .lock("fixed")
         .expect("valid name")
-        .lock_with_lease(LEASE)
+        .with_lease(LEASE)
+        .lock()
         .expect("free");
     let told = [renewed.lost_signal(), fixed.lost_signal()];
     // Its owner stops the shared timer: no renewal and no deadline will ever run again.

@@ -246,7 +246,8 @@ fn a_fixed_lease_frees_the_lock_when_it_runs_out_though_its_guard_lives() {
     let guard = holder
         .lock("fixed")
         .expect("valid")
-        .lock_with_lease(lease)
+        .with_lease(lease)
+        .lock()
         .expect("free");
     let told = guard.lost_signal();
     let next = other
@@ -268,7 +269,7 @@ fn an_owner_that_takes_the_lock_again_after_a_loss_keeps_its_new_hold() {
     let client = client(&zk.connect_string());
     let lock = client.lock("again").expect("valid");
     for _ in 0..5 {
-        let fixed = lock.lock_with_lease(SESSION / 4).expect("free");
+        let fixed = lock.with_lease(SESSION / 4).lock().expect("free");
         let lost = fixed.lost_signal().recv_timeout(SESSION * 2);
         assert!(lost.is_ok(), "the fixed lease ran out");
         // The same owner, at once: the old hold's end in the server must not end this one.
@@ -375,7 +376,7 @@ fn a_fair_lock_is_the_lock_in_line_and_a_wait_ends_when_cancelled() {
     let cancel = redis_lease::Cancel::new();
     let waiter = {
         let cancel = cancel.clone();
-        std::thread::spawn(move || other.lock_cancellable(&cancel).map(drop))
+        std::thread::spawn(move || other.cancel_on(&cancel).lock().map(drop))
     };
     std::thread::sleep(Duration::from_millis(300));
     assert_eq!(lock.inspect().expect("reachable").waiting, Some(1));

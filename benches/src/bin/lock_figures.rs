@@ -133,7 +133,10 @@ fn acks(pairs: usize) {
         let client = builder.build().expect("valid settings");
         let lock = client.lock("acks").expect("valid");
         let pair = || {
-            let guard = lock.lock_with_lease(Duration::from_secs(10)).expect("free");
+            let guard = lock
+                .with_lease(Duration::from_secs(10))
+                .lock()
+                .expect("free");
             guard.unlock().expect("held");
         };
         for _ in 0..pairs / 10 {

@@ -1,34 +1,31 @@
-//! The one acquire loop, for every deployment: a turn in the local queue, then attempts through
-//! the backend until the lock is held or the wait is over, sleeping between attempts until a
-//! release wakes the waiter (an announcement, or a release by a thread of this client, which may
-//! grant the lock to the sleeping contender directly), or until a bounded re-check is due. A wait
-//! with a deadline rides out a deployment that cannot serve for a while (a failover): an attempt
-//! that fails for a passing reason is made again, shortly, until the deadline.
+//! One acquisition, for every store: the [`Contender`] finds its way to the lock; here, what it
+//! came to is counted, a place it kept in the store while it waited is given up if it did not
+//! get the lock, and a hold it got becomes a guard, watched by the watchdog from when its
+//! attempt was sent. Also what the contender settles on its way: this owner's releases of
+//! unknown outcome, and a grant a releaser of this client left it.
 
+use super::contender::Contender;
 use super::core::Core;
 use super::guard::{Acquisition, LeaseGuard};
 use super::handoff::Offer;
 use super::release::{self, Grants, Holding};
-use crate::backend::{scope, Attempt, Attempted, HoldEnd, Kind, Place};
-use crate::cancel::{self, Cancel};
+use crate::backend::{HoldEnd, Place};
+use crate::cancel::Cancel;
 use crate::error::{Error, Result};
 use crate::events::AcquireOutcome;
-use crate::local_queue::Refused;
 use crate::policy::{LeaseKind, Wait};
-
-use crate::waiters::Watch;
-use crate::watchdog::{self, Hold};
+use crate::watchdog::Hold;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 /// A hold just acquired, before its guard exists.
-struct Acquired {
-    hold: Arc<str>,
-    id: String,
-    token: Option<u64>,
-    holds: u64,
+pub(super) struct Acquired {
+    pub(super) hold: Arc<str>,
+    pub(super) id: String,
+    pub(super) token: Option<u64>,
+    pub(super) holds: u64,
     /// When the command that made it was sent, on the watchdog's clock.
-    sent_at: Instant,
+    pub(super) sent_at: Instant,
 }
 
 /// The lock an acquisition is for, and on whose behalf.
@@ -36,19 +33,26 @@ pub(crate) struct Request<'a> {
     pub(crate) core: &'a Arc<Core>,
     pub(crate) place: &'a Arc<dyn Place>,
     pub(crate) owner: String,
+    /// The default lease, renewed, or a fixed one.
+    pub(crate) lease: LeaseKind,
     pub(crate) max_hold: Option<Duration>,
     /// Ends the wait from another thread.
     pub(crate) cancel: Option<&'a Cancel>,
 }
 
-pub(crate) fn acquire(
-    lock: &Request<'_>,
-    kind: LeaseKind,
-    wait: Wait,
-) -> Result<Option<LeaseGuard>> {
+/// Takes the lock for `lock`'s owner, waiting as `wait` says: the guard, `None` if the lock
+/// stayed held (one attempt), or why not.
+pub(crate) fn acquire(lock: &Request<'_>, wait: Wait) -> Result<Option<LeaseGuard>> {
     let started = Instant::now();
-    let mut contended = false;
-    let acquired = contend(lock, kind, wait, &mut contended);
+    let lease = lock.lease.lease(lock.core.default_lease())?;
+    let mut contender = Contender::new(lock, lease, wait);
+    let acquired = contender.run().and_then(|acquired| {
+        acquired
+            .map(|acquired| guard(lock, acquired, lease))
+            .transpose()
+    });
+    let contended = contender.contended;
+    drop(contender);
     let outcome = match &acquired {
         Ok(Some(_)) if contended => AcquireOutcome::Contended,
         Ok(Some(_)) => AcquireOutcome::Uncontended,
@@ -66,177 +70,12 @@ pub(crate) fn acquire(
     acquired
 }
 
-/// The acquisition itself: the local queue, then attempts until held or given up.
-fn contend(
-    lock: &Request<'_>,
-    kind: LeaseKind,
-    wait: Wait,
-    contended: &mut bool,
-) -> Result<Option<LeaseGuard>> {
-    let core = lock.core;
-    let place = lock.place;
-    let id = place.id();
-    let lease = kind.lease(core.default_lease())?;
-    let started = Instant::now();
-    let owner = lock.owner.clone();
-    // The releases sent again on entering the queue and the attempt after them share one
-    // command timeout, however many releases there are: a call that does not wait returns
-    // within it.
-    let mut first_call_by = None;
-    // A re-entry does not queue: the thread ahead of it may be waiting for this very hold. Once
-    // the owner holds the lock no more (its guards gone), it queues as any contender.
-    let mut turn = None;
-    let mut waiting: Option<(Watch, Arc<Offer>)> = None;
-    if id.kind == Kind::Write
-        && core.reentrant(id, &owner).is_none()
-        && core
-            .reentrant_in(&scope(&id.name, Kind::Read), &owner)
-            .is_some()
-    {
-        return Err(Error::InvalidArgument(format!(
-            "{owner} holds the read lock of {:?}: a read lock cannot be upgraded to a write \
-             lock (the writer would wait for itself); release it first",
-            id.name
-        )));
-    }
-    let cancelled = || lock.cancel.is_some_and(Cancel::is_cancelled);
-    loop {
-        if cancelled() {
-            return Err(Error::Cancelled {
-                name: id.name.clone(),
-            });
-        }
-        let reenter = if id.kind.reentrant() {
-            core.reentrant(id, &owner)
-        } else {
-            None
-        };
-        if turn.is_none() && reenter.is_none() {
-            turn = match core.contend(id, &owner, wait.deadline(started), lock.cancel) {
-                Ok(turn) => Some(turn),
-                Err(Refused::Full { waiting }) => {
-                    return Err(Error::QueueFull {
-                        name: id.name.clone(),
-                        waiting,
-                    })
-                }
-                Err(Refused::TimedOut) => return wait.gave_up(&id.name, started),
-                Err(Refused::Cancelled) => {
-                    return Err(Error::Cancelled {
-                        name: id.name.clone(),
-                    })
-                }
-            };
-            let call_by = core.call_deadline();
-            settle_releases(lock, &owner, call_by)?;
-            first_call_by = Some(call_by);
-        }
-        // A releaser of this client may have granted the lock while this thread slept.
-        if let Some((_, offer)) = &waiting {
-            if let Some(acquired) = settle_offer(lock, offer)? {
-                drop(turn);
-                return guard(lock, &owner, acquired, lease, kind).map(Some);
-            }
-        }
-        if let Some(until) = turn.as_ref().and_then(|turn| turn.yield_until()) {
-            cancel::sleep_until(lock.cancel, until);
-        }
-        let acquisition = core.ids().next();
-        let sent_at = core.watchdog().now();
-        let now = || core.watchdog().now();
-        let attempt = Attempt {
-            owner: &owner,
-            lease,
-            id: &acquisition,
-            reenter: reenter.as_deref(),
-            valid_until: watchdog::valid_until(sent_at, lease),
-            now: &now,
-            waits: !matches!(wait, Wait::No),
-        };
-        let call_by = first_call_by.take().unwrap_or_else(|| core.call_deadline());
-        let attempted = match place.attempt(&attempt, call_by) {
-            Ok(attempted) => attempted,
-            Err(error) => match wait.retry_at(&error) {
-                Some(at) => {
-                    log::debug!("lock {:?}: {error}; trying again", id.name);
-                    cancel::sleep_until(lock.cancel, at);
-                    continue;
-                }
-                None => return Err(error),
-            },
-        };
-        match attempted {
-            Attempted::Acquired {
-                holds,
-                token,
-                confirmed_at,
-            } => {
-                let hold = match (holds, reenter) {
-                    (1, _) => Arc::from(acquisition.as_str()),
-                    (_, Some(hold)) => hold,
-                    (_, None) => {
-                        return Err(Error::Protocol(format!(
-                            "an acquisition of {:?} re-entered a hold it did not name",
-                            id.name
-                        )))
-                    }
-                };
-                drop(turn);
-                let acquired = Acquired {
-                    hold,
-                    id: acquisition,
-                    token,
-                    holds,
-                    sent_at: confirmed_at.map_or(sent_at, |at| at.max(sent_at)),
-                };
-                return guard(lock, &owner, acquired, lease, kind).map(Some);
-            }
-            Attempted::Busy { ttl } => {
-                *contended = true;
-                let deadline = match wait {
-                    Wait::No => return Ok(None),
-                    Wait::Until(deadline) => deadline,
-                };
-                let now = Instant::now();
-                if deadline.is_some_and(|deadline| now >= deadline) {
-                    return wait.gave_up(&id.name, started);
-                }
-                let Some(turn) = &mut turn else {
-                    // A re-entry refused: its hold may be gone, or (RedLock) too few masters
-                    // answered. Queueing could wait behind a thread that waits for this hold:
-                    // it looks again after a pause instead.
-                    let pause = now + core.backend().pause(ttl);
-                    let until = deadline.map_or(pause, |d| d.min(pause));
-                    cancel::sleep_until(lock.cancel, until);
-                    continue;
-                };
-                let Some((watch, offer)) = &waiting else {
-                    // Watch, then look again: a release between the attempt and the watch would
-                    // otherwise go unseen until the next re-check.
-                    let confirm_by = core.call_deadline();
-                    let confirm_by = deadline.map_or(confirm_by, |d| d.min(confirm_by));
-                    let watch = core.waiters().watch(place.wake_key(), confirm_by);
-                    let hold: Arc<str> = Arc::from(core.ids().next().as_str());
-                    let offer = Offer::new(owner.clone(), hold, lease);
-                    turn.offer(&offer);
-                    waiting = Some((watch, offer));
-                    continue;
-                };
-                let pause = now + core.backend().pause(ttl);
-                let until = deadline.map_or(pause, |d| d.min(pause));
-                offer.open(core.watchdog().now());
-                watch.wait_or_cancel(until, lock.cancel);
-            }
-        }
-    }
-}
-
 /// Sends again this owner's releases of the lock whose outcome is unknown, so that a hold the
 /// owner believes released does not keep it waiting, all by `deadline`. Those still unanswered
 /// are kept for next time; the acquisition goes on unless Redis refused (a hold left over only
 /// makes it wait).
-fn settle_releases(lock: &Request<'_>, owner: &str, deadline: Instant) -> Result<()> {
-    let core = lock.core;
+pub(super) fn settle_releases(lock: &Request<'_>, deadline: Instant) -> Result<()> {
+    let (core, owner) = (lock.core, lock.owner.as_str());
     for unsettled in core.take_unsettled(lock.place.id(), owner) {
         // Not settled again: `send` remembers it again.
         let outcome = release::send(
@@ -265,7 +104,7 @@ fn settle_releases(lock: &Request<'_>, owner: &str, deadline: Instant) -> Result
 /// this client granted it the lock meanwhile. If what became of a grant cannot be learnt, the
 /// grant, claimed or not, is released before the owner's next acquisition of the lock (should
 /// neither its releaser's withdrawal nor the claim's undoing have reached Redis).
-fn settle_offer(lock: &Request<'_>, offer: &Offer) -> Result<Option<Acquired>> {
+pub(super) fn settle_offer(lock: &Request<'_>, offer: &Offer) -> Result<Option<Acquired>> {
     let core = lock.core;
     let now = core.watchdog().now();
     let taken = offer
@@ -287,22 +126,15 @@ fn settle_offer(lock: &Request<'_>, offer: &Offer) -> Result<Option<Acquired>> {
 
 /// The guard of a hold just acquired, watched by the watchdog from when it was sent. If the
 /// watchdog cannot take it on, the hold is given back.
-fn guard(
-    lock: &Request<'_>,
-    owner: &str,
-    acquired: Acquired,
-    lease: Duration,
-    kind: LeaseKind,
-) -> Result<LeaseGuard> {
-    let core = lock.core;
-    let place = lock.place;
+fn guard(lock: &Request<'_>, acquired: Acquired, lease: Duration) -> Result<LeaseGuard> {
+    let (core, place, owner) = (lock.core, lock.place, lock.owner.as_str());
     let watched = core.watchdog().watch(Hold {
         name: Arc::from(place.id().name.as_str()),
         address: place.hold_address(&acquired.hold),
         owner: Arc::from(owner),
         hold: Arc::clone(&acquired.hold),
         lease,
-        renew: kind.renewed(),
+        renew: lock.lease.renewed(),
         max_hold: lock.max_hold,
         sent_at: acquired.sent_at,
     });

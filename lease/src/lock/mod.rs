@@ -2,6 +2,7 @@
 //! acquisition calls with their waiting policies, and the queries.
 
 mod acquire;
+mod contender;
 pub(crate) mod core;
 mod guard;
 mod handoff;
@@ -30,19 +31,43 @@ enum OwnerPolicy {
 /// A named lock. Cheap to clone. Reentrant per owner: by default each thread is its own owner;
 /// [`Lock::owned_by`] makes every caller act as one fixed owner instead.
 ///
-/// Taken without a lease ([`Lock::lock`], [`Lock::try_lock`], ...), a lock gets the client's
-/// default lease and the watchdog renews it every lease/3 for as long as it is held. Taken with
-/// an explicit lease (the `_with_lease` methods), it is never renewed. Either way the guard tells
-/// its holder when the hold can no longer be trusted: see [`LeaseGuard::is_lost`].
+/// Settings chain, each giving the same lock set up so: [`Lock::owned_by`],
+/// [`Lock::max_hold`], [`Lock::with_lease`], [`Lock::cancel_on`]. Then the four calls of
+/// `lock_api`'s mutexes take it: [`Lock::lock`] (wait as long as it takes), [`Lock::try_lock`]
+/// (one attempt), [`Lock::try_lock_for`] and [`Lock::try_lock_until`] (wait up to a deadline).
 ///
-/// Every call that talks to Redis ends within the client's command timeout (per attempt, for
-/// the calls that wait for the lock), whatever the server does.
+/// Taken without a lease of its own, a lock gets the client's default lease and the watchdog
+/// renews it every lease/3 for as long as it is held. Taken [`with_lease`](Lock::with_lease), it
+/// is never renewed. Either way the guard tells its holder when the hold can no longer be
+/// trusted: see [`LeaseGuard::is_lost`].
+///
+/// ```no_run
+/// use std::time::Duration;
+/// # fn main() -> redis_lease::Result<()> {
+/// # let client = redis_lease::Client::open("redis://127.0.0.1/")?;
+/// let cancel = redis_lease::Cancel::new();
+/// let report = client
+///     .lock("reports")?
+///     .with_lease(Duration::from_secs(60))
+///     .cancel_on(&cancel);
+/// if let Some(guard) = report.try_lock_for(Duration::from_secs(5))? {
+///     // ... at most 60 s of work, never renewed ...
+///     guard.unlock()?;
+/// }
+/// # Ok(())
+/// # }
+/// ```
+///
+/// Every call that talks to the store ends within the client's command timeout (per attempt,
+/// for the calls that wait for the lock), whatever the server does.
 #[derive(Clone)]
 pub struct Lock {
     core: Arc<Core>,
     place: Arc<dyn Place>,
     owner: OwnerPolicy,
     max_hold: Option<Duration>,
+    lease: LeaseKind,
+    cancel: Option<Cancel>,
 }
 
 impl Lock {
@@ -52,6 +77,8 @@ impl Lock {
             place,
             owner: OwnerPolicy::Thread,
             max_hold: None,
+            lease: LeaseKind::Renewed,
+            cancel: None,
         }
     }
 
@@ -98,8 +125,31 @@ impl Lock {
         }
     }
 
-    /// The settings given to [`Lock::owned_by`] and [`Lock::max_hold`], checked: every
-    /// acquisition fails with the first they break.
+    /// The same lock, taken with this lease (10 ms to a year), which is never renewed: the hold
+    /// lapses `lease` after its acquisition was sent unless released first, and its guard says
+    /// so ([`LostReason::Expired`]). A lease out of range is refused by every acquisition of the
+    /// lock, with [`Error::InvalidArgument`].
+    ///
+    /// [`LostReason::Expired`]: crate::LostReason::Expired
+    pub fn with_lease(&self, lease: Duration) -> Lock {
+        Lock {
+            lease: LeaseKind::Fixed(lease),
+            ..self.clone()
+        }
+    }
+
+    /// The same lock, its waits ended from another thread by `cancel`: a waiting acquisition
+    /// returns [`Error::Cancelled`] soon after [`Cancel::cancel`], within one command timeout (a
+    /// wait whose attempt took the lock in the meantime returns the guard).
+    pub fn cancel_on(&self, cancel: &Cancel) -> Lock {
+        Lock {
+            cancel: Some(cancel.clone()),
+            ..self.clone()
+        }
+    }
+
+    /// The settings given to the chain, checked: every acquisition fails with the first they
+    /// break.
     fn check_settings(&self) -> Result<()> {
         if let OwnerPolicy::Fixed(owner) = &self.owner {
             crate::owner::check_owner(owner)?;
@@ -107,23 +157,20 @@ impl Lock {
         if self.max_hold.is_some_and(|max_hold| max_hold.is_zero()) {
             return Err(Error::InvalidArgument("max_hold must be above zero".into()));
         }
+        self.lease.lease(self.core.default_lease())?;
         Ok(())
     }
 
     /// This call's acquisition: the lock, for the owner the calling thread acts as.
     fn request(&self) -> Result<Request<'_>> {
-        self.request_or_cancel(None)
-    }
-
-    /// [`Lock::request`], ended by `cancel` if it is cancelled.
-    fn request_or_cancel<'a>(&'a self, cancel: Option<&'a Cancel>) -> Result<Request<'a>> {
         self.check_settings()?;
         Ok(Request {
             core: &self.core,
             place: &self.place,
             owner: self.owner(),
+            lease: self.lease,
             max_hold: self.max_hold,
-            cancel,
+            cancel: self.cancel.as_ref(),
         })
     }
 
@@ -160,53 +207,32 @@ impl Lock {
         }
     }
 
-    /// Takes the lock with the client's default lease, renewed while held, waiting as long as it
-    /// takes.
+    /// Takes the lock, waiting as long as it takes (or until cancelled, with
+    /// [`Lock::cancel_on`]).
     ///
     /// # Errors
     ///
     /// [`Error::Unavailable`] or [`Error::Refused`] if an attempt fails, [`Error::QueueFull`],
-    /// [`Error::WrongType`] and [`Error::BadValue`] for keys a lock cannot use.
+    /// [`Error::WrongType`] and [`Error::BadValue`] for keys a lock cannot use,
+    /// [`Error::Cancelled`], and [`Error::InvalidArgument`] for a setting of the chain it
+    /// refuses.
     pub fn lock(&self) -> Result<LeaseGuard> {
-        self.acquire_waiting(LeaseKind::Renewed)
-    }
-
-    /// Takes the lock with the given lease (10 ms to a year), never renewed, waiting as long as
-    /// it takes.
-    ///
-    /// # Errors
-    ///
-    /// As [`Lock::lock`], and [`Error::InvalidArgument`] for a lease out of range.
-    pub fn lock_with_lease(&self, lease: Duration) -> Result<LeaseGuard> {
-        self.acquire_waiting(LeaseKind::Fixed(lease))
-    }
-
-    fn acquire_waiting(&self, lease: LeaseKind) -> Result<LeaseGuard> {
-        acquire(&self.request()?, lease, Wait::Until(None))?
+        acquire(&self.request()?, Wait::Until(None))?
             .ok_or_else(|| Error::Protocol("a waiting acquisition returned nothing".into()))
     }
 
-    /// One attempt with the default lease (renewed while held): `Ok(None)` if another owner
-    /// holds it (or another thread of this client is already contending for it).
+    /// One attempt: `Ok(None)` if another owner holds it (or another thread of this client is
+    /// already contending for it).
     ///
     /// # Errors
     ///
     /// As [`Lock::lock`].
     pub fn try_lock(&self) -> Result<Option<LeaseGuard>> {
-        acquire(&self.request()?, LeaseKind::Renewed, Wait::No)
+        acquire(&self.request()?, Wait::No)
     }
 
-    /// [`Lock::try_lock`] with the given lease, never renewed.
-    ///
-    /// # Errors
-    ///
-    /// As [`Lock::lock_with_lease`].
-    pub fn try_lock_with_lease(&self, lease: Duration) -> Result<Option<LeaseGuard>> {
-        acquire(&self.request()?, LeaseKind::Fixed(lease), Wait::No)
-    }
-
-    /// Waits up to `wait` for the lock (default lease, renewed while held); `Ok(None)` if it
-    /// stayed held. Returns within `wait` plus one command timeout.
+    /// Waits up to `wait` for the lock; `Ok(None)` if it stayed held. Returns within `wait`
+    /// plus one command timeout.
     ///
     /// # Errors
     ///
@@ -214,107 +240,20 @@ impl Lock {
     /// ([`Error::Unavailable`], [`Error::NotReplicated`]: a failover, say) is made again every
     /// 100 ms until the deadline, which then ends the wait with that error.
     pub fn try_lock_for(&self, wait: Duration) -> Result<Option<LeaseGuard>> {
-        self.try_until(after(wait), LeaseKind::Renewed)
+        self.try_lock_until(after(wait))
     }
 
-    /// Waits until `deadline` for the lock (default lease, renewed while held); `Ok(None)` if it
-    /// stayed held. A deadline already past makes one attempt.
+    /// Waits until `deadline` for the lock; `Ok(None)` if it stayed held. A deadline already
+    /// past makes one attempt.
     ///
     /// # Errors
     ///
-    /// As [`Lock::lock`], except that an attempt that fails for a reason that may pass
-    /// ([`Error::Unavailable`], [`Error::NotReplicated`]: a failover, say) is made again every
-    /// 100 ms until the deadline, which then ends the wait with that error.
+    /// As [`Lock::try_lock_for`].
     pub fn try_lock_until(&self, deadline: Instant) -> Result<Option<LeaseGuard>> {
-        self.try_until(deadline, LeaseKind::Renewed)
-    }
-
-    /// [`Lock::try_lock_for`] with the given lease, never renewed.
-    ///
-    /// # Errors
-    ///
-    /// As [`Lock::lock_with_lease`], with failures that may pass tried again as
-    /// [`Lock::try_lock_for`] does.
-    pub fn try_lock_for_with_lease(
-        &self,
-        wait: Duration,
-        lease: Duration,
-    ) -> Result<Option<LeaseGuard>> {
-        self.try_until(after(wait), LeaseKind::Fixed(lease))
-    }
-
-    /// [`Lock::try_lock_until`] with the given lease, never renewed.
-    ///
-    /// # Errors
-    ///
-    /// As [`Lock::lock_with_lease`].
-    pub fn try_lock_until_with_lease(
-        &self,
-        deadline: Instant,
-        lease: Duration,
-    ) -> Result<Option<LeaseGuard>> {
-        self.try_until(deadline, LeaseKind::Fixed(lease))
-    }
-
-    fn try_until(&self, deadline: Instant, lease: LeaseKind) -> Result<Option<LeaseGuard>> {
-        self.try_until_or_cancel(deadline, lease, None)
-    }
-
-    fn try_until_or_cancel(
-        &self,
-        deadline: Instant,
-        lease: LeaseKind,
-        cancel: Option<&Cancel>,
-    ) -> Result<Option<LeaseGuard>> {
-        let request = self.request_or_cancel(cancel)?;
-        match acquire(&request, lease, Wait::Until(Some(deadline))) {
+        match acquire(&self.request()?, Wait::Until(Some(deadline))) {
             Err(Error::Timeout { .. }) => Ok(None),
             other => other,
         }
-    }
-
-    /// [`Lock::lock`], ended from another thread by `cancel`: [`Error::Cancelled`] once it is
-    /// cancelled (soon after, within one command timeout; a wait whose attempt took the lock
-    /// in the meantime returns the guard).
-    ///
-    /// # Errors
-    ///
-    /// As [`Lock::lock`], and [`Error::Cancelled`].
-    pub fn lock_cancellable(&self, cancel: &Cancel) -> Result<LeaseGuard> {
-        acquire(
-            &self.request_or_cancel(Some(cancel))?,
-            LeaseKind::Renewed,
-            Wait::Until(None),
-        )?
-        .ok_or_else(|| Error::Protocol("a waiting acquisition returned nothing".into()))
-    }
-
-    /// [`Lock::try_lock_for`], ended from another thread by `cancel` as
-    /// [`Lock::lock_cancellable`] is.
-    ///
-    /// # Errors
-    ///
-    /// As [`Lock::try_lock_for`], and [`Error::Cancelled`].
-    pub fn try_lock_for_cancellable(
-        &self,
-        wait: Duration,
-        cancel: &Cancel,
-    ) -> Result<Option<LeaseGuard>> {
-        self.try_until_or_cancel(after(wait), LeaseKind::Renewed, Some(cancel))
-    }
-
-    /// [`Lock::try_lock_until`], ended from another thread by `cancel` as
-    /// [`Lock::lock_cancellable`] is.
-    ///
-    /// # Errors
-    ///
-    /// As [`Lock::try_lock_until`], and [`Error::Cancelled`].
-    pub fn try_lock_until_cancellable(
-        &self,
-        deadline: Instant,
-        cancel: &Cancel,
-    ) -> Result<Option<LeaseGuard>> {
-        self.try_until_or_cancel(deadline, LeaseKind::Renewed, Some(cancel))
     }
 
     /// Whether anyone holds the lock.
@@ -341,7 +280,9 @@ impl Lock {
     ///
     /// As [`Lock::inspect`].
     pub fn hold_count(&self) -> Result<u64> {
-        self.check_settings()?;
+        if let OwnerPolicy::Fixed(owner) = &self.owner {
+            crate::owner::check_owner(owner)?;
+        }
         let owner = self.owner();
         Ok(self
             .inspect()?

@@ -76,7 +76,8 @@ pub fn every_public_method(client: &Client, offers: Offers) {
 
     // A fixed lease runs out and says so; a deadline already past makes one attempt.
     let fixed = lock
-        .try_lock_with_lease(lease)
+        .with_lease(lease)
+        .try_lock()
         .expect("reachable")
         .expect("free");
     let told = fixed.lost_signal();
@@ -91,7 +92,8 @@ pub fn every_public_method(client: &Client, offers: Offers) {
     let other_thread = {
         let lock = lock.clone();
         thread::spawn(move || {
-            lock.try_lock_for_with_lease(Duration::from_millis(100), lease)
+            lock.with_lease(lease)
+                .try_lock_for(Duration::from_millis(100))
                 .expect("reachable")
                 .is_none()
         })
@@ -104,17 +106,22 @@ pub fn every_public_method(client: &Client, offers: Offers) {
     wait_until("max_hold ends the hold", || bounded.is_lost());
     drop(bounded);
     let forced = lock
-        .try_lock_until_with_lease(Instant::now() + lease * 3, offers.long_lease)
+        .with_lease(offers.long_lease)
+        .try_lock_until(Instant::now() + lease * 3)
         .expect("reachable")
         .expect("free once the lease lapsed");
     assert!(lock.force_unlock().expect("reachable"));
     assert!(matches!(forced.unlock(), Err(Error::NotOwner { .. })));
     let abandoned = lock
-        .try_lock_with_lease(lease)
+        .with_lease(lease)
+        .try_lock()
         .expect("reachable")
         .expect("free");
     abandoned.abandon();
-    let again = lock.lock_with_lease(offers.long_lease).expect("free again");
+    let again = lock
+        .with_lease(offers.long_lease)
+        .lock()
+        .expect("free again");
     again.unlock().expect("held");
 
     // MultiLock over several locks; tokens rise per name.

@@ -53,7 +53,11 @@ pub fn semaphore_bounds_its_holders(clients: Clients<'_>, name: &str) {
     // Two permits at once wait until two are free.
     let waiter = {
         let sb = sb.clone();
-        thread::spawn(move || sb.try_acquire_many_for(2, Duration::from_secs(10)))
+        thread::spawn(move || {
+            sb.taking(2)
+                .expect("a number of permits it has")
+                .try_lock_for(Duration::from_secs(10))
+        })
     };
     first.unlock().expect("held");
     thread::sleep(Duration::from_millis(200));
@@ -70,7 +74,7 @@ pub fn semaphore_bounds_its_holders(clients: Clients<'_>, name: &str) {
         Some(3),
         "one hold of two permits and one of one"
     );
-    assert!(matches!(sa.acquire_many(4), Err(Error::InvalidArgument(_))));
+    assert!(matches!(sa.taking(4), Err(Error::InvalidArgument(_))));
     assert!(matches!(sa.taking(0), Err(Error::InvalidArgument(_))));
     pair.unlock().expect("held");
     third.unlock().expect("held");
@@ -147,7 +151,8 @@ pub fn semaphore_permits_of_the_dead_come_back(clients: Clients<'_>, name: &str)
     let fixed = semaphore.taking(1).expect("valid");
     drop(back);
     let guard = fixed
-        .try_lock_with_lease(Duration::from_millis(300))
+        .with_lease(Duration::from_millis(300))
+        .try_lock()
         .expect("reachable")
         .expect("free");
     let lost = guard
@@ -383,27 +388,28 @@ pub fn waits_end_when_cancelled(clients: Clients<'_>, name: &str) {
         // The second waits in the local queue behind the first.
         let (other, cancel) = (other.clone(), cancel.clone());
         waits.push(thread::spawn(move || {
-            other.lock_cancellable(&cancel).map(drop)
+            other.cancel_on(&cancel).lock().map(drop)
         }));
     }
     {
         let (other, cancel) = (other.clone(), cancel.clone());
         waits.push(thread::spawn(move || {
             other
-                .try_lock_for_cancellable(Duration::from_secs(60), &cancel)
+                .cancel_on(&cancel)
+                .try_lock_for(Duration::from_secs(60))
                 .map(drop)
         }));
     }
     {
         let (semaphore, cancel) = (semaphore.clone(), cancel.clone());
         waits.push(thread::spawn(move || {
-            semaphore.acquire_cancellable(&cancel).map(drop)
+            semaphore.cancel_on(&cancel).acquire().map(drop)
         }));
     }
     {
         let (rw, cancel) = (rw.clone(), cancel.clone());
         waits.push(thread::spawn(move || {
-            rw.read_lock().lock_cancellable(&cancel).map(drop)
+            rw.read_lock().cancel_on(&cancel).lock().map(drop)
         }));
     }
     thread::sleep(Duration::from_millis(400));
@@ -419,7 +425,7 @@ pub fn waits_end_when_cancelled(clients: Clients<'_>, name: &str) {
     }
     assert!(cancelled_at.elapsed() < Duration::from_secs(3));
     assert!(matches!(
-        other.lock_cancellable(&cancel),
+        other.cancel_on(&cancel).lock(),
         Err(Error::Cancelled { .. })
     ));
     drop((held, permit, written));
