@@ -92,8 +92,8 @@
 //! * an error, what it names and whether it may pass: `error.rs`;
 //! * renewal cadence and deadlines: `watchdog/grid.rs`; the renewal thread:
 //!   `watchdog/renewal.rs`; the lost signal: `watchdog/` and `lost.rs`;
-//! * the dead-man's switch of `lease run`: `src/bin/lease/keeper.rs` (and `run.rs`, which arms
-//!   it);
+//! * the dead-man's switch of `lease run`: `cli/src/keeper.rs` (and `run.rs`, which arms it), in
+//!   the `lease-cli` crate at the top of the workspace;
 //! * a fault the fault suite injects: `faults/src/fault.rs`, in the `faults` crate at the top
 //!   of the workspace.
 //!
@@ -108,8 +108,8 @@
 #![forbid(unsafe_code)]
 #![warn(clippy::missing_errors_doc)]
 
-// The crate runs on Unix (Linux, macOS, the BSDs): its connections use Unix sockets and its
-// tool Unix processes and signals.
+// The crate runs on Unix (Linux, macOS, the BSDs): its connections use Unix sockets (and the
+// `lease` tool built on it, the `lease-cli` crate, Unix processes and signals).
 #[cfg(not(unix))]
 compile_error!(
     "redis-lease runs on Unix only (Linux, macOS, the BSDs): it uses Unix sockets, signals and \

@@ -233,9 +233,11 @@ fn renewal_calls(log: &[Monitored]) -> Vec<(u64, Vec<&str>)> {
 }
 
 fn renew_sha() -> String {
-    redis::Script::new(include_str!("../../../lease/src/stores/redis/scripts/renew.lua"))
-        .get_hash()
-        .to_owned()
+    redis::Script::new(include_str!(
+        "../../../lease/src/stores/redis/scripts/renew.lua"
+    ))
+    .get_hash()
+    .to_owned()
 }
 
 fn lost(scale: &Scale) {

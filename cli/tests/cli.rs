@@ -4,6 +4,7 @@
 mod support;
 mod tool;
 
+use redis_lease::redis;
 use std::fs;
 use std::os::unix::fs::PermissionsExt;
 use std::process::{Child, Command, Stdio};

@@ -4,7 +4,7 @@
 mod support;
 mod tool;
 
-use redis::Commands;
+use redis_lease::redis::Commands;
 use std::fs;
 use std::io::Write;
 use std::process::{Child, Command, Stdio};

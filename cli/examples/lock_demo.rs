@@ -13,7 +13,7 @@
 //! ZooKeeper.
 //!
 //! Run by `scripts/demo [cluster|zookeeper]`, which builds the tool first; by hand:
-//! `cargo run --release -p redis-lease --features cli --example lock_demo -- target/release/lease [cluster|zookeeper]`.
+//! `cargo run --release -p lease-cli --example lock_demo -- target/release/lease [cluster|zookeeper]`.
 #![allow(clippy::print_stdout, clippy::unwrap_used)]
 
 use std::io::{BufRead, BufReader, Read};
