@@ -20,19 +20,19 @@ use std::time::Instant;
 /// assert!(cancel.is_cancelled());
 /// ```
 #[derive(Clone, Default)]
-pub struct Cancel(Arc<Inner>);
+pub struct Cancel(Arc<Token>);
 
 /// Wakes one sleeping wait.
 type Waker = Arc<dyn Fn() + Send + Sync>;
 
 #[derive(Default)]
-struct Inner {
-    state: Mutex<State>,
+struct Token {
+    state: Mutex<TokenState>,
     rung: Condvar,
 }
 
 #[derive(Default)]
-struct State {
+struct TokenState {
     cancelled: bool,
     next: u64,
     wakers: Vec<(u64, Waker)>,

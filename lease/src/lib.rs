@@ -112,8 +112,7 @@
 // `lease` tool built on it, the `lease-cli` crate, Unix processes and signals).
 #[cfg(not(unix))]
 compile_error!(
-    "redis-lease runs on Unix only (Linux, macOS, the BSDs): it uses Unix sockets, signals and \
-     process groups"
+    "redis-lease runs on Unix only (Linux, macOS, the BSDs): it uses Unix sockets"
 );
 
 mod backend;
@@ -122,7 +121,7 @@ mod cause;
 mod client;
 mod error;
 mod events;
-mod held;
+mod guard;
 mod local_queue;
 mod lock;
 mod lost;
@@ -145,9 +144,9 @@ pub use client::{Client, ClientBuilder};
 /// other channels needs no dependency of the caller's own, at the version this crate uses.
 pub use crossbeam_channel;
 pub use error::{Cause, Error, Result};
+pub use guard::Guard;
 /// The timer crate the watchdog runs on, for [`ClientBuilder::timer`].
 pub use hashwheel;
-pub use held::Held;
 pub use lock::{LeaseGuard, Lock};
 pub use lost::{Lost, LostReason, LostSignal};
 pub use multilock::{MultiGuard, MultiLock};

@@ -63,7 +63,7 @@ pub struct Lost {
 
 /// One hold's standing, shared by the watchdog and the hold's guards.
 pub(crate) struct Status {
-    state: Mutex<State>,
+    state: Mutex<Standing>,
 }
 
 /// Who is told of a loss.
@@ -72,7 +72,7 @@ enum Listener {
     Call(Box<dyn FnOnce(&Lost) + Send>),
 }
 
-struct State {
+struct Standing {
     valid_until: Instant,
     lost: Option<Lost>,
     listeners: Vec<Listener>,
@@ -81,7 +81,7 @@ struct State {
 impl Status {
     pub(crate) fn new(valid_until: Instant) -> Self {
         Status {
-            state: Mutex::new(State {
+            state: Mutex::new(Standing {
                 valid_until,
                 lost: None,
                 listeners: Vec::new(),

@@ -834,10 +834,10 @@ fn a_release_without_an_answer_is_sent_again_before_the_owner_acquires_again() {
     assert!(!lock.is_locked().expect("reachable"), "freed for good");
 }
 
-/// A lock's guard and a `MultiLock`'s are both `Held`: code that takes either works with both.
+/// A lock's guard and a `MultiLock`'s are both `Guard`s: code that takes either works with both.
 #[test]
 fn both_guards_are_held() {
-    fn finish(guard: impl redis_lease::Held) -> bool {
+    fn finish(guard: impl redis_lease::Guard) -> bool {
         let fine = !guard.is_lost()
             && guard.lost().is_none()
             && guard.valid_until() > std::time::Instant::now()

@@ -31,7 +31,7 @@ enum Next {
 
 /// What one attempt came to.
 enum Tried {
-    Held(Acquired),
+    Taken(Acquired),
     Busy(Option<Duration>),
     /// Failed for a passing reason: made again after a pause, from the top.
     Again,
@@ -102,7 +102,7 @@ impl<'a> Contender<'a> {
             cancel::sleep_until(self.lock.cancel, until);
         }
         match self.attempt(reenter) {
-            Tried::Held(acquired) => Next::End(Ok(Some(acquired))),
+            Tried::Taken(acquired) => Next::End(Ok(Some(acquired))),
             Tried::Busy(ttl) => self.busy(ttl),
             Tried::Again => Next::On,
             Tried::Failed(error) => Next::End(Err(error)),
@@ -205,7 +205,7 @@ impl<'a> Contender<'a> {
                     }
                 };
                 self.turn = None;
-                Tried::Held(Acquired {
+                Tried::Taken(Acquired {
                     hold,
                     id: acquisition,
                     token,

@@ -53,7 +53,7 @@ enum OfferState {
 }
 
 /// The offer's state and when it was last opened, under one mutex.
-struct Inner {
+struct OfferInner {
     state: OfferState,
     /// When the offer last went from closed to open: no grant can have been sent before.
     opened_at: Option<Instant>,
@@ -65,7 +65,7 @@ pub(crate) struct Offer {
     /// The id of the hold a grant makes (the contender's acquisition).
     hold: Arc<str>,
     lease: Duration,
-    inner: Mutex<Inner>,
+    inner: Mutex<OfferInner>,
     resolved: Condvar,
 }
 
@@ -85,7 +85,7 @@ impl Offer {
             owner,
             hold,
             lease,
-            inner: Mutex::new(Inner {
+            inner: Mutex::new(OfferInner {
                 state: OfferState::Closed,
                 opened_at: None,
             }),

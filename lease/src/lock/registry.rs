@@ -61,7 +61,7 @@ impl Entry {
 }
 
 #[derive(Default)]
-struct State {
+struct Locks {
     locks: HashMap<String, Entry>,
     /// Releases kept in all entries.
     unsettled: usize,
@@ -73,7 +73,7 @@ struct State {
 /// The registry: every lock name this client knows something of.
 #[derive(Default)]
 pub(crate) struct Registry {
-    state: Mutex<State>,
+    state: Mutex<Locks>,
 }
 
 impl Registry {
@@ -228,7 +228,7 @@ impl Registry {
     }
 }
 
-impl State {
+impl Locks {
     /// Changes the entry of `name` if there is one, and drops it if nothing is left in it.
     fn update(&mut self, name: &str, change: impl FnOnce(&mut Entry)) {
         if let Some(entry) = self.locks.get_mut(name) {

@@ -12,15 +12,15 @@
 //! table is only tried, and where it is busy the hold's own status (whose lock is never held
 //! across a cancel) is marked lost directly.
 
-use super::table::{EntryRef, State};
-use super::Shared;
+use super::table::{EntryRef, EntryState};
+use super::WatchdogShared;
 use crate::lost::{Lost, LostReason, Status};
 use std::sync::{Arc, Weak};
 
 /// The deadline task of one hold: `fire` runs it; dropped unrun on a stopped timer, it marks
 /// the hold lost.
 pub(super) struct DeadlineTask {
-    pub(super) shared: Weak<Shared>,
+    pub(super) shared: Weak<WatchdogShared>,
     pub(super) entry: EntryRef,
     pub(super) name: Arc<str>,
     pub(super) owner: Arc<str>,
@@ -72,7 +72,7 @@ impl Drop for DeadlineTask {
     }
 }
 
-impl Shared {
+impl WatchdogShared {
     /// On the timer thread: the hold is lost unless a renewal moved its deadline meanwhile.
     fn deadline_passed(&self, entry: EntryRef) {
         let now = self.timer.now();
@@ -85,7 +85,7 @@ impl Shared {
         }
         let reason = if !found.renewed {
             LostReason::Expired
-        } else if found.state == State::Expiring {
+        } else if found.state == EntryState::Expiring {
             LostReason::MaxHold
         } else {
             LostReason::Unconfirmed

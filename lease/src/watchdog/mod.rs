@@ -41,7 +41,7 @@ use hashwheel::Timer;
 use parking_lot::{Condvar, Mutex};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
-use table::{NewEntry, State, Table};
+use table::{EntryState, NewEntry, Table};
 
 /// The timer a builder was given, or a new one on its own thread named `thread_name`.
 pub(crate) fn timer_or_new(given: Option<Timer>, thread_name: String) -> Result<Timer> {
@@ -60,10 +60,10 @@ pub(crate) fn timer_or_new(given: Option<Timer>, thread_name: String) -> Result<
 /// A client's watchdog. Dropping it stops the renewal thread (and the timer, unless it was
 /// given by the caller and is shared).
 pub(crate) struct Watchdog {
-    shared: Arc<Shared>,
+    shared: Arc<WatchdogShared>,
 }
 
-struct Shared {
+struct WatchdogShared {
     timer: Timer,
     table: Mutex<Table>,
     /// Signalled whenever a renewal call's outcome has been applied.
@@ -142,7 +142,7 @@ impl Watchdog {
     ) -> Result<Watchdog> {
         let (queue, requests) = crossbeam_channel::unbounded();
         let origin = timer.now();
-        let shared = Arc::new(Shared {
+        let shared = Arc::new(WatchdogShared {
             grid: Grid::new(origin, timer.tick_floor(origin), timer.tick()),
             timer,
             table: Mutex::new(Table::with_events(events)),
@@ -234,14 +234,14 @@ impl Watchdog {
             return;
         }
         found.state = match found.state {
-            State::Renewing => State::Releasing,
-            _ => State::Released,
+            EntryState::Renewing => EntryState::Releasing,
+            _ => EntryState::Released,
         };
         table.forget(entry);
         if let Some(limit) = release_by {
             while table
                 .get(entry)
-                .is_some_and(|found| found.state == State::Releasing)
+                .is_some_and(|found| found.state == EntryState::Releasing)
             {
                 if shared.settled.wait_until(&mut table, limit).timed_out() {
                     log::warn!("a renewal call is still out at the release's deadline");
@@ -269,7 +269,7 @@ impl Watchdog {
     }
 }
 
-impl Shared {
+impl WatchdogShared {
     fn schedule_deadline(
         self: &Arc<Self>,
         table: &mut Table,
@@ -347,17 +347,17 @@ impl Shared {
         let Some(found) = table.get_mut(entry) else {
             return;
         };
-        if found.state != State::Held {
+        if found.state != EntryState::Held {
             return;
         }
         let held_for = now.saturating_duration_since(found.acquired_at);
         if found.max_hold.is_some_and(|max| held_for >= max) {
-            found.state = State::Expiring;
+            found.state = EntryState::Expiring;
             log::info!("lock {:?} reached its max_hold: renewal stops", found.name);
             return;
         }
         if self.queue.send(entry).is_ok() {
-            found.state = State::Queued;
+            found.state = EntryState::Queued;
         }
     }
 }

@@ -4,8 +4,8 @@
 //! ones are lost, failed ones are tried again before their deadline. It ends when its client is
 //! gone.
 
-use super::table::{State, Table};
-use super::{EntryRef, Shared};
+use super::table::{EntryState, Table};
+use super::{EntryRef, WatchdogShared};
 use crate::backend::{Renewal, Renewed, Renewer};
 use crate::error::{Error, Result};
 use crate::events::RenewOutcome;
@@ -49,13 +49,13 @@ impl Pending {
 }
 
 pub(super) fn run(
-    shared: Weak<Shared>,
+    shared: Weak<WatchdogShared>,
     queue: Receiver<EntryRef>,
     mut renewer: Box<dyn Renewer>,
     batch: usize,
 ) {
     let mut queued = Vec::with_capacity(batch);
-    // The queue's only sender lives in `Shared`: when the client is gone, this ends.
+    // The queue's only sender lives in `WatchdogShared`: when the client is gone, this ends.
     while let Ok(first) = queue.recv() {
         queued.clear();
         queued.push(first);
@@ -75,7 +75,7 @@ pub(super) fn run(
     log::debug!("renewal thread ends: its client is gone");
 }
 
-impl Shared {
+impl WatchdogShared {
     /// Marks the queued holds as in flight and returns what to send for those still watched.
     fn begin_renewal(&self, queued: &[EntryRef]) -> Vec<Pending> {
         let mut table = self.table.lock();
@@ -84,10 +84,10 @@ impl Shared {
             let Some(found) = table.get_mut(entry) else {
                 continue;
             };
-            if found.state != State::Queued {
+            if found.state != EntryState::Queued {
                 continue;
             }
-            found.state = State::Renewing;
+            found.state = EntryState::Renewing;
             pending.push(Pending {
                 entry,
                 address: Arc::clone(&found.address),
@@ -126,9 +126,9 @@ impl Shared {
                 continue;
             };
             match found.state {
-                State::Renewing => found.state = State::Held,
-                State::Releasing => {
-                    found.state = State::Released;
+                EntryState::Renewing => found.state = EntryState::Held,
+                EntryState::Releasing => {
+                    found.state = EntryState::Released;
                     continue;
                 }
                 _ => continue,

@@ -7,7 +7,7 @@
 //! * An entry changes only with the table's lock held, and the lock is never held across I/O:
 //!   the renewal thread takes what to send under it, sends without it, and applies the outcome
 //!   under it again.
-//! * An entry's [`State`] moves along these edges, and no others:
+//! * An entry's [`EntryState`] moves along these edges, and no others:
 //!
 //!   ```text
 //!   Held --renewal due--> Queued --taken by the renewal thread--> Renewing
@@ -42,7 +42,7 @@ pub(crate) struct EntryRef {
 
 /// Where a watched hold stands (see the ground rules above).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(super) enum State {
+pub(super) enum EntryState {
     /// Held, and not in a renewal now.
     Held,
     /// Waiting in the renewal queue.
@@ -62,7 +62,7 @@ pub(super) enum State {
 /// One watched hold.
 pub(super) struct Entry {
     id: u64,
-    pub(super) state: State,
+    pub(super) state: EntryState,
     /// The lock's name, for messages.
     pub(super) name: Arc<str>,
     /// Where the hold lives, as its place named it for renewals.
@@ -90,7 +90,7 @@ impl Entry {
     pub(super) fn live(&self) -> bool {
         matches!(
             self.state,
-            State::Held | State::Queued | State::Renewing | State::Expiring
+            EntryState::Held | EntryState::Queued | EntryState::Renewing | EntryState::Expiring
         )
     }
 }
@@ -152,7 +152,7 @@ impl Table {
         let renewed = new.renewed;
         let slot = self.entries.insert(Entry {
             id,
-            state: State::Held,
+            state: EntryState::Held,
             status: Arc::new(Status::new(new.valid_until)),
             name: new.name,
             address: new.address,
@@ -210,7 +210,7 @@ impl Table {
         if !found.live() {
             return;
         }
-        found.state = State::Lost;
+        found.state = EntryState::Lost;
         let lost = Lost {
             name: found.name.to_string(),
             owner: found.owner.to_string(),

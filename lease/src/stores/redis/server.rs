@@ -118,7 +118,7 @@ fn attempted(reply: Acquire) -> Attempted {
             token: Some(token),
             confirmed_at: None,
         },
-        Acquire::Held { ttl } => Attempted::Busy { ttl },
+        Acquire::Busy { ttl } => Attempted::Busy { ttl },
     }
 }
 

@@ -18,7 +18,7 @@ use super::ensemble::unavailable;
 use super::line::{holding, Blocker, Line};
 use super::paths::{self, Claim};
 use super::reaper::Job;
-use super::table::{Held, Node, Waiting};
+use super::table::{HeldNode, Node, Waiting};
 use super::{Ensembled, LockNode};
 use crate::backend::Kind;
 use crate::backend::{Attempt, Attempted, Release, ReleaseOutcome, Released};
@@ -83,7 +83,7 @@ pub(super) fn attempt(
             table.waiting.remove(&waiting_key(&lock, attempt.owner));
             table.held.insert(
                 attempt.id.to_owned(),
-                Held {
+                HeldNode {
                     node: node.clone(),
                     owner: attempt.owner.to_owned(),
                     session: session.session_id(),

@@ -27,7 +27,7 @@ pub(super) struct Waiting {
 
 /// A hold of this client: the lowest node of its lock.
 #[derive(Debug, Clone)]
-pub(super) struct Held {
+pub(super) struct HeldNode {
     pub(super) node: Node,
     pub(super) owner: String,
     pub(super) session: i64,
@@ -44,7 +44,7 @@ pub(super) struct Table {
     /// Contenders, by lock path and owner.
     pub(super) waiting: HashMap<(String, String), Waiting>,
     /// Holds, by hold id.
-    pub(super) held: HashMap<String, Held>,
+    pub(super) held: HashMap<String, HeldNode>,
     released: VecDeque<String>,
 }
 
@@ -79,7 +79,7 @@ impl Table {
     }
 
     /// The hold whose node is `path`, if it is this client's.
-    pub(super) fn held_at(&self, path: &str) -> Option<&Held> {
+    pub(super) fn held_at(&self, path: &str) -> Option<&HeldNode> {
         self.held.values().find(|held| held.node.path == path)
     }
 }

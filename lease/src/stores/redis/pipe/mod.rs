@@ -31,7 +31,7 @@ use std::time::Instant;
 
 /// A connection many threads' calls share.
 pub(crate) struct Pipe {
-    state: Mutex<State>,
+    state: Mutex<PipeState>,
     /// The reading end and its parser: used by the one caller that is reading.
     input: Mutex<Input>,
     /// The writing end: used by the one caller that is writing.
@@ -51,7 +51,7 @@ struct Input {
 }
 
 #[derive(Default)]
-struct State {
+struct PipeState {
     queue: Queue,
     /// Commands queued and not yet written, and the latest deadline of the calls they are of.
     outbox: Vec<u8>,
@@ -83,7 +83,7 @@ fn hash(bytes: &[u8]) -> u64 {
 }
 
 /// Queues `bytes` for calls whose deadline is `deadline`.
-fn queue_bytes(state: &mut State, bytes: &[u8], deadline: Instant) {
+fn queue_bytes(state: &mut PipeState, bytes: &[u8], deadline: Instant) {
     state.outbox.extend_from_slice(bytes);
     state.outbox_deadline = state.outbox_deadline.max(Some(deadline));
 }
@@ -106,7 +106,7 @@ impl Pipe {
     /// A shared connection made of `halves`.
     pub(crate) fn new(halves: Halves) -> Pipe {
         Pipe {
-            state: Mutex::new(State::default()),
+            state: Mutex::new(PipeState::default()),
             input: Mutex::new(Input {
                 stream: halves.reader,
                 parser: halves.parser,
@@ -216,7 +216,7 @@ impl Pipe {
     /// Writes what is queued, and what is queued meanwhile, unless someone is writing already
     /// (who then writes it): the commands of the callers that queue theirs during a write go
     /// out together in the next one.
-    fn flush(&self, state: &mut MutexGuard<'_, State>) {
+    fn flush(&self, state: &mut MutexGuard<'_, PipeState>) {
         if state.writing {
             return;
         }
@@ -327,7 +327,7 @@ impl Pipe {
     }
 
     /// Hands `values` to their calls; returns the slots of the calls they completed.
-    fn deliver(&self, state: &mut MutexGuard<'_, State>, values: Vec<Value>) -> Vec<Arc<Slot>> {
+    fn deliver(&self, state: &mut MutexGuard<'_, PipeState>, values: Vec<Value>) -> Vec<Arc<Slot>> {
         let mut done = Vec::new();
         for value in values {
             if crate::stores::redis::conn::is_from_a_replica(&value) {
@@ -350,7 +350,7 @@ impl Pipe {
 
     /// Fails the connection: every call in flight and to come fails with `failure`, and the
     /// socket is closed. Returns the slots of the calls failed, whose callers are to be woken.
-    fn break_down(&self, state: &mut State, failure: Failure) -> Vec<Arc<Slot>> {
+    fn break_down(&self, state: &mut PipeState, failure: Failure) -> Vec<Arc<Slot>> {
         let failed = state.queue.fail_all(&failure);
         state.broken = Some(failure);
         state.retired = true;
@@ -360,7 +360,7 @@ impl Pipe {
     }
 
     /// [`Pipe::break_down`] with `kind` and `text`, waking the callers.
-    fn fail(&self, mut state: MutexGuard<'_, State>, kind: io::ErrorKind, text: &str) {
+    fn fail(&self, mut state: MutexGuard<'_, PipeState>, kind: io::ErrorKind, text: &str) {
         let woken = self.break_down(&mut state, Failure::new(kind, text));
         drop(state);
         woken.iter().for_each(|slot| slot.wake());

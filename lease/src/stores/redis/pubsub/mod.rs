@@ -54,7 +54,7 @@ struct Channels {
     idle_since: HashMap<String, Instant>,
 }
 
-struct Shared {
+struct Subscriptions {
     channels: Mutex<Channels>,
     /// Signalled whenever `subscribed` changes.
     confirmed: Condvar,
@@ -67,7 +67,7 @@ struct Shared {
     stop: AtomicBool,
 }
 
-impl Shared {
+impl Subscriptions {
     /// The server a channel is carried by now.
     fn route(&self, channel: &str) -> Option<(String, Arc<Pool>)> {
         self.announcer.server_of(channel)
@@ -76,7 +76,7 @@ impl Shared {
 
 /// The subscriber of one client: started threads stop when it is dropped.
 pub(crate) struct Subscriber {
-    shared: Arc<Shared>,
+    shared: Arc<Subscriptions>,
 }
 
 impl Subscriber {
@@ -89,7 +89,7 @@ impl Subscriber {
         notifier: Notifier,
     ) -> Subscriber {
         Subscriber {
-            shared: Arc::new(Shared {
+            shared: Arc::new(Subscriptions {
                 channels: Mutex::new(Channels::default()),
                 confirmed: Condvar::new(),
                 announcer,

@@ -2,7 +2,7 @@
 //! it is watched, subscribes and unsubscribes channels between polls, wakes watchers on what the
 //! server sends, and reconnects with backoff when the connection fails.
 
-use super::Shared;
+use super::Subscriptions;
 use crate::stores::redis::conn::Conn;
 use crate::stores::redis::pool::Pool;
 use crossbeam_channel::Receiver;
@@ -23,7 +23,7 @@ const KEEP_IDLE: Duration = Duration::from_secs(30);
 /// again and again is not subscribed anew each time.
 const KEEP_CHANNEL: Duration = Duration::from_secs(1);
 
-impl Shared {
+impl Subscriptions {
     /// Nudges the subscriber of `server`, starting it first if there is none.
     pub(super) fn nudge(self: &Arc<Self>, server: &str, pool: &Arc<Pool>) {
         let mut subscribers = self.subscribers.lock();
@@ -50,7 +50,7 @@ impl Shared {
 
 /// The subscriber of one server: serves its connection while anything routed to it is watched,
 /// reconnecting with backoff when the connection fails.
-fn run(shared: Weak<Shared>, server: String, pool: Arc<Pool>, nudged: Receiver<()>) {
+fn run(shared: Weak<Subscriptions>, server: String, pool: Arc<Pool>, nudged: Receiver<()>) {
     let mut backoff = Duration::from_millis(10);
     loop {
         let Some(current) = shared.upgrade() else {
@@ -81,7 +81,7 @@ fn run(shared: Weak<Shared>, server: String, pool: Arc<Pool>, nudged: Receiver<(
 }
 
 /// Whether anything watched is routed to `server`, or subscribed on it.
-fn has_work(shared: &Shared, server: &str) -> bool {
+fn has_work(shared: &Subscriptions, server: &str) -> bool {
     let channels = shared.channels.lock();
     channels.subscribed.values().any(|on| on == server)
         || channels
@@ -92,7 +92,7 @@ fn has_work(shared: &Shared, server: &str) -> bool {
 
 /// The channels of `server` may have missed a message: forget them and wake their watchers so
 /// that they look at their locks themselves.
-fn lost_connection(shared: &Shared, server: &str) {
+fn lost_connection(shared: &Subscriptions, server: &str) {
     let mut channels = shared.channels.lock();
     let lost: Vec<String> = channels
         .subscribed
@@ -132,7 +132,7 @@ fn command(name: &str, channels: &[String], sharded: bool) -> Vec<u8> {
 /// Serves one connection until nothing has been routed to it for [`KEEP_IDLE`] (`Ok`) or the
 /// connection fails (`Err`).
 fn serve(
-    shared: &Arc<Shared>,
+    shared: &Arc<Subscriptions>,
     server: &str,
     pool: &Pool,
     nudged: &Receiver<()>,
@@ -232,7 +232,7 @@ fn serve(
 /// watchers. Until every channel in `confirming` is confirmed, keeps reading (by the command
 /// timeout); otherwise polls for [`POLL`].
 fn receive(
-    shared: &Shared,
+    shared: &Subscriptions,
     server: &str,
     conn: &mut Conn,
     confirming: &[String],

@@ -37,7 +37,7 @@ pub(crate) enum Acquire {
     /// Held now: a new hold (`holds` 1) or a re-entry (`holds` > 1), with its fencing token.
     Acquired { holds: u64, token: u64 },
     /// Held by another hold for about this long (`None`: no expiry set).
-    Held { ttl: Option<Duration> },
+    Busy { ttl: Option<Duration> },
 }
 
 pub(crate) fn parse_acquire(reply: &Value) -> Result<Acquire> {
@@ -50,7 +50,7 @@ pub(crate) fn parse_acquire(reply: &Value) -> Result<Acquire> {
             }),
             None => Err(unexpected("acquire", reply)),
         },
-        [Some(0), Some(ttl)] => Ok(Acquire::Held {
+        [Some(0), Some(ttl)] => Ok(Acquire::Busy {
             ttl: u64::try_from(*ttl).ok().map(Duration::from_millis),
         }),
         _ => Err(unexpected("acquire", reply)),
@@ -129,7 +129,7 @@ mod tests {
         let held = Value::Array(vec![Value::Int(0), Value::Int(-1)]);
         assert_eq!(
             parse_acquire(&held).expect("valid"),
-            Acquire::Held { ttl: None }
+            Acquire::Busy { ttl: None }
         );
         let granted = Value::Array(vec![Value::Int(0), bulk("7"), Value::Int(2)]);
         assert_eq!(

@@ -25,7 +25,7 @@ mod tests;
 
 pub(crate) use conn::host_and_port;
 use proto::{Reply, Request};
-use session::{Call, Shared};
+use session::{Call, SessionShared};
 use std::fmt;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -200,7 +200,7 @@ pub(crate) struct Session {
 /// the state it shares with this, not this: the thread does not keep the session open.
 struct Handle {
     /// What the session's thread shares.
-    shared: Arc<Shared>,
+    shared: Arc<SessionShared>,
 }
 
 /// How long dropping the last handle of a session may wait for its `closeSession` reply.
@@ -242,14 +242,14 @@ impl Session {
         deadline: Instant,
         events: Arc<dyn Fn(Event) + Send + Sync>,
     ) -> Result<Session, ZkError> {
-        let shared = Shared::connect(config, deadline, events)?;
+        let shared = SessionShared::connect(config, deadline, events)?;
         Ok(Session {
             handle: Arc::new(Handle { shared }),
         })
     }
 
     /// The session's state and connection.
-    fn shared(&self) -> &Shared {
+    fn shared(&self) -> &SessionShared {
         &self.handle.shared
     }
 

@@ -80,7 +80,7 @@ impl Call {
 }
 
 /// A session's state, under one lock.
-pub(super) struct State {
+pub(super) struct SessionState {
     /// Where the session stands.
     pub(super) phase: Phase,
     /// Its owner is closing it: no new call but the `closeSession`.
@@ -111,7 +111,7 @@ pub(super) struct State {
     pub(super) thread: Option<ThreadId>,
 }
 
-impl State {
+impl SessionState {
     /// Numbers a call: from 1, never one of the reserved negative xids.
     pub(super) fn next_xid(&mut self) -> i32 {
         let xid = self.next_xid;
@@ -129,7 +129,7 @@ pub(super) struct Out {
 }
 
 /// What a session's handles and its thread share.
-pub(crate) struct Shared {
+pub(crate) struct SessionShared {
     /// The servers, in the order tried.
     pub(super) hosts: Vec<String>,
     /// The node all paths are relative to.
@@ -141,7 +141,7 @@ pub(crate) struct Shared {
     /// How long one server is given to connect and answer the handshake.
     pub(super) connect_timeout: Duration,
     /// The session's state.
-    pub(super) state: Mutex<State>,
+    pub(super) state: Mutex<SessionState>,
     /// Notified whenever the phase changes.
     pub(super) changed: Condvar,
     /// Lock order: `out`, then `state`.
@@ -217,13 +217,13 @@ fn millis(duration: Duration) -> i32 {
         .max(1)
 }
 
-impl Shared {
+impl SessionShared {
     /// Opens a new session on one of the servers by `deadline` and starts its thread.
     pub(crate) fn connect(
         config: ZkConfig,
         deadline: Instant,
         events: Events,
-    ) -> Result<Arc<Shared>, ZkError> {
+    ) -> Result<Arc<SessionShared>, ZkError> {
         let chroot = Chroot::new(config.chroot.as_deref())?;
         if config.hosts.is_empty() {
             return Err(ZkError::Unavailable("no ZooKeeper server given".into()));
@@ -269,7 +269,7 @@ impl Shared {
             conn.server,
             response.timeout_ms
         );
-        let state = State {
+        let state = SessionState {
             phase: Phase::Connected,
             closing: false,
             generation: 1,
@@ -285,7 +285,7 @@ impl Shared {
             last_sent: now,
             thread: None,
         };
-        let shared = Arc::new(Shared {
+        let shared = Arc::new(SessionShared {
             hosts,
             chroot,
             digest: config.digest,
@@ -391,7 +391,7 @@ impl Shared {
     }
 
     /// Waits for a connection, then writes `calls` in one piece by `deadline`; returns where
-    /// each reply will come. `closing` lets the `closeSession` of [`Shared::close`] through.
+    /// each reply will come. `closing` lets the `closeSession` of [`SessionShared::close`] through.
     fn send(
         &self,
         calls: Vec<Call>,

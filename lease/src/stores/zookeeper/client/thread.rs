@@ -6,7 +6,7 @@
 use super::conn::{self, Credentials, Handshake, ReadError, Reading};
 use super::jute::Reader;
 use super::proto::{self, code, event, xid, Request};
-use super::session::{later, Phase, Shared, FIRST_BACKOFF, LONGEST_BACKOFF};
+use super::session::{later, Phase, SessionShared, FIRST_BACKOFF, LONGEST_BACKOFF};
 use super::{Event, ZkError};
 use std::io::Write;
 use std::sync::Arc;
@@ -36,10 +36,10 @@ enum Reconnect {
     Closed,
 }
 
-impl Shared {
+impl SessionShared {
     /// The session's thread: serves each connection, reconnects after each loss, and ends when
     /// the session expires or is closed.
-    pub(super) fn run(self: Arc<Shared>, first: Reading, mut index: usize) {
+    pub(super) fn run(self: Arc<SessionShared>, first: Reading, mut index: usize) {
         let mut reading = Some(first);
         self.emit(Event::Connected);
         loop {

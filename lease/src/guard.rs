@@ -1,4 +1,4 @@
-//! [`Held`]: what every guard offers, so that code can take a lock's guard or a `MultiLock`'s
+//! [`Guard`]: what every guard offers, so that code can take a lock's guard or a `MultiLock`'s
 //! alike.
 
 use crate::error::Result;
@@ -9,10 +9,10 @@ use std::time::Instant;
 /// [`MultiGuard`](crate::MultiGuard). The inherent methods of each say more.
 ///
 /// ```no_run
-/// use redis_lease::Held;
+/// use redis_lease::Guard;
 ///
 /// /// Writes while the hold lasts, whichever lock guards it.
-/// fn write_while_held(guard: impl Held) -> redis_lease::Result<()> {
+/// fn write_while_held(guard: impl Guard) -> redis_lease::Result<()> {
 ///     for _step in 0..10 {
 ///         if guard.is_lost() {
 ///             return Ok(()); // another owner may hold it now
@@ -25,7 +25,7 @@ use std::time::Instant;
 /// # write_while_held(client.lock("a")?.lock()?)?;
 /// # Ok::<(), redis_lease::Error>(())
 /// ```
-pub trait Held {
+pub trait Guard {
     /// Whether the hold can no longer be trusted (lost, or past its local deadline).
     fn is_lost(&self) -> bool;
 
@@ -48,7 +48,7 @@ pub trait Held {
         Self: Sized;
 }
 
-impl Held for crate::LeaseGuard {
+impl Guard for crate::LeaseGuard {
     fn is_lost(&self) -> bool {
         crate::LeaseGuard::is_lost(self)
     }
@@ -70,7 +70,7 @@ impl Held for crate::LeaseGuard {
     }
 }
 
-impl Held for crate::MultiGuard {
+impl Guard for crate::MultiGuard {
     fn is_lost(&self) -> bool {
         crate::MultiGuard::is_lost(self)
     }
