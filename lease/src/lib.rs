@@ -20,6 +20,15 @@
 //! # Ok::<(), redis_lease::Error>(())
 //! ```
 //!
+//! # Taking a lock
+//!
+//! A [`Lock`]'s settings chain, each returning the lock set up so ([`Lock::owned_by`],
+//! [`Lock::max_hold`], [`Lock::with_lease`], [`Lock::cancel_on`]); then the four calls of
+//! `lock_api`'s mutexes take it: [`Lock::lock`], [`Lock::try_lock`], [`Lock::try_lock_for`],
+//! [`Lock::try_lock_until`]. The other primitives are kinds of the one lock, with the same
+//! settings and calls: a [`Semaphore`] whose permits are leases, a [`ReadWriteLock`] whose two
+//! sides are locks, a fair lock ([`Client::fair_lock`]), and [`MultiLock`] over several.
+//!
 //! # Platforms and servers
 //!
 //! Unix only (Linux, macOS, the BSDs; tested on Linux only); a build for another target stops
@@ -39,8 +48,8 @@
 //!
 //! # Deadlines and errors
 //!
-//! Every call that talks to Redis ends within the client's command timeout, whatever the server
-//! does (silent, frozen, or dripping its reply a byte at a time): the crate keeps its own socket
+//! Every call that talks to the store ends within the client's command timeout, whatever the
+//! server does (silent, frozen, or dripping its reply a byte at a time): the crate keeps its own socket
 //! and bounds whole calls, not single reads. Errors tell apart unavailability (retry later),
 //! refusals (a wrong password, an ACL rule, a full server: retrying will not help), keys a lock
 //! cannot use, a hold that is no longer the caller's, and bad input; see [`Error`], and
@@ -67,35 +76,6 @@
 //! connection asks the Sentinels on short-lived threads of its own, one per Sentinel. On
 //! ZooKeeper, the session's thread reads replies and watch events, and a reaper deletes nodes
 //! the client no longer wants (instead of a subscriber).
-//!
-//! # Where things are
-//!
-//! Which file to open for which change:
-//!
-//! * a [`Lock`] method: `lock/mod.rs`; the acquire loop: `lock/acquire.rs`; a release or what a
-//!   guard does: `lock/release.rs`, `lock/guard.rs`; what the client knows of each lock:
-//!   `lock/core.rs` and its registry, `lock/registry.rs`;
-//! * a wait policy (how long a call waits, which failures it rides out): `policy.rs`, used by
-//!   `lock/acquire.rs`; the FIFO turns of one client's threads: `local_queue.rs`; pub/sub
-//!   waiting: `pubsub/`;
-//! * the hand-off (a release granting the lock to a waiting thread of the same client, and its
-//!   fairness): `lock/handoff.rs`;
-//! * a script: its `.lua` file in `scripts/` and the arguments it takes in `scripts/mod.rs`;
-//! * a deployment: its module under `backend/` (`server.rs`, `cluster/`, `sentinel/`,
-//!   `quorum` for RedLock, `zookeeper/` for ZooKeeper's recipe over the crate's own ZooKeeper
-//!   client in `zk/`), each built from the one `backend::Settings` (`backend/settings.rs`);
-//!   adding one is a module there and one line in `ClientBuilder::build` (`client.rs`);
-//!   which nodes of a ZooKeeper queue hold: `backend/zookeeper/line.rs`; connections and the
-//!   transport: `conn/` (TLS in `conn/tls/`, behind the `tls` feature) and `pool/` (a
-//!   connection per call, or a handle on the shared, pipelined one in `pipe/`); the fencing
-//!   epoch: `fencing.rs`;
-//! * an error, what it names and whether it may pass: `error.rs`;
-//! * renewal cadence and deadlines: `watchdog/grid.rs`; the renewal thread:
-//!   `watchdog/renewal.rs`; the lost signal: `watchdog/` and `lost.rs`;
-//! * the dead-man's switch of `lease run`: `cli/src/keeper.rs` (and `run.rs`, which arms it), in
-//!   the `lease-cli` crate at the top of the workspace;
-//! * a fault the fault suite injects: `faults/src/fault.rs`, in the `faults` crate at the top
-//!   of the workspace.
 //!
 //! # Logging
 //!
