@@ -6,12 +6,14 @@
 //! This module owns the client's API and its errors; the wire encoding is in `jute.rs`, the
 //! requests, replies and codes in `proto.rs`, path rules and the chroot in `path.rs`, one
 //! connection and its handshake in `conn.rs`, the armed watches in `watches.rs`, the session's
-//! state and calls in `session.rs` (whose documentation tells what a call gets while the
-//! connection is lost), and the session's thread, which reads and reconnects, in `thread.rs`.
+//! state, opening and closing in `session.rs`, its calls in `calls.rs` (whose documentation
+//! tells what a call gets while the connection is lost), and the session's thread, which reads
+//! and reconnects, in `thread.rs`.
 //!
 //! Nodes are created with the open ACL (`world:anyone`, all permissions); the digest
 //! credentials, if given, are sent after every handshake (`addauth digest`) and never logged.
 
+mod calls;
 mod conn;
 mod jute;
 mod path;
