@@ -24,7 +24,9 @@ mod types;
 mod watches;
 
 #[cfg(test)]
-mod tests;
+mod call_tests;
+#[cfg(test)]
+mod fault_tests;
 
 pub(crate) use conn::host_and_port;
 use proto::{Reply, Request};
