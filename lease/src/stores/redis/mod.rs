@@ -2,7 +2,8 @@
 //! scripts and their keys ([`scripts`], [`keys`], the fencing epoch in [`fencing`]), the pub/sub
 //! subscriber ([`pubsub`]), and the deployments: one server ([`server`]), a Redis Cluster
 //! ([`cluster`]: the master of the lock's slot), the primary Sentinel names ([`sentinel`]), and a
-//! quorum of independent masters ([`quorum`], RedLock, over [`fanout`]).
+//! quorum of independent masters ([`quorum`], RedLock, over [`fanout`]). The lock calls the first
+//! three make on the one server they reach are in [`on_server`].
 
 pub(crate) mod cluster;
 pub(crate) mod conn;
@@ -11,6 +12,7 @@ mod errors;
 pub(crate) mod fanout;
 pub(crate) mod fencing;
 pub(crate) mod keys;
+pub(crate) mod on_server;
 pub(crate) mod pipe;
 pub(crate) mod pool;
 pub(crate) mod pubsub;

@@ -1,27 +1,27 @@
 //! One Redis server: each attempt, release and renewal is one script call on a pooled
-//! connection, and releases are announced by pub/sub.
+//! connection, and releases are announced by pub/sub. The lock calls themselves, which a
+//! Sentinel's primary and a cluster's slot master share, are in `on_server.rs`.
 
 use crate::backend::{
-    Attempt, Attempted, Backend, GrantFate, Release, ReleaseOutcome, Released, Renewal, Renewed,
-    Renewer, Rivals, ServerIdentity,
+    Attempt, Attempted, Backend, GrantFate, Release, ReleaseOutcome, Renewal, Renewed, Renewer,
+    ServerIdentity,
 };
 use crate::error::{Error, Result};
 use crate::state::LockState;
-use crate::stores::redis::conn::{Conn, Endpoint, Link};
+use crate::stores::redis::conn::{Conn, Endpoint};
 use crate::stores::redis::deployment::{Deployment, Redis};
 use crate::stores::redis::fencing::Epoch;
 use crate::stores::redis::keys::LockKeys;
+use crate::stores::redis::on_server::{
+    attempt_on, log_withdrawal, pause, release_on, settle_grant_on, withdraw_on,
+};
 use crate::stores::redis::pool::{Fixed, Pool, Via};
 use crate::stores::redis::pubsub::{OneServer as OneServerAnnouncer, Subscriber};
-use crate::stores::redis::scripts::{self, Acquire, Announce, Call};
+use crate::stores::redis::scripts::{self, Announce};
 use crate::stores::redis::settings::RedisSettings;
 use crate::waiters::Waiters;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
-
-/// The longest a waiter sleeps before looking at the lock again, in case a release message was
-/// lost. It also sleeps no longer than the holder's remaining lease.
-const MAX_RECHECK: Duration = Duration::from_secs(1);
 
 pub(crate) struct Server {
     pool: Arc<Pool>,
@@ -48,261 +48,6 @@ pub(crate) fn build(
         Server::new(Arc::new(pool.with_acks(acks))),
         &settings.prefix,
     ))
-}
-
-/// How long past an attempt's deadline the undoing of an acquisition that reports failure may
-/// be waited for on a server that answers: enough for it to answer, too little to stretch the
-/// call. An undo whose reply misses it was written all the same, and runs in its turn.
-const UNDO_GRACE: Duration = Duration::from_millis(50);
-
-/// The releases that undo `attempt` whatever it came to, written behind it on a connection that
-/// did not answer: Redis runs a connection's commands in order, so if the attempt runs at all, it
-/// is undone at once. Each release names the attempt's acquisition, which exists only if the
-/// attempt ran, so neither can touch anything else. Each loads its script first: no NOSCRIPT
-/// reply is read on that connection any more.
-fn undo(keys: &LockKeys, attempt: &Attempt<'_>, announce: Announce) -> Vec<u8> {
-    let mut bytes = undo_in(keys, attempt, announce, attempt.id).bytes_behind();
-    if let Some(hold) = attempt.reenter {
-        bytes.extend(undo_in(keys, attempt, announce, hold).bytes_behind());
-    }
-    bytes
-}
-
-/// The release of `attempt`'s acquisition in the hold `hold`.
-fn undo_in(keys: &LockKeys, attempt: &Attempt<'_>, announce: Announce, hold: &str) -> Call {
-    scripts::release(
-        keys,
-        attempt.owner,
-        hold,
-        attempt.id,
-        None,
-        announce,
-        Epoch::None,
-    )
-}
-
-/// Undoes an acquisition that ran (`holds` acquisitions of its hold, as it replied) but reports
-/// failure: on `con` if it still answers, waiting for the reply until the attempt's `deadline`
-/// or [`UNDO_GRACE`] from now, whichever is later; else written behind what `con` was sent.
-fn undo_acquired(
-    con: &mut dyn Link,
-    keys: &LockKeys,
-    attempt: &Attempt<'_>,
-    announce: Announce,
-    holds: u64,
-    deadline: Instant,
-) {
-    let hold = match (holds, attempt.reenter) {
-        (1, _) | (_, None) => attempt.id,
-        (_, Some(hold)) => hold,
-    };
-    let call = undo_in(keys, attempt, announce, hold);
-    if !con.is_usable() {
-        con.send_behind(&call.bytes_behind());
-        return;
-    }
-    con.set_deadline(deadline.max(Instant::now() + UNDO_GRACE));
-    if let Err(error) = call.run(con, &keys.lock) {
-        log::warn!(
-            "undoing a failed acquisition of {:?}: {error}; if it was not written, it lapses \
-             with its lease",
-            keys.name
-        );
-    }
-}
-
-fn attempted(reply: Acquire) -> Attempted {
-    match reply {
-        Acquire::Acquired { holds, token } => Attempted::Acquired {
-            holds,
-            token: Some(token),
-            confirmed_at: None,
-        },
-        Acquire::Busy { ttl } => Attempted::Busy { ttl },
-    }
-}
-
-/// One attempt on the server `via` reaches. An attempt that reports failure leaves nothing
-/// behind: one that got no answer is undone behind itself, and one that ran but whose replicas
-/// did not acknowledge it (too few, `WAIT` refused or unanswered) is undone at once.
-///
-/// With acknowledgements, `WAIT` follows the script's reply rather than riding in its write:
-/// Redis runs nothing a client wrote behind a `WAIT` it blocks in, and drops it all when the
-/// client goes, so an undo written behind both would be lost with the connection the attempt
-/// gave up on. Only an acquisition is acknowledged: a reply that the lock is held wrote nothing.
-pub(crate) fn attempt_on(
-    via: Via<'_>,
-    keys: &LockKeys,
-    attempt: &Attempt<'_>,
-    deadline: Instant,
-    announce: Announce,
-) -> Result<Attempted> {
-    let mut con = via.get(deadline)?;
-    let call = scripts::acquire(
-        keys,
-        attempt.owner,
-        attempt.lease,
-        attempt.id,
-        attempt.reenter,
-        con.epoch(),
-        attempt.waits,
-    );
-    let reply = match call.run(&mut *con, &keys.lock) {
-        Ok(reply) => reply,
-        Err(error) => {
-            if error.is_unavailable() {
-                con.send_behind(&undo(keys, attempt, announce));
-            }
-            return Err(error);
-        }
-    };
-    let attempted = scripts::parse_acquire(&reply).map(attempted)?;
-    let (Attempted::Acquired { holds, .. }, Some(acks)) = (attempted, via.pool.acks()) else {
-        return Ok(attempted);
-    };
-    let failure = match acks.confirm(&mut *con, &keys.lock) {
-        Ok(None) => return Ok(attempted),
-        Ok(Some(shortfall)) => shortfall.error(&keys.name),
-        Err(error) => error,
-    };
-    // Not handed out: undone on the primary, which ran it.
-    undo_acquired(&mut *con, keys, attempt, announce, holds, deadline);
-    Err(failure)
-}
-
-/// One release on the server `via` reaches. A release whose reply was lost is sent again, once,
-/// within the same deadline: the script applies it at most once.
-pub(crate) fn release_on(
-    via: Via<'_>,
-    keys: &LockKeys,
-    release: &Release<'_>,
-    deadline: Instant,
-    announce: Announce,
-) -> ReleaseOutcome {
-    let acks = via.pool.acks();
-    // A grant whose reply is lost is withdrawn behind the release, unless its waiter claims it
-    // first (see `claim.lua`): no grant outlives a lost reply unclaimed.
-    let withdraw = release
-        .grant
-        .as_ref()
-        .map(|grant| release_first(keys, grant.owner, grant.hold, grant.hold, announce));
-    let once = || {
-        via.call(deadline, |con| {
-            let call = scripts::release_call(keys, release, announce, con.epoch());
-            let replied = call.run_acked(con, &keys.lock, acks);
-            if let (Err(error), Some(withdraw)) = (&replied, &withdraw) {
-                if error.is_unavailable() {
-                    con.send_behind(&withdraw.bytes_behind());
-                }
-            }
-            let (reply, shortfall) = replied?;
-            let released = scripts::parse_release(&reply)?;
-            match shortfall {
-                Some(shortfall) => Err(shortfall.error(&keys.name)),
-                None => Ok(released),
-            }
-        })
-    };
-    let mut outcome = once();
-    if matches!(&outcome, Err(error) if error.is_unavailable()) && Instant::now() < deadline {
-        log::debug!("release of {:?} got no answer; sending it again", keys.name);
-        outcome = once();
-    }
-    ReleaseOutcome {
-        // A release the replicas did not acknowledge may be lost with the primary: it is sent
-        // again, like one that got no answer.
-        settled: !matches!(
-            &outcome,
-            Err(Error::Unavailable { .. } | Error::NotReplicated { .. })
-        ),
-        released: outcome.map(|released| match released {
-            scripts::ReleaseReply::Applied { holds_left } => Released::Applied { holds_left },
-            scripts::ReleaseReply::Granted { token, subscribers } => Released::Granted {
-                token: Some(token),
-                // The granting client's own subscriber is one of them.
-                rivals: if subscribers > 1 {
-                    Rivals::Subscribed
-                } else {
-                    Rivals::None
-                },
-            },
-            scripts::ReleaseReply::AlreadyApplied => Released::AlreadyApplied,
-            scripts::ReleaseReply::NotOwner => Released::NotOwner,
-        }),
-    }
-}
-
-/// The release of acquisition `id` of the hold `hold` of `owner`, without a grant: the
-/// withdrawal of a grant (`id` the hold's), or the undoing of a claim (`id` the claimant's).
-fn release_first(keys: &LockKeys, owner: &str, hold: &str, id: &str, announce: Announce) -> Call {
-    scripts::release(keys, owner, hold, id, None, announce, Epoch::None)
-}
-
-/// Whether a grant of unknown outcome went through on the server `via` reaches: claimed by the
-/// waiting owner if it stands, so that the withdrawal its releaser wrote behind the release
-/// finds nothing to withdraw. A claim that gets no answer is undone behind itself (its undoing
-/// announces on the global channel: a waiter of a sharded one finds the lock free when it looks
-/// again).
-pub(crate) fn settle_grant_on(
-    via: Via<'_>,
-    keys: &LockKeys,
-    owner: &str,
-    hold: &str,
-    deadline: Instant,
-) -> Result<GrantFate> {
-    let mut con = via.get(deadline)?;
-    let claimed = match scripts::claim(keys, owner, hold).run(&mut *con, &keys.lock) {
-        Ok(reply) => scripts::parse_claim(&reply)?,
-        Err(error) => {
-            if error.is_unavailable() {
-                let id = scripts::claim_id(hold);
-                let undo = release_first(keys, owner, hold, &id, Announce::Global);
-                con.send_behind(&undo.bytes_behind());
-            }
-            return Err(error);
-        }
-    };
-    Ok(match claimed {
-        Some(token) => GrantFate::Granted {
-            token: Some(token),
-            id: scripts::claim_id(hold),
-        },
-        None => GrantFate::Withdrawn,
-    })
-}
-
-/// Withdraws what `owner`'s wait left in Redis (a fair lock's place in line, a writer's mark)
-/// on the server `via` reaches, by `deadline`. Best effort: a mark left behind lapses by itself
-/// (see [`scripts::WAITER_MARK`]).
-pub(crate) fn withdraw_on(
-    via: Via<'_>,
-    keys: &LockKeys,
-    owner: &str,
-    deadline: Instant,
-) -> Result<()> {
-    via.call(deadline, |con| {
-        scripts::withdraw(keys, owner)
-            .run(con, &keys.lock)
-            .map(drop)
-    })
-}
-
-/// Withdraws a wait's marks, logging a failure (the marks then lapse by themselves).
-pub(crate) fn log_withdrawal(keys: &LockKeys, withdrawn: Result<()>) {
-    if let Err(error) = withdrawn {
-        log::debug!(
-            "withdrawing a wait for {:?} failed: {error}; its mark lapses within {:?}",
-            keys.name,
-            scripts::WAITER_MARK
-        );
-    }
-}
-
-/// How long a waiter of a server that announces releases sleeps: no longer than the holder's
-/// lease has left, and never more than [`MAX_RECHECK`].
-pub(crate) fn pause(ttl: Option<Duration>) -> Duration {
-    ttl.unwrap_or(MAX_RECHECK)
-        .clamp(Duration::from_millis(1), MAX_RECHECK)
 }
 
 impl Deployment for Server {

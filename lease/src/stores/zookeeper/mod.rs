@@ -8,6 +8,7 @@
 
 pub(crate) mod client;
 mod ensemble;
+mod inspect;
 mod line;
 mod paths;
 mod reaper;
@@ -289,10 +290,10 @@ impl Place for LockNode {
     }
 
     fn inspect(&self, deadline: Instant) -> Result<LockState> {
-        recipe::inspect(self, deadline)
+        inspect::inspect(self, deadline)
     }
 
     fn force_release(&self, deadline: Instant) -> Result<bool> {
-        recipe::force_release(self, deadline)
+        inspect::force_release(self, deadline)
     }
 }

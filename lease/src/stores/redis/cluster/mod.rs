@@ -17,7 +17,9 @@ pub(crate) mod slots;
 
 use routes::{PoolSettings, Routes};
 
-use super::server::{attempt_on, log_withdrawal, pause, release_on, settle_grant_on, withdraw_on};
+use super::on_server::{
+    attempt_on, log_withdrawal, pause, release_on, settle_grant_on, withdraw_on,
+};
 use crate::backend::{
     Attempt, Attempted, Backend, GrantFate, Release, ReleaseOutcome, Renewer, ServerIdentity,
 };

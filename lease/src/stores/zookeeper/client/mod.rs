@@ -3,25 +3,30 @@
 //! few operations the lock recipe needs (create, delete, exists, getData, getChildren), each
 //! ending by its caller's deadline.
 //!
-//! This module owns the client's API and its errors; the wire encoding is in `jute.rs`, the
-//! requests, replies and codes in `proto.rs`, path rules and the chroot in `path.rs`, one
-//! connection and its handshake in `conn.rs`, the armed watches in `watches.rs`, the session's
-//! state and calls in `session.rs` (whose documentation tells what a call gets while the
-//! connection is lost), and the session's thread, which reads and reconnects, in `thread.rs`.
+//! This module owns the client's API; its plain types and errors are in `types.rs`, the wire
+//! encoding in `jute.rs`, the requests, replies and codes in `proto.rs`, path rules and the
+//! chroot in `path.rs`, one connection and its handshake in `conn.rs`, the armed watches in
+//! `watches.rs`, the session's state, opening and closing in `session.rs`, its calls in
+//! `calls.rs` (whose documentation tells what a call gets while the connection is lost), and the
+//! session's thread, which reads and reconnects, in `thread.rs`.
 //!
 //! Nodes are created with the open ACL (`world:anyone`, all permissions); the digest
 //! credentials, if given, are sent after every handshake (`addauth digest`) and never logged.
 
+mod calls;
 mod conn;
 mod jute;
 mod path;
 mod proto;
 mod session;
 mod thread;
+mod types;
 mod watches;
 
 #[cfg(test)]
-mod tests;
+mod call_tests;
+#[cfg(test)]
+mod fault_tests;
 
 pub(crate) use conn::host_and_port;
 use proto::{Reply, Request};
@@ -29,165 +34,8 @@ use session::{Call, SessionShared};
 use std::fmt;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
+pub(crate) use types::{CreateMode, Event, Stat, ZkConfig, ZkError};
 use watches::Watch;
-
-/// How a session is opened.
-#[derive(Clone)]
-pub(crate) struct ZkConfig {
-    /// The servers, `host:port` each: tried in a shuffled order, then in turn on reconnection.
-    pub(crate) hosts: Vec<String>,
-    /// A node every path is relative to (`"/app"`): prefixed to every path sent, stripped from
-    /// every path received. `None` or `"/"` for none.
-    pub(crate) chroot: Option<String>,
-    /// The session timeout asked for; the server bounds it to its own minimum and maximum.
-    pub(crate) session_timeout: Duration,
-    /// How long one server is given to accept the TCP connection and answer the handshake.
-    pub(crate) connect_timeout: Duration,
-    /// `user:password`, sent as `addauth digest` after every handshake. Never logged nor shown.
-    pub(crate) digest: Option<String>,
-}
-
-impl fmt::Debug for ZkConfig {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("ZkConfig")
-            .field("hosts", &self.hosts)
-            .field("chroot", &self.chroot)
-            .field("session_timeout", &self.session_timeout)
-            .field("connect_timeout", &self.connect_timeout)
-            .field("digest", &self.digest.as_ref().map(|_| "***"))
-            .finish()
-    }
-}
-
-/// What kind of node a create makes.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-#[cfg_attr(not(test), allow(dead_code))]
-pub(crate) enum CreateMode {
-    /// Kept until deleted.
-    Persistent,
-    /// Deleted when the session ends.
-    Ephemeral,
-    /// The server appends a 10-digit counter, unique under the parent, to the name.
-    PersistentSequential,
-    /// Both: numbered, and deleted when the session ends.
-    EphemeralSequential,
-}
-
-impl CreateMode {
-    /// The create request's flags for this mode.
-    fn flags(self) -> i32 {
-        match self {
-            CreateMode::Persistent => 0,
-            CreateMode::Ephemeral => 1,
-            CreateMode::PersistentSequential => 2,
-            CreateMode::EphemeralSequential => 3,
-        }
-    }
-
-    /// Whether the server numbers the name.
-    fn is_sequential(self) -> bool {
-        matches!(
-            self,
-            CreateMode::PersistentSequential | CreateMode::EphemeralSequential
-        )
-    }
-}
-
-/// A node's metadata, as the server keeps it.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) struct Stat {
-    /// The zxid of the change that created the node.
-    pub(crate) czxid: i64,
-    /// The zxid of the change that last modified its data.
-    pub(crate) mzxid: i64,
-    /// When it was created, in milliseconds since the epoch (the server's clock).
-    pub(crate) ctime: i64,
-    /// When its data was last modified, likewise.
-    pub(crate) mtime: i64,
-    /// How many times its data changed.
-    pub(crate) version: i32,
-    /// How many times its children changed.
-    pub(crate) cversion: i32,
-    /// How many times its ACL changed.
-    pub(crate) aversion: i32,
-    /// The session that owns it, for an ephemeral node; 0 otherwise.
-    pub(crate) ephemeral_owner: i64,
-    /// How many bytes of data it holds.
-    pub(crate) data_length: i32,
-    /// How many children it has.
-    pub(crate) num_children: i32,
-    /// The zxid of the change that last modified its children.
-    pub(crate) pzxid: i64,
-}
-
-/// What went wrong with a ZooKeeper call.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-pub(crate) enum ZkError {
-    /// The node (or, for a create, its parent) does not exist.
-    #[error("no such node")]
-    NoNode,
-    /// A create's node exists already.
-    #[error("the node exists already")]
-    NodeExists,
-    /// A delete's node has children.
-    #[error("the node has children")]
-    NotEmpty,
-    /// A delete's version is not the node's.
-    #[error("the node's version is not the one given")]
-    BadVersion,
-    /// The node's ACL does not allow the call.
-    #[error("not allowed by the node's ACL")]
-    NoAuth,
-    /// The session is gone: its ephemeral nodes are deleted, and the `Session` is dead for good.
-    #[error("the zookeeper session has expired")]
-    SessionExpired,
-    /// The request's connection broke before its reply (or the session had no connection until
-    /// the call's deadline): it may or may not have been applied.
-    #[error("the connection to zookeeper was lost before the reply")]
-    ConnectionLoss,
-    /// No reply by the caller's deadline: the request may or may not have been applied.
-    #[error("no reply from zookeeper by the call's deadline")]
-    Timeout,
-    /// The session was closed by its owner.
-    #[error("the zookeeper session is closed")]
-    Closed,
-    /// Another error code from the server (`KeeperException.Code`); -5 (marshalling error) also
-    /// for a request too large to send.
-    #[error("zookeeper error code {0}")]
-    Api(i32),
-    /// The peer does not speak ZooKeeper: garbage, a frame of a wrong size, a reply out of turn.
-    #[error("zookeeper protocol error: {0}")]
-    Protocol(String),
-    /// No server of the list could be reached, or none completed the handshake, and why.
-    #[error("zookeeper unavailable: {0}")]
-    Unavailable(String),
-    /// A path refused before sending (or a chroot refused before connecting).
-    #[error("invalid zookeeper path {0}")]
-    BadPath(String),
-}
-
-/// What a session tells its event callback.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub(crate) enum Event {
-    /// A watch fired: the node was created.
-    NodeCreated(String),
-    /// A watch fired: the node was deleted.
-    NodeDeleted(String),
-    /// A watch fired: the node's data changed.
-    NodeDataChanged(String),
-    /// A watch fired: a child of the node was created or deleted.
-    NodeChildrenChanged(String),
-    /// The connection was lost; the session may live on. Calls in flight failed with
-    /// `ConnectionLoss`.
-    Disconnected,
-    /// Connected, the session kept: once when the session opens, then after each reconnection.
-    Connected,
-    /// The session is gone for good (the server said so, or no server was reached for a whole
-    /// session timeout).
-    Expired,
-    /// Its owner closed the session.
-    Closed,
-}
 
 /// A ZooKeeper session. Clones share it; the last one dropped closes it (within a second).
 #[derive(Clone)]
