@@ -91,9 +91,7 @@
 // The crate runs on Unix (Linux, macOS, the BSDs): its connections use Unix sockets (and the
 // `lease` tool built on it, the `lease-cli` crate, Unix processes and signals).
 #[cfg(not(unix))]
-compile_error!(
-    "redis-lease runs on Unix only (Linux, macOS, the BSDs): it uses Unix sockets"
-);
+compile_error!("redis-lease runs on Unix only (Linux, macOS, the BSDs): it uses Unix sockets");
 
 mod backend;
 mod cancel;
