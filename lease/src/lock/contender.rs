@@ -3,16 +3,18 @@
 //! a releaser of this client may have left it, then attempts through the lock's place; the store
 //! answering "busy", it watches the lock, looks once more, and sleeps until a release wakes it,
 //! a bounded re-check is due, or the wait is over. An attempt that fails for a passing reason (a
-//! failover) is made again shortly while a wait with a deadline lasts.
+//! failover) is made again shortly while a wait with a deadline lasts. What it settles on its
+//! way (this owner's releases of unknown outcome, a grant a releaser left it) is here too.
 //!
 //! Clocks: the wait (its deadline, its pauses, its sleeps) runs on the caller's clock,
 //! `Instant::now()`, which a caller's deadline is read on; only what concerns a hold (when its
 //! attempt was sent, when the contender's offer opened) is read on the watchdog's clock, which
 //! its lease is counted on.
 
-use super::acquire::{settle_offer, settle_releases, Acquired, Request};
 use super::core::Contention;
 use super::handoff::Offer;
+use super::release::{self, Grants};
+use super::request::{Acquired, Request};
 use crate::backend::{scope, Attempt, Attempted, Kind};
 use crate::cancel;
 use crate::error::{Error, Result};
@@ -272,4 +274,58 @@ impl<'a> Contender<'a> {
             name: self.lock.place.id().name.clone(),
         }
     }
+}
+
+/// Sends again this owner's releases of the lock whose outcome is unknown, so that a hold the
+/// owner believes released does not keep it waiting, all by `deadline`. Those still unanswered
+/// are kept for next time; the acquisition goes on unless Redis refused (a hold left over only
+/// makes it wait).
+fn settle_releases(lock: &Request<'_>, deadline: Instant) -> Result<()> {
+    let (core, owner) = (lock.core, lock.owner.as_str());
+    for unsettled in core.take_unsettled(lock.place.id(), owner) {
+        // Not settled again: `send` remembers it again.
+        let outcome = release::send(
+            core,
+            &**lock.place,
+            owner,
+            &unsettled.hold,
+            &unsettled.id,
+            deadline,
+            Grants::No,
+        );
+        if outcome.settled {
+            log::debug!(
+                "an unsettled release of {:?} is settled",
+                lock.place.id().name
+            );
+        }
+        if let Err(error @ (Error::Refused { .. } | Error::WrongType { .. })) = outcome.released {
+            return Err(error);
+        }
+    }
+    Ok(())
+}
+
+/// Closes the contender's offer before it acts by itself, and returns the hold if a releaser of
+/// this client granted it the lock meanwhile. If what became of a grant cannot be learnt, the
+/// grant, claimed or not, is released before the owner's next acquisition of the lock (should
+/// neither its releaser's withdrawal nor the claim's undoing have reached Redis).
+fn settle_offer(lock: &Request<'_>, offer: &Offer) -> Result<Option<Acquired>> {
+    let core = lock.core;
+    let now = core.watchdog().now();
+    let taken = offer
+        .settle(
+            &**lock.place,
+            core.backend().call_timeout(),
+            now,
+            core.call_deadline(),
+        )
+        .inspect_err(|_| core.grant_unknown(lock.place.id(), &lock.owner, offer.hold()))?;
+    Ok(taken.map(|taken| Acquired {
+        hold: Arc::clone(offer.hold()),
+        id: taken.id,
+        token: taken.token,
+        holds: 1,
+        sent_at: taken.sent_at,
+    }))
 }

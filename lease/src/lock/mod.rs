@@ -8,11 +8,13 @@ mod guard;
 mod handoff;
 mod registry;
 mod release;
+mod request;
 
 pub use guard::LeaseGuard;
 
-use self::acquire::{acquire, Request};
+use self::acquire::acquire;
 use self::core::Core;
+use self::request::Request;
 use crate::backend::{Kind, Place, ServerIdentity};
 use crate::cancel::Cancel;
 use crate::error::{Error, Result};
