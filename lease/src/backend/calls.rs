@@ -21,6 +21,30 @@ pub(crate) struct Attempt<'a> {
     /// Whether the acquisition waits if it finds the lock held: a waiting acquisition of a fair
     /// lock takes a place in its queue, a waiting writer goes before new readers.
     pub(crate) waits: bool,
+    /// Fencing tokens to reserve for this client's threads to hand on (a backend that cannot
+    /// answers as if not asked).
+    pub(crate) reserve: Option<ReserveFor<'a>>,
+}
+
+/// Fencing tokens to reserve for a hold of this client, which its threads hand on without the
+/// store (`lock/baton.rs`): `count` past the new hold's own if the attempt takes the lock, or
+/// `count` for `holder`, a hold of this client, should the attempt find it holding the lock.
+/// `watching`: whether the asking client watches the lock (its own watcher is then among the
+/// store's count of them).
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct ReserveFor<'a> {
+    pub(crate) holder: Option<&'a str>,
+    pub(crate) count: u32,
+    pub(crate) watching: bool,
+}
+
+/// Fencing tokens the store reserved for a hold of this client: `first..=last`, none of which
+/// any other hold is ever handed; `rivals`, what the store saw of other clients' waiters.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct Reserved {
+    pub(crate) first: u64,
+    pub(crate) last: u64,
+    pub(crate) rivals: Rivals,
 }
 
 /// What an attempt came to.
@@ -35,9 +59,17 @@ pub(crate) enum Attempted {
         /// (ZooKeeper: the send time of the session's last answered request, where the attempt
         /// took several round trips): the hold's deadline counts from then.
         confirmed_at: Option<Instant>,
+        /// Tokens reserved past a new hold's own, as the attempt asked.
+        reserved: Option<Reserved>,
     },
     /// Busy: another hold holds it, for about `ttl` (`None`: unknown).
     Busy { ttl: Option<Duration> },
+    /// Busy, held by the hold the attempt named to reserve tokens for (for about `ttl`), and
+    /// these tokens reserved for it.
+    Reserved {
+        ttl: Option<Duration>,
+        reserved: Reserved,
+    },
 }
 
 /// A waiting owner of this client that a release may grant the lock to.
@@ -49,6 +81,9 @@ pub(crate) struct Grant<'a> {
     /// Until when a lease granted now is valid, for a backend that must check it.
     pub(crate) valid_until: Instant,
     pub(crate) now: &'a (dyn Fn() -> Instant + Sync),
+    /// How many tokens to reserve past the granted hold's own, for this client to hand on (a
+    /// backend that cannot reserves none).
+    pub(crate) reserve: u32,
 }
 
 /// One acquisition to release.
@@ -65,9 +100,13 @@ pub(crate) enum Released {
     /// Applied; `holds_left` acquisitions of the hold are left (0: the lock was freed).
     Applied { holds_left: u64 },
     /// Applied to the last acquisition, and the lock granted to the grant's owner, with this
-    /// token where the backend has tokens; `rivals`: what the backend saw of other clients'
-    /// waiters.
-    Granted { token: Option<u64>, rivals: Rivals },
+    /// token where the backend has tokens (and the tokens reserved past it, as the grant
+    /// asked); `rivals`: what the backend saw of other clients' waiters.
+    Granted {
+        token: Option<u64>,
+        rivals: Rivals,
+        reserved: Option<Reserved>,
+    },
     /// Applied before (a retry).
     AlreadyApplied,
     /// The hold does not hold the lock.

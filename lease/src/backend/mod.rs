@@ -34,7 +34,7 @@ mod settings;
 
 pub(crate) use calls::{
     claim_id, Attempt, Attempted, Grant, GrantFate, HoldEnd, Release, ReleaseOutcome, Released,
-    Rivals, ServerIdentity,
+    ReserveFor, Reserved, Rivals, ServerIdentity,
 };
 pub(crate) use id::{check_prefix, scope, Kind, LockId};
 pub(crate) use renew::{Renewal, Renewed, Renewer};

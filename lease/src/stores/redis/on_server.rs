@@ -2,13 +2,15 @@
 //! a cluster's slot master share (an attempt, a release, the settling of a grant, the withdrawal
 //! of a wait, and a waiter's pause), and the undoing of an acquisition that reports failure.
 
-use crate::backend::{Attempt, Attempted, GrantFate, Release, ReleaseOutcome, Released, Rivals};
+use crate::backend::{
+    Attempt, Attempted, GrantFate, Release, ReleaseOutcome, Released, Reserved, Rivals,
+};
 use crate::error::{Error, Result};
 use crate::stores::redis::conn::Link;
 use crate::stores::redis::fencing::Epoch;
 use crate::stores::redis::keys::LockKeys;
 use crate::stores::redis::pool::Via;
-use crate::stores::redis::scripts::{self, Acquire, Announce, Call};
+use crate::stores::redis::scripts::{self, Acquire, Announce, Call, Reserve};
 use std::time::{Duration, Instant};
 
 /// The longest a waiter sleeps before looking at the lock again, in case a release message was
@@ -76,14 +78,48 @@ fn undo_acquired(
     }
 }
 
-fn attempted(reply: Acquire) -> Attempted {
+/// What an acquire script's `reply` says, for an attempt whose client watched the lock's channel
+/// (`watching`) or not.
+fn attempted(reply: Acquire, watching: bool) -> Attempted {
     match reply {
-        Acquire::Acquired { holds, token } => Attempted::Acquired {
+        Acquire::Acquired {
+            holds,
+            token,
+            reserved,
+        } => Attempted::Acquired {
             holds,
             token: Some(token),
             confirmed_at: None,
+            reserved: reserved.map(|(last, subscribers)| Reserved {
+                first: token + 1,
+                last,
+                rivals: rivals(subscribers, watching),
+            }),
         },
         Acquire::Busy { ttl } => Attempted::Busy { ttl },
+        Acquire::Reserved {
+            ttl,
+            first,
+            last,
+            subscribers,
+        } => Attempted::Reserved {
+            ttl,
+            reserved: Reserved {
+                first,
+                last,
+                rivals: rivals(subscribers, watching),
+            },
+        },
+    }
+}
+
+/// What `subscribers` connections watching a lock's channel say of other clients' waiters, the
+/// asking client's own subscriber being one of them if it `watching`.
+fn rivals(subscribers: u64, watching: bool) -> Rivals {
+    if subscribers > u64::from(watching) {
+        Rivals::Subscribed
+    } else {
+        Rivals::None
     }
 }
 
@@ -111,6 +147,11 @@ pub(crate) fn attempt_on(
         attempt.reenter,
         con.epoch(),
         attempt.waits,
+        attempt.reserve.map(|reserve| Reserve {
+            holder: reserve.holder,
+            count: reserve.count,
+            announce,
+        }),
     );
     let reply = match call.run(&mut *con, &keys.lock) {
         Ok(reply) => reply,
@@ -121,7 +162,8 @@ pub(crate) fn attempt_on(
             return Err(error);
         }
     };
-    let attempted = scripts::parse_acquire(&reply).map(attempted)?;
+    let watching = attempt.reserve.is_some_and(|reserve| reserve.watching);
+    let attempted = scripts::parse_acquire(&reply).map(|reply| attempted(reply, watching))?;
     let (Attempted::Acquired { holds, .. }, Some(acks)) = (attempted, via.pool.acks()) else {
         return Ok(attempted);
     };
@@ -182,15 +224,23 @@ pub(crate) fn release_on(
         ),
         released: outcome.map(|released| match released {
             scripts::ReleaseReply::Applied { holds_left } => Released::Applied { holds_left },
-            scripts::ReleaseReply::Granted { token, subscribers } => Released::Granted {
-                token: Some(token),
-                // The granting client's own subscriber is one of them.
-                rivals: if subscribers > 1 {
-                    Rivals::Subscribed
-                } else {
-                    Rivals::None
-                },
-            },
+            scripts::ReleaseReply::Granted {
+                token,
+                subscribers,
+                last,
+            } => {
+                // The granted waiter watched the channel: its client's subscriber is one.
+                let rivals = rivals(subscribers, true);
+                Released::Granted {
+                    token: Some(token),
+                    rivals,
+                    reserved: last.map(|last| Reserved {
+                        first: token + 1,
+                        last,
+                        rivals,
+                    }),
+                }
+            }
             scripts::ReleaseReply::AlreadyApplied => Released::AlreadyApplied,
             scripts::ReleaseReply::NotOwner => Released::NotOwner,
         }),

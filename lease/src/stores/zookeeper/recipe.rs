@@ -95,6 +95,7 @@ pub(super) fn attempt(
                 holds: 1,
                 token: Some(node.token),
                 confirmed_at: Some(asked_at),
+                reserved: None,
             });
         }
         let watched = match blocker {
@@ -176,6 +177,7 @@ fn reenter(
         holds: held.count,
         token: Some(node.token),
         confirmed_at: Some(asked_at),
+        reserved: None,
     }))
 }
 

@@ -91,6 +91,7 @@ impl Deployment for Quorum {
             attempt.reenter,
             Epoch::None,
             attempt.waits,
+            None,
         );
         // Undoing it, whichever it came to on a master: a new hold, or a re-entry. Each names
         // this acquisition, which exists only where the attempt ran.
@@ -146,6 +147,7 @@ impl Deployment for Quorum {
                 holds,
                 token: None,
                 confirmed_at: None,
+                reserved: None,
             });
         }
         let undo_by = undo_deadline(deadline);
@@ -220,6 +222,7 @@ impl Deployment for Quorum {
                 token: None,
                 // No release is announced: other clients' waiters poll, unseen.
                 rivals: Rivals::Unknown,
+                reserved: None,
             })
         } else if applied > 0 {
             Ok(Released::Applied { holds_left })

@@ -87,6 +87,21 @@ local function increment(digits)
   return string.char(unpack(bytes))
 end
 
+-- The decimal string `n` above `digits` (a checked counter value), for a small `n` (below
+-- 10^6): in a double while that is exact (up to 15 digits), else on the last six digits.
+local function plus(digits, n)
+  if #digits <= 15 then
+    return string.format('%.0f', tonumber(digits) + n)
+  end
+  local tail = tonumber(string.sub(digits, -6)) + n
+  local head = string.sub(digits, 1, -7)
+  if tail >= 1000000 then
+    head = increment(head)
+    tail = tail - 1000000
+  end
+  return head .. string.format('%06d', tail)
+end
+
 -- Whether the decimal string `a` is below `b` (both whole numbers without leading zeros).
 local function below(a, b)
   if #a ~= #b then
@@ -160,7 +175,8 @@ end
 -- counter has reached the end of the epoch's range (the epoch the caller gave is behind, or the
 -- epoch handed out all its tokens): a token from a lower range could repeat one handed out
 -- before a failover. An epoch from the note (see node_epoch) that the counter is past is read
--- afresh first. The third value is the epoch note to write with the token, or nil.
+-- afresh first. The third value is the epoch note to write with the token, or nil; the fourth
+-- the first token past the epoch's range, or nil without epochs.
 local function token_after(last, source, note)
   local fresh = false
   while true do
@@ -173,7 +189,7 @@ local function token_after(last, source, note)
       token = floor
     end
     if not ceiling or below(token, ceiling) then
-      return token, nil, write
+      return token, nil, write, ceiling
     end
     if not noted then
       return nil, redis.error_reply('EPOCH the fencing counter is past the range of epoch ' ..

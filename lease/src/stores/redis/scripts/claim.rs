@@ -41,13 +41,14 @@ mod tests {
     /// `hold`: the grant's token.
     fn granted(con: &mut Conn, keys: &LockKeys, hold: &str) -> u64 {
         let lease = Duration::from_secs(30);
-        acquire(keys, "holder", lease, "h0", None, Epoch::None, false)
+        acquire(keys, "holder", lease, "h0", None, Epoch::None, false, None)
             .run(con, "k")
             .expect("free");
         let grant = Grant {
             owner: "waiter",
             hold,
             lease,
+            reserve: 0,
         };
         let call = release(
             keys,

@@ -47,6 +47,49 @@ local function reenter(key, held, owner, hold, id, lease, last)
   return {1, holds, held[3] or last}
 end
 
+-- The largest counter value: at it no token is left to give (see fence_value).
+local LAST_TOKEN = '9223372036854775807'
+
+-- The last of `count` tokens from `first` (a token just drawn, `ceiling` the first past its
+-- epoch's range, nil without epochs): `first` itself if `count` is not a whole number from 1 to
+-- 999999, or if the range or the counter's end comes before the last.
+local function block_end(first, ceiling, count)
+  count = tonumber(count)
+  if not count or count < 1 or count >= 1000000 or count ~= math.floor(count) then
+    return first
+  end
+  local top = plus(first, count - 1)
+  if (ceiling and not below(top, ceiling)) or not below(top, LAST_TOKEN) then
+    return first
+  end
+  return top
+end
+
+-- Reserves up to `count` fencing tokens for the hold that holds the lock now, which its client
+-- hands from thread to thread without the server: the tokens after the counter `counter` (whose
+-- checked value is `last`) in the epoch `source` names (`note_key` its note), and the counter
+-- moves past them, so that no later hold is handed one. `ttl` is the lock's; `channel` is
+-- counted with `numsub` ('numsub' or 'shardnumsub'). Returns the busy reply with the reserved
+-- range and how many connections watch the channel ({0, ttl, first, last, subscribers}), or the
+-- plain busy reply ({0, ttl}) if none can be reserved (the epoch's range is at its end, a command
+-- is refused): nothing is written then.
+local function reserve(counter, note_key, last, source, count, ttl, channel, numsub)
+  local first, behind, note, ceiling = token_after(last, source, note_key)
+  if behind then
+    return {0, ttl}
+  end
+  local top = block_end(first, ceiling, count)
+  if denied('set', counter, top) or (note and denied('set', note_key, note))
+      or not redis.acl_check_cmd('pubsub', numsub, channel) then
+    return {0, ttl}
+  end
+  redis.call('set', counter, top)
+  if note then
+    redis.call('set', note_key, note)
+  end
+  return {0, ttl, first, top, redis.call('pubsub', numsub, channel)[2]}
+end
+
 -- Releases the acquisition `id` of `owner`'s hold `hold` in `key`; `log` is the release log that
 -- tells a retry of the release that ended a hold that it was applied. Returns the reply to give
 -- now ({n} acquisitions left, {-1} not the owner's, {-2} applied already, or an error reply),

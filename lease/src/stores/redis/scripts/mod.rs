@@ -41,7 +41,9 @@ pub(crate) const WAITER_MARK: Duration = Duration::from_secs(5);
 
 /// An acquisition attempt: a new hold whose id (and first acquisition's) is `id`, or a re-entry
 /// of the hold `reenter` under the acquisition `id`; `waits` if the caller waits should the
-/// primitive be taken (a fair lock's waiter then takes a place in line).
+/// primitive be taken (a fair lock's waiter then takes a place in line). With `reserve`, a plain
+/// lock found held by that hold of the caller's client reserves tokens for it.
+#[allow(clippy::too_many_arguments)]
 pub(crate) fn acquire(
     keys: &LockKeys,
     owner: &str,
@@ -50,6 +52,7 @@ pub(crate) fn acquire(
     reenter: Option<&str>,
     epoch: Epoch,
     waits: bool,
+    reserve: Option<Reserve<'_>>,
 ) -> Call {
     if keys.kind.shared() {
         return shared::acquire(keys, owner, lease, id, reenter, epoch, waits);
@@ -75,13 +78,35 @@ pub(crate) fn acquire(
             Call::new(&ACQUIRE, &[&keys.lock, &keys.fence, &keys.epoch]),
         ),
     };
-    call.arg(millis(lease))
+    let call = call
+        .arg(millis(lease))
         .arg(owner)
         .arg(id)
         .arg(reenter.unwrap_or(""))
         .arg(epoch.arg())
         .arg(fair)
-        .arg(u8::from(waits))
+        .arg(u8::from(waits));
+    match reserve {
+        Some(reserve) if keys.kind == Kind::Lock => call
+            .arg(reserve.holder.unwrap_or(""))
+            .arg(reserve.count)
+            .arg(&keys.channel)
+            .arg(match reserve.announce {
+                Announce::Global => "numsub",
+                Announce::Sharded => "shardnumsub",
+            }),
+        _ => call,
+    }
+}
+
+/// Tokens to reserve, for a plain lock's client to hand on without the server: past a new hold's
+/// own, or for `holder`, a hold of the caller's client, should an attempt find it holding the
+/// lock; how the lock's channel is announced, to count its watchers.
+#[derive(Clone, Copy)]
+pub(crate) struct Reserve<'a> {
+    pub(crate) holder: Option<&'a str>,
+    pub(crate) count: u32,
+    pub(crate) announce: Announce,
 }
 
 /// What Redis holds for the primitive, read without a script (see `direct.rs`; a shared
@@ -116,11 +141,13 @@ pub(crate) fn withdraw(keys: &LockKeys, owner: &str) -> Call {
     Call::new(&WITHDRAW, &[&keys.queue, &keys.queue_until, &keys.writer]).arg(owner)
 }
 
-/// A waiting owner that a release may grant the lock to, as a new hold of id `hold`.
+/// A waiting owner that a release may grant the lock to, as a new hold of id `hold`, with
+/// `reserve` tokens reserved past its own.
 pub(crate) struct Grant<'a> {
     pub(crate) owner: &'a str,
     pub(crate) hold: &'a str,
     pub(crate) lease: Duration,
+    pub(crate) reserve: u32,
 }
 
 /// How a lock's channel is announced on: a global channel (`PUBLISH`), or a sharded one on the
@@ -154,6 +181,7 @@ pub(crate) fn release_call(
         owner: grant.owner,
         hold: grant.hold,
         lease: grant.lease,
+        reserve: grant.reserve,
     });
     self::release(
         keys,
@@ -191,6 +219,7 @@ pub(crate) fn release(
     .arg(grant.map_or(1, |grant| millis(grant.lease)))
     .arg(announce.command())
     .arg(epoch.arg())
+    .arg(grant.map_or(0, |grant| grant.reserve))
 }
 
 /// Extends every lease whose hold still holds its lock, in one call: each renewal's address is
@@ -212,8 +241,17 @@ mod tests {
 
     /// Acquires and releases `keys` as a new hold on `con` with tokens of `epoch`.
     fn take(con: &mut Conn, keys: &LockKeys, id: &str, epoch: Epoch) -> Result<u64> {
-        let reply =
-            acquire(keys, "o", Duration::from_secs(5), id, None, epoch, false).run(con, "k")?;
+        let reply = acquire(
+            keys,
+            "o",
+            Duration::from_secs(5),
+            id,
+            None,
+            epoch,
+            false,
+            None,
+        )
+        .run(con, "k")?;
         let Acquire::Acquired { token, .. } = parse_acquire(&reply)? else {
             panic!("held: {reply:?}");
         };

@@ -16,12 +16,17 @@
 -- ARGV[8]  how the lock's channel is announced: 'publish', or 'spublish' for a sharded channel
 --          (Redis Cluster)
 -- ARGV[9]  the epoch of a granted hold's token (see acquire.lua)
+-- ARGV[10] how many tokens to reserve past a granted hold's own, for its client to hand on
+--          without the server ('0' or absent: none)
 -- Reply    {n}                     released; n >= 1 acquisitions of the hold are left
 --          {0}                     the lock was freed and announced (not announced if the user
 --                                  may not publish: waiters find it free when they look again)
 --          {0, token, subscribers} the lock was granted to ARGV[5] with this fencing token;
 --                                  subscribers is how many connections watch the lock's
 --                                  channel (waiters of every client, the granting one's too)
+--          {0, token, subscribers, last}
+--                                  the same, and the tokens after it up to last reserved for
+--                                  the granted hold (ARGV[10])
 --          {-1}                    this hold does not hold the lock
 --          {-2}                    this release was applied already
 -- Errors   WRONGTYPE, BADVALUE (a hold count that is not a number), ERR (invalid lease), NOPERM
@@ -42,13 +47,13 @@ end
 -- A grant needs a token, and the user's leave to write it; if the counter cannot give one or a
 -- command is refused, the lock is freed instead, and the waiter, trying by itself, is told what
 -- is wrong with the counter, the epoch or its rights.
-local token, note
+local token, note, ceiling
 local count = ARGV[8] == 'spublish' and 'shardnumsub' or 'numsub'
 if ARGV[5] ~= '' then
   local last = fence_value(KEYS[2])
   if last then
     local _
-    token, _, note = token_after(last, ARGV[9], KEYS[4])
+    token, _, note, ceiling = token_after(last, ARGV[9], KEYS[4])
   end
   if token and (new_hold_denied(KEYS[1], KEYS[2], KEYS[4], note, ARGV[5], ARGV[6], token, ARGV[7])
       or not redis.acl_check_cmd('pubsub', count, ARGV[4])) then
@@ -60,6 +65,12 @@ redis.call('set', KEYS[3], ARGV[3], 'px', 60000)
 if token then
   new_hold(KEYS[1], KEYS[2], KEYS[4], note, ARGV[5], ARGV[6], token, ARGV[7])
   local subscribers = redis.call('pubsub', count, ARGV[4])[2]
+  local extra = tonumber(ARGV[10] or '0')
+  local top = extra and extra >= 1 and block_end(token, ceiling, extra + 1) or token
+  if top ~= token then
+    redis.call('set', KEYS[2], top)
+    return {0, token, subscribers, top}
+  end
   return {0, token, subscribers}
 end
 local announce = ARGV[8] == 'spublish' and 'spublish' or 'publish'
