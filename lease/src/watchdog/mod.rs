@@ -252,6 +252,49 @@ impl Watchdog {
         table.remove(entry);
     }
 
+    /// Hands the hold of `entry`, watched for its one guard, to a new holder of this client, who
+    /// is told of its loss from now on (the old holder's status hears no more of it). Its
+    /// renewals go on as they were; `max_hold` counts afresh from now. Refused (`None`) unless
+    /// the hold is renewed, not lost, not at its `max_hold`, and known valid for at least
+    /// `margin` more: a hold about to lapse is not handed on.
+    pub(crate) fn hand_over(
+        &self,
+        entry: EntryRef,
+        owner: &Arc<str>,
+        max_hold: Option<Duration>,
+        margin: Duration,
+    ) -> Option<Watched> {
+        let shared = &self.shared;
+        let now = self.now();
+        let mut table = shared.table.lock();
+        let found = table.get_mut(entry)?;
+        let handable = found.renewed
+            && found.guards == 1
+            && matches!(
+                found.state,
+                EntryState::Held | EntryState::Queued | EntryState::Renewing
+            )
+            && found.status.lost().is_none()
+            && now + margin < found.valid_until
+            && !shared.timer.is_stopped();
+        if !handable {
+            return None;
+        }
+        let status = Arc::new(Status::new(found.valid_until));
+        found.status = Arc::clone(&status);
+        found.owner = Arc::clone(owner);
+        found.acquired_at = now;
+        found.max_hold = max_hold;
+        let valid_until = found.valid_until;
+        // The deadline task tells the status it was made with: the new holder's from now on.
+        if let Err(reason) = shared.schedule_deadline(&mut table, entry, valid_until) {
+            // The timer stopped meanwhile: lost, and not handed on.
+            table.lose(entry, reason);
+            return None;
+        }
+        Some(Watched { entry, status })
+    }
+
     /// Whether the hold is lost, reading its deadline against the clock too, so that a timer
     /// running late never makes a hold look valid past its deadline.
     pub(crate) fn is_lost(&self, status: &Status) -> bool {
