@@ -1,8 +1,11 @@
 //! The contender: one acquisition's way to the lock, as a small state machine, the same on every
 //! store. It takes a turn in the client's local queue (a re-entry does not queue), takes a grant
-//! a releaser of this client may have left it, then attempts through the lock's place; the store
-//! answering "busy", it watches the lock, looks once more, and sleeps until a release wakes it,
-//! a bounded re-check is due, or the wait is over. An attempt that fails for a passing reason (a
+//! or a hold a releaser of this client may have left it, then attempts through the lock's place;
+//! the store answering "busy", it watches the lock, looks once more, and sleeps until a release
+//! wakes it, a bounded re-check is due, or the wait is over. Where a thread of this client holds
+//! the lock with a baton (`baton.rs`), a waiting contender does not ask the store whether the
+//! lock is free: it sleeps on its offer, once it has had tokens reserved for the holder to hand
+//! it. An attempt that fails for a passing reason (a
 //! failover) is made again shortly while a wait with a deadline lasts. What it settles on its
 //! way (this owner's releases of unknown outcome, a grant a releaser left it) is here too.
 //!
@@ -11,11 +14,13 @@
 //! attempt was sent, when the contender's offer opened) is read on the watchdog's clock, which
 //! its lease is counted on.
 
+use super::baton::{Baton, Passed, TOKENS_RESERVED};
 use super::core::Contention;
-use super::handoff::Offer;
+use super::handoff::{Offer, Taken, Taker};
+use super::registry::Live;
 use super::release::{self, Grants};
-use super::request::{Acquired, Request};
-use crate::backend::{scope, Attempt, Attempted, Kind};
+use super::request::{Acquired, Origin, Request};
+use crate::backend::{scope, Attempt, Attempted, Kind, ReserveFor};
 use crate::cancel;
 use crate::error::{Error, Result};
 use crate::local_queue::Refused;
@@ -55,6 +60,9 @@ pub(super) struct Contender<'a> {
     first_call_by: Option<Instant>,
     /// Whether the store ever answered busy.
     pub(super) contended: bool,
+    /// Whether the last sleep ended by a wake rather than its time: a wake that brought no hold
+    /// is a release through the store (or a forced one) to look at there.
+    woken: bool,
 }
 
 impl<'a> Contender<'a> {
@@ -68,6 +76,7 @@ impl<'a> Contender<'a> {
             waiting: None,
             first_call_by: None,
             contended: false,
+            woken: false,
         }
     }
 
@@ -81,8 +90,18 @@ impl<'a> Contender<'a> {
         }
     }
 
-    /// One round: a turn, a grant, an attempt, and what a busy answer leads to.
+    /// One round: a grant or a hold handed on, a turn, an attempt (unless a thread of this
+    /// client holds the lock with a baton), and what a busy answer leads to.
     fn step(&mut self) -> Next {
+        // What a releaser left first: a hold handed over is taken even by a wait that ends.
+        match self.granted() {
+            Ok(Some(acquired)) => {
+                self.end_turn();
+                return Next::End(Ok(Some(acquired)));
+            }
+            Ok(None) => {}
+            Err(error) => return Next::End(Err(error)),
+        }
         if self.lock.cancel.is_some_and(cancel::Cancel::is_cancelled) {
             return Next::End(Err(self.cancelled()));
         }
@@ -92,18 +111,25 @@ impl<'a> Contender<'a> {
                 return Next::End(end);
             }
         }
-        match self.granted() {
-            Ok(Some(acquired)) => {
-                self.turn = None;
-                return Next::End(Ok(Some(acquired)));
-            }
-            Ok(None) => {}
-            Err(error) => return Next::End(Err(error)),
-        }
         if let Some(until) = self.turn.as_ref().and_then(Contention::yield_until) {
             cancel::sleep_until(self.lock.cancel, until);
         }
-        match self.attempt(reenter) {
+        if let Some(acquired) = self.take_kept() {
+            self.end_turn();
+            return Next::End(Ok(Some(acquired)));
+        }
+        let baton = match (&reenter, &self.wait) {
+            (None, Wait::Until(_)) => self.lock.core.baton(self.lock.place.id()),
+            _ => None,
+        };
+        let woken = std::mem::take(&mut self.woken);
+        if let Some(baton) = baton.as_ref().filter(|_| !woken) {
+            if self.waiting.is_none() || baton.can_pass(self.lock.core.watchdog().now()) {
+                // Held here: watch first, then sleep until the holder hands it on.
+                return self.busy(None);
+            }
+        }
+        match self.attempt(reenter, baton.as_deref()) {
             Tried::Taken(acquired) => Next::End(Ok(Some(acquired))),
             Tried::Busy(ttl) => self.busy(ttl),
             Tried::Again => Next::On,
@@ -128,7 +154,7 @@ impl<'a> Contender<'a> {
     }
 
     /// The hold this owner holds through a live guard, which a re-entry names.
-    fn reentered_hold(&self) -> Option<Arc<str>> {
+    fn reentered_hold(&self) -> Option<Live> {
         let id = self.lock.place.id();
         id.kind
             .reentrant()
@@ -142,16 +168,28 @@ impl<'a> Contender<'a> {
         let core = self.lock.core;
         let id = self.lock.place.id();
         let deadline = self.wait.deadline(self.started);
-        match core.contend(id, &self.lock.owner, deadline, self.lock.cancel) {
-            Ok(turn) => self.turn = Some(turn),
-            Err(Refused::Full { waiting }) => {
+        let refused = match core.contend(id, &self.lock.owner, deadline, self.lock.cancel) {
+            Ok(turn) => {
+                self.turn = Some(turn);
+                None
+            }
+            Err((refused, kept)) => {
+                if let Some(kept) = kept {
+                    release::release_kept(core, kept);
+                }
+                Some(refused)
+            }
+        };
+        match refused {
+            None => {}
+            Some(Refused::Full { waiting }) => {
                 return Next::End(Err(Error::QueueFull {
                     name: id.name.clone(),
                     waiting,
                 }))
             }
-            Err(Refused::TimedOut) => return Next::End(self.wait.gave_up(&id.name, self.started)),
-            Err(Refused::Cancelled) => return Next::End(Err(self.cancelled())),
+            Some(Refused::TimedOut) => return Next::End(self.wait.gave_up(&id.name, self.started)),
+            Some(Refused::Cancelled) => return Next::End(Err(self.cancelled())),
         }
         let call_by = core.call_deadline();
         if let Err(error) = settle_releases(self.lock, call_by) {
@@ -161,29 +199,82 @@ impl<'a> Contender<'a> {
         Next::On
     }
 
-    /// The hold a releaser of this client granted while this thread slept, if one did.
-    fn granted(&self) -> Result<Option<Acquired>> {
+    /// Takes the hold a releaser of this client kept here for this contender, if one did and
+    /// it fits (the same renewed lease, a token left, known valid for a third of its lease
+    /// more); a kept hold that does not fit is released through the store.
+    fn take_kept(&self) -> Option<Acquired> {
+        let core = self.lock.core;
+        let id = self.lock.place.id();
+        self.turn.as_ref()?;
+        let kept = core.take_kept(id)?;
+        let baton = &kept.baton;
+        let fits = self.lock.lease.renewed() && self.lease == baton.lease();
+        let token = fits.then(|| baton.take_token()).flatten();
+        let holder: Arc<str> = Arc::from(self.lock.owner.as_str());
+        let margin = baton.lease() / release::PASS_MARGIN_DIVISOR;
+        let handed = token.and_then(|_| {
+            core.watchdog()
+                .hand_over(kept.watched.entry, &holder, self.lock.max_hold, margin)
+        });
+        let (Some((token, rivals)), Some(watched)) = (token, handed) else {
+            release::release_kept(core, kept);
+            return None;
+        };
+        baton.passed(holder, token, Arc::clone(&watched.status));
+        core.granted(id, rivals);
+        Some(Acquired {
+            hold: Arc::clone(baton.hold()),
+            id: kept.id.clone(),
+            token: Some(token),
+            holds: 1,
+            sent_at: core.watchdog().now(),
+            reserved: None,
+            origin: Origin::Passed(Passed {
+                baton: Arc::clone(baton),
+                id: kept.id,
+                token,
+                watched,
+            }),
+        })
+    }
+
+    /// Ends this thread's turn in the local queue, passing it on; the last thread of this
+    /// client to leave releases the hold kept here, if one is.
+    fn end_turn(&mut self) {
+        if let Some(kept) = self.turn.take().and_then(Contention::finish) {
+            release::release_kept(self.lock.core, kept);
+        }
+    }
+
+    /// The hold a releaser of this client granted or handed on while this thread slept, if
+    /// one did.
+    pub(super) fn granted(&self) -> Result<Option<Acquired>> {
         match &self.waiting {
             Some((_, offer)) => settle_offer(self.lock, offer),
             None => Ok(None),
         }
     }
 
-    /// One attempt in the store. One that failed for a passing reason (a failover) while a
-    /// wait with a deadline lasts is made again after a pause.
-    fn attempt(&mut self, reenter: Option<Arc<str>>) -> Tried {
+    /// One attempt in the store; with `baton`, the holder of this client it finds holding the
+    /// lock gets tokens reserved to hand on. One that failed for a passing reason (a failover)
+    /// while a wait with a deadline lasts is made again after a pause.
+    fn attempt(&mut self, reenter: Option<Live>, baton: Option<&Baton>) -> Tried {
         let core = self.lock.core;
         let acquisition = core.ids().next();
         let sent_at = core.watchdog().now();
         let now = || core.watchdog().now();
+        let owner = reenter
+            .as_ref()
+            .map_or(self.lock.owner.as_str(), |live| &*live.store_owner);
         let attempt = Attempt {
-            owner: &self.lock.owner,
+            owner,
             lease: self.lease,
             id: &acquisition,
-            reenter: reenter.as_deref(),
+            reenter: reenter.as_ref().map(|live| &*live.hold),
             valid_until: watchdog::valid_until(sent_at, self.lease),
             now: &now,
             waits: !matches!(self.wait, Wait::No),
+            reserve: self.reserve(reenter.is_some(), baton),
         };
         let call_by = self
             .first_call_by
@@ -191,14 +282,21 @@ impl<'a> Contender<'a> {
             .unwrap_or_else(|| core.call_deadline());
         match self.lock.place.attempt(&attempt, call_by) {
             Ok(Attempted::Busy { ttl }) => Tried::Busy(ttl),
+            Ok(Attempted::Reserved { ttl, reserved }) => {
+                if let Some(baton) = baton {
+                    baton.reserved(reserved);
+                }
+                Tried::Busy(ttl)
+            }
             Ok(Attempted::Acquired {
                 holds,
                 token,
                 confirmed_at,
+                reserved,
             }) => {
-                let hold = match (holds, reenter) {
-                    (1, _) => Arc::from(acquisition.as_str()),
-                    (_, Some(hold)) => hold,
+                let (hold, origin) = match (holds, reenter) {
+                    (1, _) => (Arc::from(acquisition.as_str()), Origin::Store),
+                    (_, Some(live)) => (Arc::clone(&live.hold), Origin::Reentered(live)),
                     (_, None) => {
                         return Tried::Failed(Error::Protocol(format!(
                             "an acquisition of {:?} re-entered a hold it did not name",
@@ -206,13 +304,15 @@ impl<'a> Contender<'a> {
                         )))
                     }
                 };
-                self.turn = None;
+                self.end_turn();
                 Tried::Taken(Acquired {
                     hold,
                     id: acquisition,
                     token,
                     holds,
                     sent_at: confirmed_at.map_or(sent_at, |at| at.max(sent_at)),
+                    reserved,
+                    origin,
                 })
             }
             Err(error) => match self.wait.retry_at(&error) {
@@ -226,6 +326,31 @@ impl<'a> Contender<'a> {
                 }
                 None => Tried::Failed(error),
             },
+        }
+    }
+
+    /// The tokens an attempt asks the store to reserve: for `baton`'s hold, found holding the
+    /// lock; or past a new hold's own where other threads of this client wait behind this one.
+    fn reserve<'b>(&self, reenters: bool, baton: Option<&'b Baton>) -> Option<ReserveFor<'b>> {
+        let core = self.lock.core;
+        let id = self.lock.place.id();
+        let watching = self.waiting.is_some();
+        let renewed = self.lock.lease.renewed();
+        match baton {
+            _ if reenters => None,
+            // Only for a hold this contender could take: the same lease, renewed.
+            Some(baton) if renewed && baton.lease() == self.lease => Some(ReserveFor {
+                holder: Some(baton.hold()),
+                count: TOKENS_RESERVED,
+                watching,
+            }),
+            Some(_) => None,
+            None if renewed && core.hands_on(id) && core.contenders(id) > 1 => Some(ReserveFor {
+                holder: None,
+                count: TOKENS_RESERVED - 1,
+                watching,
+            }),
+            None => None,
         }
     }
 
@@ -259,13 +384,19 @@ impl<'a> Contender<'a> {
             let confirm_by = deadline.map_or(confirm_by, |deadline| deadline.min(confirm_by));
             let watch = core.waiters().watch(self.lock.place.wake_key(), confirm_by);
             let hold: Arc<str> = Arc::from(core.ids().next().as_str());
-            let offer = Offer::new(self.lock.owner.clone(), hold, self.lease);
+            let taker = Taker {
+                owner: self.lock.owner.clone(),
+                lease: self.lease,
+                renewed: self.lock.lease.renewed(),
+                max_hold: self.lock.max_hold,
+            };
+            let offer = Offer::new(taker, hold);
             turn.offer(&offer);
             self.waiting = Some((watch, offer));
             return Next::On;
         };
         offer.open(self.lock.core.watchdog().now());
-        watch.wait_or_cancel(until, self.lock.cancel);
+        self.woken = watch.wait_or_cancel(until, self.lock.cancel);
         Next::On
     }
 
@@ -273,6 +404,12 @@ impl<'a> Contender<'a> {
         Error::Cancelled {
             name: self.lock.place.id().name.clone(),
         }
+    }
+}
+
+impl Drop for Contender<'_> {
+    fn drop(&mut self) {
+        self.end_turn();
     }
 }
 
@@ -287,7 +424,7 @@ fn settle_releases(lock: &Request<'_>, deadline: Instant) -> Result<()> {
         let outcome = release::send(
             core,
             &**lock.place,
-            owner,
+            &unsettled.owner,
             &unsettled.hold,
             &unsettled.id,
             deadline,
@@ -321,11 +458,29 @@ fn settle_offer(lock: &Request<'_>, offer: &Offer) -> Result<Option<Acquired>> {
             core.call_deadline(),
         )
         .inspect_err(|_| core.grant_unknown(lock.place.id(), &lock.owner, offer.hold()))?;
-    Ok(taken.map(|taken| Acquired {
-        hold: Arc::clone(offer.hold()),
-        id: taken.id,
-        token: taken.token,
-        holds: 1,
-        sent_at: taken.sent_at,
+    Ok(taken.map(|taken| match taken {
+        Taken::Granted {
+            id,
+            token,
+            sent_at,
+            reserved,
+        } => Acquired {
+            hold: Arc::clone(offer.hold()),
+            id,
+            token,
+            holds: 1,
+            sent_at,
+            reserved,
+            origin: Origin::Store,
+        },
+        Taken::Passed(passed) => Acquired {
+            hold: Arc::clone(passed.baton.hold()),
+            id: passed.id.clone(),
+            token: Some(passed.token),
+            holds: 1,
+            sent_at: now,
+            reserved: None,
+            origin: Origin::Passed(passed),
+        },
     }))
 }

@@ -3,11 +3,12 @@
 //! here, live holds, releases of unknown outcome, contenders and the hand-off's lane) lives in
 //! one [`Registry`] and changes only through the named transitions here: [`Core::contend`],
 //! [`Core::acquired`], [`Core::guard_gone`], [`Core::released`], [`Core::abandoned`],
-//! [`Core::force_freed`], [`Core::take_unsettled`], and the hand-off's [`Core::claim`] and
-//! [`Core::granted`].
+//! [`Core::force_freed`], [`Core::take_unsettled`], and the hand-off's [`Core::claim`],
+//! [`Core::granted`] and [`Core::passed`].
 
+use super::baton::{Baton, Kept};
 use super::handoff::{Claiming, Offer};
-use super::registry::{Registry, Unsettled};
+use super::registry::{Live, Registry, Unsettled};
 use crate::backend::{claim_id, Backend, LockId, Place, Rivals};
 use crate::events::Events;
 use crate::local_queue::{LocalQueues, Refused, Turn};
@@ -101,19 +102,47 @@ impl Core {
     }
 
     /// The hold `owner` holds on the lock through a live guard, which an acquisition re-enters.
-    pub(crate) fn reentrant(&self, id: &LockId, owner: &str) -> Option<Arc<str>> {
+    pub(crate) fn reentrant(&self, id: &LockId, owner: &str) -> Option<Live> {
         self.reentrant_in(&id.scope, owner)
     }
 
     /// [`Core::reentrant`] for the primitive the client's bookkeeping knows as `scope` (the
     /// read side of the write lock being taken, say).
-    pub(crate) fn reentrant_in(&self, scope: &str, owner: &str) -> Option<Arc<str>> {
+    pub(crate) fn reentrant_in(&self, scope: &str, owner: &str) -> Option<Live> {
         self.registry.reentrant(scope, owner)
     }
 
-    /// A guard of `hold` now exists.
-    pub(crate) fn acquired(&self, id: &LockId, owner: &str, hold: &Arc<str>) {
-        self.registry.acquired(&id.scope, owner, hold);
+    /// A guard of `live`'s hold now exists, `owner`'s.
+    pub(crate) fn acquired(&self, id: &LockId, owner: &str, live: &Live) {
+        self.registry.acquired(&id.scope, owner, live);
+    }
+
+    /// Whether this client's threads may hand on a hold of the lock without the store: a plain
+    /// lock, on a backend that grants and counts tokens.
+    pub(crate) fn hands_on(&self, id: &LockId) -> bool {
+        id.kind.grants() && self.backend.grants() && self.backend.fenced()
+    }
+
+    /// How many threads of this client are in the local queue for the lock, its contender
+    /// included.
+    pub(crate) fn contenders(&self, id: &LockId) -> usize {
+        self.registry.contenders(&id.scope)
+    }
+
+    /// The hold of this client on the lock that its threads may hand on, if one stands.
+    pub(crate) fn baton(&self, id: &LockId) -> Option<Arc<Baton>> {
+        self.registry.baton(&id.scope)
+    }
+
+    /// Whether `owner`'s guard of `hold` is the hold's last here, with nothing of it unsettled.
+    pub(crate) fn sole_guard(&self, id: &LockId, owner: &str, hold: &str) -> bool {
+        self.registry.sole_guard(&id.scope, owner, hold)
+    }
+
+    /// `owner`'s last guard of `hold` handed it on without the store (the store having seen
+    /// `rivals` when it reserved the token).
+    pub(crate) fn passed(&self, id: &LockId, owner: &str, hold: &str, rivals: Rivals) {
+        self.registry.passed(&id.scope, owner, hold, rivals);
     }
 
     /// A guard of `hold` is gone, its release about to be sent.
@@ -151,6 +180,7 @@ impl Core {
     pub(crate) fn grant_unknown(&self, lock: &LockId, owner: &str, hold: &Arc<str>) {
         for id in [hold.to_string(), claim_id(hold)] {
             let release = Unsettled {
+                owner: Arc::from(owner),
                 hold: Arc::clone(hold),
                 id,
             };
@@ -173,7 +203,7 @@ impl Core {
         owner: &str,
         deadline: Option<Instant>,
         cancel: Option<&crate::Cancel>,
-    ) -> Result<Contention<'_>, Refused> {
+    ) -> Result<Contention<'_>, (Refused, Option<Kept>)> {
         // A fair lock's waiters queue in the store, each on its own: locally, each owner is
         // alone.
         let queue_key = if id.kind.queues_locally() {
@@ -188,14 +218,30 @@ impl Core {
                 core: self,
                 name: queue_key,
                 offer: None,
+                finished: false,
                 _turn: turn,
             }),
             Err(refused) => {
-                self.registry.contention_over(&queue_key, None);
+                let kept = self.registry.contention_over(&queue_key, None);
                 self.events.local_waiters(-1);
-                Err(refused)
+                Err((refused, kept))
             }
         }
+    }
+
+    /// The hold kept here for this client's contender, if one is.
+    pub(crate) fn take_kept(&self, id: &LockId) -> Option<Kept> {
+        self.registry.take_kept(&id.scope)
+    }
+
+    /// `baton`'s hold, kept here, is released through the store.
+    pub(crate) fn baton_gone(&self, id: &LockId, baton: &Arc<Baton>) {
+        self.registry.baton_gone(&id.scope, baton);
+    }
+
+    /// The last guard of `owner`'s hold `hold` left it here for the contender on its way.
+    pub(crate) fn keep(&self, id: &LockId, owner: &str, hold: &str, kept: Kept) {
+        self.registry.keep(&id.scope, owner, hold, kept);
     }
 
     /// What a release of the lock at its hold's last does about this client's contender.
@@ -215,6 +261,8 @@ pub(crate) struct Contention<'a> {
     core: &'a Core,
     name: String,
     offer: Option<Arc<Offer>>,
+    /// Whether [`Contention::finish`] ended it.
+    finished: bool,
     /// Held for its drop, which passes the turn on.
     _turn: Turn<'a>,
 }
@@ -232,12 +280,33 @@ impl Contention<'_> {
     }
 }
 
-impl Drop for Contention<'_> {
-    fn drop(&mut self) {
+impl Contention<'_> {
+    /// Ends the contention: withdraws the offer and passes the turn on. The last thread of this
+    /// client to leave the queue gets the hold kept here, if one is, to release.
+    pub(crate) fn finish(mut self) -> Option<Kept> {
+        self.finished = true;
+        self.over()
+    }
+
+    fn over(&mut self) -> Option<Kept> {
         // The offer goes before the turn passes on: the next contender leaves its own.
-        self.core
+        let kept = self
+            .core
             .registry
             .contention_over(&self.name, self.offer.as_ref());
         self.core.events.local_waiters(-1);
+        kept
+    }
+}
+
+impl Drop for Contention<'_> {
+    fn drop(&mut self) {
+        if self.finished {
+            return;
+        }
+        if let Some(kept) = self.over() {
+            // Not finished (a panic unwinding): the kept hold lapses with its lease.
+            self.core.watchdog.unwatch(kept.watched.entry, None);
+        }
     }
 }

@@ -54,8 +54,8 @@ impl LeaseGuard {
         }
     }
 
-    /// The fencing token of this hold: it rises strictly with every new hold of the lock name,
-    /// and a re-entry gets the token of the hold it re-enters. Pass it to the resource the lock
+    /// The fencing token of this hold: it rises strictly with every new holder of the lock name
+    /// (not always by one), and a re-entry gets the token of the hold it re-enters. Pass it to the resource the lock
     /// protects, which rejects any write with a token lower than one it has seen. `None` on a
     /// deployment without tokens (RedLock: no single counter exists across independent masters).
     pub fn fencing_token(&self) -> Option<u64> {

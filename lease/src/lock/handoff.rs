@@ -3,12 +3,14 @@
 //! contender's [`Offer`], a releaser's [`Claim`] on it, and the one fairness rule (when a run of
 //! grants ends and a release frees the lock for every client instead).
 //!
-//! While the contender sleeps it leaves an offer; a releaser may *claim* it and have the release
-//! script grant the lock to the contender's owner. The offer's states:
+//! While the contender sleeps it leaves an offer; a releaser may *claim* it and either hand it
+//! the hold itself without the store (a pass: `baton.rs`), or have the release script grant the
+//! lock to the contender's owner. The offer's states:
 //!
 //! ```text
-//! Closed --open()--> Open --claim()--> Claimed --granted--> Granted { token, sent_at }
-//!    ^                 |                  |------declined-> Open
+//! Closed --open()--> Open --claim()--> Claimed --passed---> Passed (the hold, in memory)
+//!    ^                 |                  |------granted--> Granted { token, sent_at }
+//!    |                 |                  |------declined-> Open
 //!    |                 |                  +------unknown--> Unknown (the contender asks Redis)
 //!    +----close()------+-- from any state, by the contender, which learns what it was
 //! ```
@@ -19,7 +21,8 @@
 //! at most [`MAX_GRANTS_IN_A_ROW`] grants follow one another; then a release frees the lock for
 //! everyone, and this client's contender holds back for [`YIELD`].
 
-use crate::backend::{Grant, GrantFate, Place, Released, Rivals};
+use super::baton::Passed;
+use crate::backend::{Grant, GrantFate, Place, Released, Reserved, Rivals};
 use crate::error::Result;
 use crate::watchdog;
 use parking_lot::{Condvar, Mutex};
@@ -43,13 +46,16 @@ enum OfferState {
     Claimed,
     /// The lock was granted to the contender's owner (as the offer's hold) with this fencing
     /// token where there are tokens, by a release sent at `sent_at` (on the watchdog's clock):
-    /// the grant's lease runs from no earlier than that.
+    /// the grant's lease runs from no earlier than that; with the tokens reserved past it.
     Granted {
         token: Option<u64>,
         sent_at: Instant,
+        reserved: Option<Reserved>,
     },
     /// A release with a grant for it failed or was retried: Redis knows whether it holds.
     Unknown,
+    /// A releaser handed the contender its hold without the store (kept in `passed`).
+    Passed,
 }
 
 /// The offer's state and when it was last opened, under one mutex.
@@ -57,37 +63,51 @@ struct OfferInner {
     state: OfferState,
     /// When the offer last went from closed to open: no grant can have been sent before.
     opened_at: Option<Instant>,
+    /// The hold handed on, from `Passed` until the contender takes it.
+    passed: Option<Passed>,
+}
+
+/// What the contender waits for the lock as: the acquisition's owner, lease and `max_hold`.
+pub(crate) struct Taker {
+    pub(crate) owner: String,
+    pub(crate) lease: Duration,
+    /// Whether the lease is the renewed one (not a fixed lease).
+    pub(crate) renewed: bool,
+    pub(crate) max_hold: Option<Duration>,
 }
 
 /// A sleeping contender's readiness to be granted the lock.
 pub(crate) struct Offer {
-    owner: String,
+    taker: Taker,
     /// The id of the hold a grant makes (the contender's acquisition).
     hold: Arc<str>,
-    lease: Duration,
     inner: Mutex<OfferInner>,
     resolved: Condvar,
 }
 
 /// A grant the contender takes: the acquisition it holds it under, its hold's fencing token
 /// where there are tokens, and when the release that made it was sent (its lease runs from no
-/// earlier).
-pub(crate) struct Taken {
-    pub(crate) id: String,
-    pub(crate) token: Option<u64>,
-    pub(crate) sent_at: Instant,
+/// earlier); or the hold a releaser handed it without the store.
+pub(crate) enum Taken {
+    Granted {
+        id: String,
+        token: Option<u64>,
+        sent_at: Instant,
+        reserved: Option<Reserved>,
+    },
+    Passed(Passed),
 }
 
 impl Offer {
-    /// A closed offer to grant the lock to `owner` as the new hold `hold`, for `lease`.
-    pub(crate) fn new(owner: String, hold: Arc<str>, lease: Duration) -> Arc<Offer> {
+    /// A closed offer to grant the lock to `taker` as the new hold `hold`.
+    pub(crate) fn new(taker: Taker, hold: Arc<str>) -> Arc<Offer> {
         Arc::new(Offer {
-            owner,
+            taker,
             hold,
-            lease,
             inner: Mutex::new(OfferInner {
                 state: OfferState::Closed,
                 opened_at: None,
+                passed: None,
             }),
             resolved: Condvar::new(),
         })
@@ -113,10 +133,11 @@ impl Offer {
         }
     }
 
-    /// Withdraws the offer before the contender acts by itself, and tells what became of it; the
-    /// offer is closed afterwards whatever it was. A claim in progress is waited for, at most
-    /// `limit`; if it does not resolve, the answer is [`OfferState::Unknown`].
-    fn close(&self, limit: Duration) -> (OfferState, Option<Instant>) {
+    /// Withdraws the offer before the contender acts by itself, and tells what became of it
+    /// (with the hold, if one was passed); the offer is closed afterwards whatever it was. A
+    /// claim in progress is waited for, at most `limit`; if it does not resolve, the answer is
+    /// [`OfferState::Unknown`].
+    fn close(&self, limit: Duration) -> (OfferState, Option<Instant>, Option<Passed>) {
         let deadline = Instant::now() + limit;
         let mut inner = self.inner.lock();
         let mut seen = inner.state;
@@ -128,7 +149,7 @@ impl Offer {
             seen = inner.state;
         }
         inner.state = OfferState::Closed;
-        (seen, inner.opened_at)
+        (seen, inner.opened_at, inner.passed.take())
     }
 
     /// Closes the offer before the contender acts by itself, and returns the grant if a releaser
@@ -142,22 +163,38 @@ impl Offer {
         now: Instant,
         deadline: Instant,
     ) -> Result<Option<Taken>> {
-        let (state, opened_at) = self.close(call_timeout * 4);
+        let (state, opened_at, passed) = self.close(call_timeout * 4);
+        if let Some(passed) = passed {
+            return Ok(Some(Taken::Passed(passed)));
+        }
         match state {
-            OfferState::Granted { token, sent_at } => Ok(Some(Taken {
+            OfferState::Granted {
+                token,
+                sent_at,
+                reserved,
+            } => Ok(Some(Taken::Granted {
                 id: self.hold.to_string(),
                 token,
                 sent_at,
+                reserved,
             })),
             OfferState::Unknown => {
                 let sent_at = opened_at.unwrap_or(now);
-                let fate = place.settle_grant(&self.owner, &self.hold, deadline)?;
+                let fate = place.settle_grant(&self.taker.owner, &self.hold, deadline)?;
                 Ok(match fate {
-                    GrantFate::Granted { token, id } => Some(Taken { id, token, sent_at }),
+                    // Tokens it may have reserved are not known: none are handed on.
+                    GrantFate::Granted { token, id } => Some(Taken::Granted {
+                        id,
+                        token,
+                        sent_at,
+                        reserved: None,
+                    }),
                     GrantFate::Withdrawn => None,
                 })
             }
-            OfferState::Closed | OfferState::Open | OfferState::Claimed => Ok(None),
+            OfferState::Closed | OfferState::Open | OfferState::Claimed | OfferState::Passed => {
+                Ok(None)
+            }
         }
     }
 }
@@ -178,6 +215,9 @@ pub(crate) enum Claiming {
     Grant(Claim),
     /// Free the lock, and wake this client's waiters at once.
     Free,
+    /// A thread of this client contends but does not sleep on an offer yet: keep a hold that
+    /// may be handed on here for it (`baton.rs`); free any other, and wake it.
+    Keep,
     /// Free the lock, and let this client's waiters learn of it from Redis like everyone else's.
     FreeForOthers,
 }
@@ -205,21 +245,25 @@ impl Lane {
         (until > Instant::now()).then_some(until)
     }
 
-    /// What a release should do about this client's waiters: grant the lock to the sleeping
-    /// contender, or free it (after a run of grants, without waking this client's waiters
-    /// first, so that other clients get an equal chance).
-    pub(crate) fn claim(&mut self) -> Claiming {
-        let Some(offer) = self.offer.clone() else {
+    /// What a release should do about this client's waiters, `contended` if a thread of this
+    /// client is in the lock's local queue: grant the lock to the sleeping contender, keep it
+    /// for one on its way, or free it (after a run of grants, without waking this client's
+    /// waiters first, so that other clients get an equal chance).
+    pub(crate) fn claim(&mut self, contended: bool) -> Claiming {
+        if !contended {
             return Claiming::Free;
-        };
+        }
         if self.granted_in_a_row >= MAX_GRANTS_IN_A_ROW {
             self.granted_in_a_row = 0;
             self.yield_until = Some(Instant::now() + YIELD);
             return Claiming::FreeForOthers;
         }
+        let Some(offer) = self.offer.clone() else {
+            return Claiming::Keep;
+        };
         let mut inner = offer.inner.lock();
         if inner.state != OfferState::Open {
-            return Claiming::Free;
+            return Claiming::Keep;
         }
         inner.state = OfferState::Claimed;
         drop(inner);
@@ -248,20 +292,38 @@ pub(crate) struct Claim {
 }
 
 impl Claim {
-    /// The grant to ask of the backend, for a release sent at `sent_at`; `now` reads the
-    /// watchdog's clock.
+    /// Who the claimed offer's contender waits as.
+    pub(crate) fn taker(&self) -> &Taker {
+        &self.offer.taker
+    }
+
+    /// Hands the contender a hold without the store.
+    pub(crate) fn pass(mut self, passed: Passed) {
+        self.resolved = true;
+        let mut inner = self.offer.inner.lock();
+        inner.passed = Some(passed);
+        inner.state = OfferState::Passed;
+        drop(inner);
+        self.offer.resolved.notify_all();
+    }
+
+    /// The grant to ask of the backend, for a release sent at `sent_at`, with `reserve` tokens
+    /// past the granted hold's own for this client to hand on; `now` reads the watchdog's
+    /// clock.
     pub(crate) fn grant<'a>(
         &'a self,
         sent_at: Instant,
         now: &'a (dyn Fn() -> Instant + Sync),
+        reserve: u32,
     ) -> Grant<'a> {
         let offer = &self.offer;
         Grant {
-            owner: &offer.owner,
+            owner: &offer.taker.owner,
             hold: &offer.hold,
-            lease: offer.lease,
-            valid_until: watchdog::valid_until(sent_at, offer.lease),
+            lease: offer.taker.lease,
+            valid_until: watchdog::valid_until(sent_at, offer.taker.lease),
             now,
+            reserve,
         }
     }
 
@@ -275,10 +337,18 @@ impl Claim {
     ) -> Option<Rivals> {
         self.resolved = true;
         match (released, settled) {
-            (Ok(Released::Granted { token, rivals }), _) => {
+            (
+                Ok(Released::Granted {
+                    token,
+                    rivals,
+                    reserved,
+                }),
+                _,
+            ) => {
                 self.offer.set(OfferState::Granted {
                     token: *token,
                     sent_at,
+                    reserved: *reserved,
                 });
                 Some(*rivals)
             }
@@ -309,7 +379,13 @@ mod tests {
 
     /// A lane whose contender sleeps with an open offer.
     fn lane_with_open_offer() -> (Lane, Arc<Offer>) {
-        let offer = Offer::new("owner".into(), Arc::from("hold"), Duration::from_secs(1));
+        let taker = Taker {
+            owner: "owner".into(),
+            lease: Duration::from_secs(1),
+            renewed: true,
+            max_hold: None,
+        };
+        let offer = Offer::new(taker, Arc::from("hold"));
         offer.open(Instant::now());
         let mut lane = Lane::default();
         lane.offered(Arc::clone(&offer));
@@ -317,12 +393,13 @@ mod tests {
     }
 
     fn grant_once(lane: &mut Lane, offer: &Offer, rivals: Rivals) -> bool {
-        let Claiming::Grant(claim) = lane.claim() else {
+        let Claiming::Grant(claim) = lane.claim(true) else {
             return false;
         };
         let released = Ok(Released::Granted {
             token: Some(1),
             rivals,
+            reserved: None,
         });
         if let Some(rivals) = claim.resolve(&released, true, Instant::now()) {
             lane.granted(rivals);
@@ -339,7 +416,7 @@ mod tests {
             for _ in 0..MAX_GRANTS_IN_A_ROW {
                 assert!(grant_once(&mut lane, &offer, rivals));
             }
-            assert!(matches!(lane.claim(), Claiming::FreeForOthers));
+            assert!(matches!(lane.claim(true), Claiming::FreeForOthers));
             assert!(lane.yield_until().is_some(), "the contender holds back");
             assert!(grant_once(&mut lane, &offer, rivals), "a new run starts");
         }
@@ -356,10 +433,10 @@ mod tests {
     #[test]
     fn a_claim_dropped_unresolved_leaves_the_grant_for_redis_to_tell() {
         let (mut lane, offer) = lane_with_open_offer();
-        let Claiming::Grant(claim) = lane.claim() else {
+        let Claiming::Grant(claim) = lane.claim(true) else {
             panic!("the offer is open");
         };
-        assert!(matches!(lane.claim(), Claiming::Free), "claimed once");
+        assert!(matches!(lane.claim(true), Claiming::Keep), "claimed once");
         drop(claim);
         assert_eq!(offer.close(Duration::ZERO).0, OfferState::Unknown);
     }

@@ -2,6 +2,7 @@
 //! acquisition calls with their waiting policies, and the queries.
 
 mod acquire;
+mod baton;
 mod contender;
 pub(crate) mod core;
 mod guard;
@@ -308,12 +309,21 @@ impl Lock {
     /// full server; keys a lock cannot use are described in [`LockState::problems`] rather than
     /// failing the call. For operators and tools.
     ///
+    /// A hold that threads of one client hand on among themselves without Redis stays, in
+    /// Redis, the hold of the thread that took it from Redis, with that thread's owner id and
+    /// token; `last_token` counts the tokens reserved for the hand-offs. Read through the client
+    /// that holds it, the holder and `hold_token` shown are the current holder's.
+    ///
     /// # Errors
     ///
     /// [`Error::Unavailable`] if Redis does not answer within the command timeout,
     /// [`Error::Refused`] if it refuses the commands.
     pub fn inspect(&self) -> Result<LockState> {
-        self.place.inspect(self.core.call_deadline())
+        let mut state = self.place.inspect(self.core.call_deadline())?;
+        if let Some(baton) = self.core.baton(self.place.id()) {
+            baton.show_holder(&mut state);
+        }
+        Ok(state)
     }
 
     /// Deletes the lock whoever holds it (whatever its key holds) and wakes its waiters. For

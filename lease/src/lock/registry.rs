@@ -1,6 +1,7 @@
 //! What a client knows of each lock it uses, in one registry keyed by lock name: whether a
-//! thread of the client holds it, the holds its live guards hold (by owner), the releases whose
-//! outcome is unknown, how many of its threads contend for it, and the hand-off's lane. It
+//! thread of the client holds it, the holds its live guards hold (by owner), the hold its threads
+//! may hand on (its baton), the releases whose outcome is unknown, how many of its threads
+//! contend for it, and the hand-off's lane. It
 //! changes only through the transitions below, each named for the event it records; nothing
 //! else keeps a second copy.
 //!
@@ -17,6 +18,7 @@
 //! An entry lives while any of this is so, and goes with the last of it. The hand-off's lane (its
 //! run of grants) starts afresh once the lock is neither held nor contended for here.
 
+use super::baton::{Baton, Kept};
 use super::handoff::{Claiming, Lane, Offer};
 use crate::backend::Rivals;
 use parking_lot::Mutex;
@@ -27,11 +29,23 @@ use std::time::Instant;
 /// The most releases a client keeps to send again.
 pub(crate) const MAX_UNSETTLED: usize = 10_000;
 
-/// A release to send again: acquisition `id` of hold `hold`.
+/// A release to send again: acquisition `id` of hold `hold`, which the store knows as `owner`'s.
 #[derive(Debug, Clone)]
 pub(crate) struct Unsettled {
+    pub(crate) owner: Arc<str>,
     pub(crate) hold: Arc<str>,
     pub(crate) id: String,
+}
+
+/// A hold with live guards, as its owner re-enters it.
+#[derive(Clone)]
+pub(crate) struct Live {
+    pub(crate) hold: Arc<str>,
+    /// The owner id the store knows the hold by: the owner's own, or for a hold handed on
+    /// without the store, the one that took it from the store.
+    pub(crate) store_owner: Arc<str>,
+    /// The hold's baton, if its threads may hand it on.
+    pub(crate) baton: Option<Arc<Baton>>,
 }
 
 /// What the client knows of one lock.
@@ -41,7 +55,12 @@ struct Entry {
     /// knows: the lease may have lapsed since).
     held_here: bool,
     /// Owner -> its latest hold and the number of that hold's live guards.
-    live: HashMap<String, (Arc<str>, usize)>,
+    live: HashMap<String, (Live, usize)>,
+    /// The hold of this client that its threads may hand on, while it has live guards or is
+    /// kept.
+    baton: Option<Arc<Baton>>,
+    /// The hold kept here between two holders.
+    kept: Option<Kept>,
     /// Releases of unknown outcome, each with its owner and the number of its arrival.
     unsettled: Vec<(u64, String, Unsettled)>,
     /// Threads of this client in the local queue for the lock, the contender included.
@@ -50,9 +69,21 @@ struct Entry {
 }
 
 impl Entry {
+    /// One guard of `owner`'s hold `hold` is gone.
+    fn guard_gone(&mut self, owner: &str, hold: &str) {
+        if let Some((latest, guards)) = self.live.get_mut(owner) {
+            if &*latest.hold == hold {
+                *guards -= 1;
+                if *guards == 0 {
+                    self.live.remove(owner);
+                }
+            }
+        }
+    }
+
     /// Whether nothing is left to keep, once the lane is reset if it is idle.
     fn tidy(&mut self) -> bool {
-        if self.held_here || self.contenders > 0 {
+        if self.held_here || self.contenders > 0 || self.kept.is_some() {
             return false;
         }
         self.lane = Lane::default();
@@ -78,40 +109,106 @@ pub(crate) struct Registry {
 
 impl Registry {
     /// The hold `owner` holds on `name` through a live guard, if any.
-    pub(crate) fn reentrant(&self, name: &str, owner: &str) -> Option<Arc<str>> {
+    pub(crate) fn reentrant(&self, name: &str, owner: &str) -> Option<Live> {
         let state = self.state.lock();
-        let (hold, _) = state.locks.get(name)?.live.get(owner)?;
-        Some(Arc::clone(hold))
+        let (live, _) = state.locks.get(name)?.live.get(owner)?;
+        Some(live.clone())
     }
 
-    /// A guard of `hold` now exists: the lock is held here, and the hold is the one `owner`
-    /// re-enters (a newer hold of the owner replaces an older one).
-    pub(crate) fn acquired(&self, name: &str, owner: &str, hold: &Arc<str>) {
+    /// A guard of `live`'s hold now exists: the lock is held here, and the hold is the one
+    /// `owner` re-enters (a newer hold of the owner replaces an older one).
+    pub(crate) fn acquired(&self, name: &str, owner: &str, live: &Live) {
         let mut state = self.state.lock();
         let entry = state.locks.entry(name.to_owned()).or_default();
         entry.held_here = true;
-        let live = entry
+        if let Some(baton) = &live.baton {
+            entry.baton = Some(Arc::clone(baton));
+        }
+        let known = entry
             .live
             .entry(owner.to_owned())
-            .or_insert_with(|| (Arc::clone(hold), 0));
-        if live.0 != *hold {
-            *live = (Arc::clone(hold), 0);
+            .or_insert_with(|| (live.clone(), 0));
+        if known.0.hold != live.hold {
+            *known = (live.clone(), 0);
         }
-        live.1 += 1;
+        known.1 += 1;
     }
 
-    /// A guard of `hold` is gone (its release is about to be sent).
+    /// A guard of `hold` is gone (its release is about to be sent, or it was abandoned): with
+    /// the hold's last, its baton goes.
     pub(crate) fn guard_gone(&self, name: &str, owner: &str, hold: &str) {
         self.update(name, |entry| {
-            if let Some((latest, guards)) = entry.live.get_mut(owner) {
-                if &**latest == hold {
-                    *guards -= 1;
-                    if *guards == 0 {
-                        entry.live.remove(owner);
-                    }
-                }
+            entry.guard_gone(owner, hold);
+            let hold_gone = !entry.live.values().any(|(live, _)| &*live.hold == hold);
+            if hold_gone && entry.baton.as_ref().is_some_and(|b| &**b.hold() == hold) {
+                entry.baton = None;
             }
         });
+    }
+
+    /// The last guard of `owner`'s hold `hold` handed it on to another thread of this client
+    /// without the store, the store having seen `rivals` when it reserved the token: the lock
+    /// stays held here, the baton stays, and the pass counts in the hand-off's run.
+    pub(crate) fn passed(&self, name: &str, owner: &str, hold: &str, rivals: Rivals) {
+        self.update(name, |entry| {
+            entry.guard_gone(owner, hold);
+            entry.lane.granted(rivals);
+        });
+    }
+
+    /// The last guard of `owner`'s hold `hold` left it here for the contender on its way.
+    pub(crate) fn keep(&self, name: &str, owner: &str, hold: &str, kept: Kept) {
+        self.update(name, |entry| {
+            entry.guard_gone(owner, hold);
+            entry.kept = Some(kept);
+        });
+    }
+
+    /// Takes the hold kept here, if there is one. Its baton stays: the contender that takes it
+    /// holds it, or releases it through the store ([`Registry::baton_gone`]).
+    pub(crate) fn take_kept(&self, name: &str) -> Option<Kept> {
+        let mut state = self.state.lock();
+        state.locks.get_mut(name)?.kept.take()
+    }
+
+    /// `baton`'s hold is released through the store: no thread of this client holds it.
+    pub(crate) fn baton_gone(&self, name: &str, baton: &Arc<Baton>) {
+        self.update(name, |entry| {
+            if entry.baton.as_ref().is_some_and(|b| Arc::ptr_eq(b, baton)) {
+                entry.baton = None;
+            }
+        });
+    }
+
+    /// Whether the guard of `owner` releasing `hold` is the hold's last here, with no release
+    /// of it of unknown outcome: only then may it be handed on without the store.
+    pub(crate) fn sole_guard(&self, name: &str, owner: &str, hold: &str) -> bool {
+        let state = self.state.lock();
+        let Some(entry) = state.locks.get(name) else {
+            return false;
+        };
+        let sole = entry
+            .live
+            .get(owner)
+            .is_some_and(|(live, guards)| &*live.hold == hold && *guards == 1);
+        sole && !entry
+            .unsettled
+            .iter()
+            .any(|(_, _, release)| &*release.hold == hold)
+    }
+
+    /// Threads of this client in the local queue for `name`, the contender included.
+    pub(crate) fn contenders(&self, name: &str) -> usize {
+        self.state
+            .lock()
+            .locks
+            .get(name)
+            .map_or(0, |entry| entry.contenders)
+    }
+
+    /// The hold of this client on `name` that its threads may hand on, if one stands.
+    pub(crate) fn baton(&self, name: &str) -> Option<Arc<Baton>> {
+        self.state.lock().locks.get(name)?.baton.clone()
     }
 
     /// A release of `owner` came back: the lock is still held here or not, and the release is
@@ -151,7 +248,10 @@ impl Registry {
 
     /// The lock was deleted whoever held it.
     pub(crate) fn force_freed(&self, name: &str) {
-        self.update(name, |entry| entry.held_here = false);
+        self.update(name, |entry| {
+            entry.held_here = false;
+            entry.baton = None;
+        });
     }
 
     /// Takes `owner`'s releases of `name` of unknown outcome, in the order they came, to send
@@ -185,20 +285,29 @@ impl Registry {
     }
 
     /// A thread of this client left the local queue for `name`, withdrawing its offer if any.
-    pub(crate) fn contention_over(&self, name: &str, offer: Option<&Arc<Offer>>) {
+    /// The last to leave gets the hold kept here, if one is, to release.
+    pub(crate) fn contention_over(&self, name: &str, offer: Option<&Arc<Offer>>) -> Option<Kept> {
+        let mut left = None;
         self.update(name, |entry| {
             entry.contenders -= 1;
             if let Some(offer) = offer {
                 entry.lane.withdrawn(offer);
             }
+            if entry.contenders == 0 {
+                left = entry.kept.take();
+                if left.is_some() {
+                    entry.baton = None;
+                }
+            }
         });
+        left
     }
 
     /// What a release of `name` at its hold's last does about this client's contender.
     pub(crate) fn claim(&self, name: &str) -> Claiming {
         let mut state = self.state.lock();
         match state.locks.get_mut(name) {
-            Some(entry) => entry.lane.claim(),
+            Some(entry) => entry.lane.claim(entry.contenders > 0),
             None => Claiming::Free,
         }
     }
@@ -289,9 +398,24 @@ mod tests {
 
     fn release(id: usize) -> Unsettled {
         Unsettled {
+            owner: Arc::from("owner"),
             hold: Arc::from("hold"),
             id: id.to_string(),
         }
+    }
+
+    fn live(hold: &str) -> Live {
+        Live {
+            hold: Arc::from(hold),
+            store_owner: Arc::from("o"),
+            baton: None,
+        }
+    }
+
+    fn reentered(registry: &Registry, owner: &str) -> Option<String> {
+        registry
+            .reentrant("k", owner)
+            .map(|live| live.hold.to_string())
     }
 
     fn count(registry: &Registry) -> usize {
@@ -301,20 +425,19 @@ mod tests {
     #[test]
     fn only_the_latest_hold_with_live_guards_is_reentered() {
         let registry = Registry::default();
-        let (first, second): (Arc<str>, Arc<str>) = ("h1".into(), "h2".into());
-        registry.acquired("k", "o", &first);
-        registry.acquired("k", "o", &first);
-        assert_eq!(registry.reentrant("k", "o").as_deref(), Some("h1"));
-        registry.acquired("k", "o", &second);
+        registry.acquired("k", "o", &live("h1"));
+        registry.acquired("k", "o", &live("h1"));
+        assert_eq!(reentered(&registry, "o").as_deref(), Some("h1"));
+        registry.acquired("k", "o", &live("h2"));
         registry.guard_gone("k", "o", "h1");
         assert_eq!(
-            registry.reentrant("k", "o").as_deref(),
+            reentered(&registry, "o").as_deref(),
             Some("h2"),
             "a stale guard leaves it"
         );
         registry.guard_gone("k", "o", "h2");
-        assert_eq!(registry.reentrant("k", "o"), None);
-        assert_eq!(registry.reentrant("k", "other"), None);
+        assert_eq!(reentered(&registry, "o"), None);
+        assert_eq!(reentered(&registry, "other"), None);
         assert!(registry.held_here("k"), "until a release says otherwise");
         registry.released("k", "o", false, None);
         assert!(registry.state.lock().locks.is_empty(), "nothing left of it");
@@ -323,10 +446,9 @@ mod tests {
     #[test]
     fn an_abandoned_hold_is_neither_live_nor_held_here_and_is_released_later() {
         let registry = Registry::default();
-        let hold: Arc<str> = "hold".into();
-        registry.acquired("k", "o", &hold);
+        registry.acquired("k", "o", &live("hold"));
         registry.abandoned("k", "o", release(1));
-        assert_eq!(registry.reentrant("k", "o"), None);
+        assert_eq!(reentered(&registry, "o"), None);
         assert!(!registry.held_here("k"));
         let taken = registry.take_unsettled("k", "o");
         assert_eq!(taken.len(), 1);

@@ -1,17 +1,23 @@
 //! The one release, for every deployment, and [`Holding`], the narrow handle a guard releases
 //! through. At a hold's last acquisition the lock goes straight to a thread of this client that
-//! sleeps waiting for it, if there is one (a grant, claimed through the hand-off's offer);
-//! otherwise it is freed, and this client's own waiters are woken at once. A release that gets
-//! no answer is remembered and sent again before the same owner acquires the same lock again.
+//! sleeps waiting for it, if there is one (claimed through the hand-off's offer): handed on in
+//! memory where the hold has a baton with a token left (nothing is sent), else granted by the
+//! release script. Otherwise it is freed, and this client's own waiters are woken at once. A
+//! release that gets no answer is remembered and sent again before the same owner acquires the
+//! same lock again.
 
+use super::baton::{Baton, Kept, Passed, TOKENS_RESERVED};
 use super::core::Core;
-use super::handoff::Claiming;
+use super::handoff::{Claim, Claiming};
 use super::registry::Unsettled;
 use crate::backend::{HoldEnd, Place, Release, ReleaseOutcome, Released};
 use crate::error::{Error, Result};
 use crate::watchdog::Watched;
 use std::sync::Arc;
 use std::time::Instant;
+
+/// A hold is handed on in memory only while it is known valid for this part of its lease more.
+pub(super) const PASS_MARGIN_DIVISOR: u32 = 3;
 
 /// Whether a release may grant the lock to this client's sleeping contender.
 #[derive(Clone, Copy, PartialEq, Eq)]
@@ -27,28 +33,37 @@ pub(crate) struct Holding {
     core: Arc<Core>,
     place: Arc<dyn Place>,
     owner: String,
+    /// The owner id the store knows the hold by: `owner`, unless the hold was handed on.
+    store_owner: Arc<str>,
     /// The hold's id: the same for every re-entry of one hold.
     hold: Arc<str>,
     /// This acquisition's id.
     id: String,
+    /// The hold's baton, if this client's threads may hand it on.
+    baton: Option<Arc<Baton>>,
     /// When it was acquired, for the hold's length in the metrics.
     acquired_at: Instant,
 }
 
+/// What a [`Holding`] is made of.
+pub(crate) struct HoldingOf {
+    pub(crate) owner: String,
+    pub(crate) store_owner: Arc<str>,
+    pub(crate) hold: Arc<str>,
+    pub(crate) id: String,
+    pub(crate) baton: Option<Arc<Baton>>,
+}
+
 impl Holding {
-    pub(crate) fn new(
-        core: Arc<Core>,
-        place: Arc<dyn Place>,
-        owner: String,
-        hold: Arc<str>,
-        id: String,
-    ) -> Holding {
+    pub(crate) fn new(core: Arc<Core>, place: Arc<dyn Place>, of: HoldingOf) -> Holding {
         Holding {
             core,
             place,
-            owner,
-            hold,
-            id,
+            owner: of.owner,
+            store_owner: of.store_owner,
+            hold: of.hold,
+            id: of.id,
+            baton: of.baton,
             acquired_at: Instant::now(),
         }
     }
@@ -67,23 +82,105 @@ impl Holding {
         self.core.watchdog().is_lost(&watched.status)
     }
 
-    /// Stops watching and releases, all within one call timeout.
+    /// Hands the hold on to this client's sleeping contender, or stops watching and releases,
+    /// all within one call timeout.
     pub(crate) fn release(&self, watched: &Watched) -> Result<()> {
         let core = &self.core;
         core.events().held(self.acquired_at.elapsed());
+        let claiming = claiming(core, &*self.place, Grants::Allowed);
+        let claiming = match self.pass(watched, claiming) {
+            Ok(()) => return Ok(()),
+            Err(claiming) => claiming,
+        };
         let deadline = core.call_deadline();
         core.watchdog().unwatch(watched.entry, Some(deadline));
         core.guard_gone(self.place.id(), &self.owner, &self.hold);
-        let outcome = send(
+        let outcome = send_claimed(
             core,
             &*self.place,
-            &self.owner,
+            &self.store_owner,
             &self.hold,
             &self.id,
             deadline,
-            Grants::Allowed,
+            claiming,
         );
         result(self.name(), &self.owner, outcome)
+    }
+
+    /// Hands the hold on without the store, if it may be: to the contender `claiming` claimed,
+    /// or kept here for the one on its way. Only where the hold has a baton with a token left,
+    /// this is its last guard here with nothing of it unsettled, the contender waits with the
+    /// same renewed lease, and the watchdog knows the hold valid for a third of its lease more.
+    /// Otherwise gives `claiming` back.
+    fn pass(&self, watched: &Watched, claiming: Claiming) -> Result<(), Claiming> {
+        let core = &self.core;
+        let id = self.place.id();
+        let passable = matches!(claiming, Claiming::Grant(_) | Claiming::Keep)
+            && self.baton.is_some()
+            && core.sole_guard(id, &self.owner, &self.hold);
+        let Some(baton) = self.baton.as_ref().filter(|_| passable) else {
+            return Err(claiming);
+        };
+        match claiming {
+            Claiming::Grant(claim) => self.hand_to(baton, watched, claim).map_err(Claiming::Grant),
+            Claiming::Keep => self.keep(baton, watched).map_err(|()| Claiming::Keep),
+            other => Err(other),
+        }
+    }
+
+    /// Keeps the hold here, renewed, for the contender on its way.
+    fn keep(&self, baton: &Arc<Baton>, watched: &Watched) -> Result<(), ()> {
+        let core = &self.core;
+        if !baton.has_tokens() {
+            return Err(());
+        }
+        let margin = baton.lease() / PASS_MARGIN_DIVISOR;
+        let kept = core
+            .watchdog()
+            .hand_over(watched.entry, baton.store_owner(), None, margin)
+            .ok_or(())?;
+        baton.kept(Arc::clone(&kept.status));
+        let kept = Kept {
+            place: Arc::clone(&self.place),
+            baton: Arc::clone(baton),
+            id: self.id.clone(),
+            watched: kept,
+        };
+        core.keep(self.place.id(), &self.owner, &self.hold, kept);
+        core.waiters().notify(self.place.wake_key());
+        Ok(())
+    }
+
+    /// Hands the hold to the contender `claim` claimed.
+    fn hand_to(&self, baton: &Arc<Baton>, watched: &Watched, claim: Claim) -> Result<(), Claim> {
+        let core = &self.core;
+        let id = self.place.id();
+        if !fits(baton, &claim) {
+            return Err(claim);
+        }
+        let Some((token, rivals)) = baton.take_token() else {
+            return Err(claim);
+        };
+        let taker = claim.taker();
+        let holder: Arc<str> = Arc::from(taker.owner.as_str());
+        let margin = baton.lease() / PASS_MARGIN_DIVISOR;
+        let handed = core
+            .watchdog()
+            .hand_over(watched.entry, &holder, taker.max_hold, margin);
+        let Some(next) = handed else {
+            return Err(claim);
+        };
+        baton.passed(holder, token, Arc::clone(&next.status));
+        core.passed(id, &self.owner, &self.hold, rivals);
+        claim.pass(Passed {
+            baton: Arc::clone(baton),
+            id: self.id.clone(),
+            token,
+            watched: next,
+        });
+        core.waiters().notify(self.place.wake_key());
+        log::trace!("lock {:?} handed on in memory (token {token})", id.name);
+        Ok(())
     }
 
     /// Stops watching without a release: the hold lapses, or is released before the owner's
@@ -98,10 +195,50 @@ impl Holding {
             self.place.id(),
             &self.owner,
             Unsettled {
+                owner: Arc::clone(&self.store_owner),
                 hold: Arc::clone(&self.hold),
                 id: self.id.clone(),
             },
         );
+    }
+}
+
+/// Whether the claimed contender may take `baton`'s hold as it is: with the same lease, renewed.
+fn fits(baton: &Baton, claim: &Claim) -> bool {
+    let taker = claim.taker();
+    taker.renewed && taker.lease == baton.lease()
+}
+
+/// Releases through the store a hold kept here that no contender took, within one call
+/// timeout: the lock is freed (and this client's waiters woken) or granted.
+pub(crate) fn release_kept(core: &Core, kept: Kept) {
+    let deadline = core.call_deadline();
+    core.watchdog().unwatch(kept.watched.entry, Some(deadline));
+    core.baton_gone(kept.place.id(), &kept.baton);
+    let outcome = send(
+        core,
+        &*kept.place,
+        kept.baton.store_owner(),
+        kept.baton.hold(),
+        &kept.id,
+        deadline,
+        Grants::Allowed,
+    );
+    if let Err(error) = outcome.released {
+        log::debug!(
+            "releasing lock {:?}, kept for a contender that did not take it: {error}",
+            kept.place.id().name
+        );
+    }
+}
+
+/// What a release at a hold's last does about this client's contender, if `grants` allows one.
+fn claiming(core: &Core, place: &dyn Place, grants: Grants) -> Claiming {
+    match grants {
+        Grants::Allowed if core.backend().grants() && place.id().kind.grants() => {
+            core.claim(place.id())
+        }
+        Grants::Allowed | Grants::No => Claiming::Free,
     }
 }
 
@@ -116,20 +253,34 @@ pub(crate) fn send(
     deadline: Instant,
     grants: Grants,
 ) -> ReleaseOutcome {
-    let claiming = match grants {
-        Grants::Allowed if core.backend().grants() && place.id().kind.grants() => {
-            core.claim(place.id())
-        }
-        Grants::Allowed | Grants::No => Claiming::Free,
-    };
+    let claiming = claiming(core, place, grants);
+    send_claimed(core, place, owner, hold, id, deadline, claiming)
+}
+
+/// [`send`], with what the release does about this client's contender decided already.
+fn send_claimed(
+    core: &Core,
+    place: &dyn Place,
+    owner: &str,
+    hold: &Arc<str>,
+    id: &str,
+    deadline: Instant,
+    claiming: Claiming,
+) -> ReleaseOutcome {
     let (claim, wake_locally) = match claiming {
         Claiming::Grant(claim) => (Some(claim), true),
-        Claiming::Free => (None, true),
+        Claiming::Free | Claiming::Keep => (None, true),
         Claiming::FreeForOthers => (None, false),
     };
     let sent_at = core.watchdog().now();
     let now = || core.watchdog().now();
-    let grant = claim.as_ref().map(|claim| claim.grant(sent_at, &now));
+    let grant = claim.as_ref().map(|claim| {
+        // Others waiting behind the granted thread: tokens for it to hand on to them.
+        let hands_on =
+            claim.taker().renewed && core.hands_on(place.id()) && core.contenders(place.id()) > 1;
+        let reserve = if hands_on { TOKENS_RESERVED - 1 } else { 0 };
+        claim.grant(sent_at, &now, reserve)
+    });
     let outcome = place.release(
         &Release {
             owner,
@@ -140,6 +291,7 @@ pub(crate) fn send(
         deadline,
     );
     let unknown = (!outcome.settled).then(|| Unsettled {
+        owner: Arc::from(owner),
         hold: Arc::clone(hold),
         id: id.to_owned(),
     });
