@@ -182,8 +182,10 @@ fn a_release_that_cannot_grant_frees_the_lock_and_the_waiter_is_told_why() {
     let client = impatient(&server.url());
     let lock = client.lock("grant").expect("valid");
     let guard = lock.lock().expect("free");
+    // A waiter with a lease of its own: the hold cannot be handed to it in memory, so the
+    // release grants it in Redis.
     let waiter = {
-        let lock = lock.clone();
+        let lock = lock.with_lease(Duration::from_secs(20));
         thread::spawn(move || lock.try_lock_for(Duration::from_secs(10)))
     };
     // The waiter's two attempts are in before it sleeps with its offer open.
@@ -211,8 +213,10 @@ fn a_grant_whose_release_reply_is_lost_is_withdrawn_well_before_its_lease_lapses
     // The server knows the scripts: a reply that is lost is not a NOSCRIPT one.
     lock.lock().expect("free").unlock().expect("released");
     let guard = lock.lock().expect("free");
+    // A waiter with a lease of its own: the hold cannot be handed to it in memory, so the
+    // release grants it in Redis.
     let waiter = {
-        let lock = lock.clone();
+        let lock = lock.with_lease(lease * 2);
         thread::spawn(move || lock.try_lock_for(Duration::from_secs(10)))
     };
     // The waiter's two attempts are in before it sleeps with its offer open.
