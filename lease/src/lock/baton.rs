@@ -26,8 +26,13 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 /// How many tokens a waiter reserves for a holder of its client at a time: one store call per
-/// this many passes, made by a waiter while the lock is held.
-pub(crate) const TOKENS_RESERVED: u32 = 32;
+/// this many passes at most, made by a waiter while the lock is held.
+pub(crate) const TOKENS_RESERVED: u32 = 128;
+
+/// Below this many tokens left, a waiter reserves a fresh block for the holder before it sleeps,
+/// so that the hold is not released through the store for want of tokens while threads of this
+/// client still wait for it. The tokens left unused then are skipped.
+const REFILL_BELOW: u64 = TOKENS_RESERVED as u64 / 4;
 
 /// A hold handed on without the store, as its new holder takes it: the baton, the acquisition
 /// the store knows (the one its last holder released here), the new holder's token, and its
@@ -128,6 +133,12 @@ impl Baton {
         state.next <= state.last
             && state.status.lost().is_none()
             && now < state.status.valid_until()
+    }
+
+    /// Whether a waiter should reserve a fresh block before it sleeps (see [`REFILL_BELOW`]).
+    pub(crate) fn running_low(&self) -> bool {
+        let state = self.state.lock();
+        state.last.saturating_add(1).saturating_sub(state.next) < REFILL_BELOW
     }
 
     /// Adds tokens the store reserved for the hold. Tokens at or below the current holder's
@@ -235,6 +246,28 @@ mod tests {
         baton.passed(Arc::from("b"), 8, Arc::new(Status::new(Instant::now())));
         baton.reserved(reserved(8, 9));
         assert_eq!(baton.take_token(), None);
+    }
+
+    #[test]
+    fn a_block_running_low_is_replaced_by_a_fresh_one_above_it() {
+        let baton = baton(1, Duration::from_secs(10));
+        assert!(baton.running_low(), "nothing reserved");
+        baton.reserved(reserved(2, 1 + u64::from(TOKENS_RESERVED)));
+        assert!(!baton.running_low());
+        let spent = u64::from(TOKENS_RESERVED) - REFILL_BELOW + 1;
+        for _ in 0..spent {
+            baton.take_token().expect("reserved");
+        }
+        assert!(baton.running_low());
+        let (last, _) = baton.take_token().expect("some left");
+        baton.passed(Arc::from("b"), last, Arc::new(Status::new(Instant::now())));
+        baton.reserved(reserved(500, 627));
+        assert!(!baton.running_low());
+        assert_eq!(
+            baton.take_token().map(|(t, _)| t),
+            Some(500),
+            "the rest skipped"
+        );
     }
 
     #[test]

@@ -5,8 +5,8 @@
 //! wakes it, a bounded re-check is due, or the wait is over. Where a thread of this client holds
 //! the lock with a baton (`baton.rs`), a waiting contender does not ask the store whether the
 //! lock is free: it sleeps on its offer, once it has had tokens reserved for the holder to hand
-//! it. An attempt that fails for a passing reason (a
-//! failover) is made again shortly while a wait with a deadline lasts. What it settles on its
+//! it, and asks the store for a fresh block first when few are left. An attempt that fails for
+//! a passing reason (a failover) is made again shortly while a wait with a deadline lasts. What it settles on its
 //! way (this owner's releases of unknown outcome, a grant a releaser left it) is here too.
 //!
 //! Clocks: the wait (its deadline, its pauses, its sleeps) runs on the caller's clock,
@@ -124,7 +124,8 @@ impl<'a> Contender<'a> {
         };
         let woken = std::mem::take(&mut self.woken);
         if let Some(baton) = baton.as_ref().filter(|_| !woken) {
-            if self.waiting.is_none() || baton.can_pass(self.lock.core.watchdog().now()) {
+            let now = self.lock.core.watchdog().now();
+            if self.waiting.is_none() || (baton.can_pass(now) && !baton.running_low()) {
                 // Held here: watch first, then sleep until the holder hands it on.
                 return self.busy(None);
             }
