@@ -10,6 +10,7 @@ pub mod lock_peers;
 pub mod names;
 pub mod peers;
 pub mod plot;
+pub mod processes;
 pub mod threads;
 pub mod workload;
 

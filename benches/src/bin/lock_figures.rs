@@ -30,6 +30,7 @@ use benches::lock_peers::{
 };
 use benches::names;
 use benches::plot;
+use benches::processes;
 use parking_lot::Mutex;
 
 use std::process::{Command, Stdio};
@@ -54,6 +55,10 @@ fn main() {
     let args: Vec<String> = std::env::args().skip(1).collect();
     if args.first().map(String::as_str) == Some("child-waiter") {
         child_waiter(&args[1]);
+        return;
+    }
+    if args.first().map(String::as_str) == Some("child-contender") {
+        processes::serve_contender(&args[1], args[2].parse().expect("a thread count"));
         return;
     }
     let request = Request::from_args(&args);
@@ -534,6 +539,7 @@ fn single_server(scale: &Scale) {
     contention::<Raw>(&urls, scale);
     contention::<Rslock>(&urls, scale);
     contention::<Redlock>(&urls, scale);
+    two_processes(&url, scale);
     println!();
     println!(
         "## hand-off: release to the next waiter holding the lock ({} rounds, holder keeps it {:?})",
@@ -570,6 +576,28 @@ fn single_server(scale: &Scale) {
             println!("(chart not written: {error})");
         }
     }
+}
+
+/// Two processes of `THREADS / 2` threads each (one client per process) on one name: the
+/// sections per second and each process's share.
+fn two_processes(url: &str, scale: &Scale) {
+    let each = THREADS / 2;
+    let (here, there) = processes::two_processes(url, each, scale.contention);
+    let total = here + there;
+    let share = |n: u64| n as f64 / total.max(1) as f64 * 100.0;
+    println!();
+    println!(
+        "## two processes x {each} threads on one name ({:?})",
+        scale.contention
+    );
+    println!("| lock | sections/s | first process | second process |");
+    println!("|---|---|---|---|");
+    println!(
+        "| lease | {:.0} | {:.1}% | {:.1}% |",
+        total as f64 / scale.contention.as_secs_f64(),
+        share(here),
+        share(there)
+    );
 }
 
 /// The percentiles of hand-off latency that the chart shows.
