@@ -7,18 +7,26 @@ mod support;
 use proptest::prelude::*;
 use redis_lease::{Client, Error, LeaseGuard};
 use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::{Arc, Mutex, OnceLock};
+use std::sync::{Arc, Mutex, PoisonError, Weak};
 use std::time::Duration;
 use support::RedisServer;
 
-/// One server for every case; each case uses names of its own.
-fn server() -> &'static RedisServer {
-    static SERVER: OnceLock<RedisServer> = OnceLock::new();
-    SERVER.get_or_init(RedisServer::start)
+/// One server for the cases that run at the same time; each case uses names of its own. It stops
+/// when the last of them ends (a static would never be dropped, and the server would outlive the
+/// tests).
+fn server() -> Arc<RedisServer> {
+    static SHARED: Mutex<Weak<RedisServer>> = Mutex::new(Weak::new());
+    let mut shared = SHARED.lock().unwrap_or_else(PoisonError::into_inner);
+    if let Some(server) = shared.upgrade() {
+        return server;
+    }
+    let server = Arc::new(RedisServer::start());
+    *shared = Arc::downgrade(&server);
+    server
 }
 
-fn client() -> Client {
-    Client::builder(server().url())
+fn client(server: &RedisServer) -> Client {
+    Client::builder(server.url())
         .default_lease(Duration::from_secs(5))
         .build()
         .expect("valid settings")
@@ -73,7 +81,8 @@ proptest! {
     /// declared, whatever was declared before.
     #[test]
     fn a_semaphore_holds_what_the_model_holds(ops in prop::collection::vec(semaphore_op(), 1..40)) {
-        let client = client();
+        let server = server();
+        let client = client(&server);
         let name = fresh("semaphore");
         let mut permits = 3u32;
         let mut held: Vec<Vec<(u32, LeaseGuard)>> = (0..OWNERS).map(|_| Vec::new()).collect();
@@ -114,7 +123,8 @@ proptest! {
     /// that does not write may not write.
     #[test]
     fn a_read_write_lock_holds_what_the_model_holds(ops in prop::collection::vec(rw_op(), 1..40)) {
-        let client = client();
+        let server = server();
+        let client = client(&server);
         let name = fresh("rw");
         let rw = client.read_write_lock(&name).expect("valid");
         let sides: Vec<_> = (0..OWNERS)
@@ -172,7 +182,8 @@ proptest! {
     /// asked.
     #[test]
     fn a_fair_lock_grants_in_the_order_asked(spread in prop::collection::vec(0..3usize, 2..7)) {
-        let clients: Vec<Client> = (0..3).map(|_| client()).collect();
+        let server = server();
+        let clients: Vec<Client> = (0..3).map(|_| client(&server)).collect();
         let name = fresh("fair");
         let holder = clients[0].fair_lock(&name).expect("valid").lock().expect("free");
         let order = Arc::new(Mutex::new(Vec::new()));
