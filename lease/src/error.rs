@@ -60,12 +60,12 @@ pub enum Error {
         cause: Cause,
     },
     /// The lease is not held by this hold (it expired, was released, or was force-unlocked).
-    #[error("lock {name:?} is not held by {owner}")]
+    /// The owner id is not part of the error, since it is a credential: the guard that failed
+    /// has it ([`LeaseGuard::owner`](crate::LeaseGuard::owner)).
+    #[error("lock {name:?} is no longer held by this hold (its lease expired, or it was released or force-unlocked)")]
     NotOwner {
         /// The lock's name.
         name: String,
-        /// The caller's owner identity.
-        owner: String,
     },
     /// A key of the lock holds another type of value than the lock keeps there (Redis).
     #[error("key {key:?} holds a value of another type than a lock keeps there")]
@@ -214,10 +214,7 @@ mod tests {
             Error::InvalidArgument("x".into()),
             Error::Cancelled { name: "a".into() },
             Error::WrongType { key: "k".into() },
-            Error::NotOwner {
-                name: "a".into(),
-                owner: "o".into(),
-            },
+            Error::NotOwner { name: "a".into() },
         ] {
             assert!(!error.is_retryable(), "{error}");
         }

@@ -46,12 +46,14 @@ impl std::fmt::Display for LostReason {
 
 /// The news that a hold was lost, as sent to each receiver from
 /// [`LeaseGuard::lost_signal`](crate::LeaseGuard::lost_signal).
-#[derive(Debug, Clone, PartialEq, Eq)]
+///
+/// Its `Debug` does not show the owner id, which is a credential.
+#[derive(Clone, PartialEq, Eq)]
 #[non_exhaustive]
 pub struct Lost {
     /// The lock's name.
     pub name: String,
-    /// The owner id that held it.
+    /// The owner id that held it (a credential: keep it out of logs).
     pub owner: String,
     /// Why it is lost.
     pub reason: LostReason,
@@ -59,6 +61,16 @@ pub struct Lost {
     pub valid_until: Instant,
     /// The id of the hold that was lost, for the backend that ends it in the server.
     pub(crate) hold: Arc<str>,
+}
+
+impl std::fmt::Debug for Lost {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Lost")
+            .field("name", &self.name)
+            .field("reason", &self.reason)
+            .field("valid_until", &self.valid_until)
+            .finish_non_exhaustive()
+    }
 }
 
 /// One hold's standing, shared by the watchdog and the hold's guards.

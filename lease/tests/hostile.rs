@@ -608,3 +608,50 @@ fn passwords_never_show_in_errors_or_debug_output() {
         .to_string();
     assert!(!error.contains("hunter2"), "{error}");
 }
+
+#[test]
+fn owner_ids_and_passwords_never_show_in_debug_or_display() {
+    const OWNER: &str = "owner-credential-7f3a9c";
+    const PASSWORD: &str = "pw-credential-51be";
+    let server = RedisServer::start_with(&["--requirepass", PASSWORD]);
+    let url = format!("redis://:{PASSWORD}@127.0.0.1:{}", server.port());
+    let client = Client::open(url.as_str()).expect("valid settings");
+    let lock = client.lock("probed").expect("valid");
+    let fixed = lock.owned_by(OWNER).with_lease(Duration::from_millis(300));
+    let held = fixed.lock().expect("free");
+    let lost_signal = held.lost_signal();
+    let by_thread = client
+        .lock("probed-2")
+        .expect("valid")
+        .lock()
+        .expect("free");
+    let thread_owner = by_thread.owner().to_owned();
+    let semaphore = client.semaphore("probed-sem", 2).expect("valid");
+    let permit = semaphore.owned_by(OWNER).acquire().expect("a permit");
+    let rw = client.read_write_lock("probed-rw").expect("valid");
+    let read = rw.read_lock().owned_by(OWNER).lock().expect("free");
+    let mut shown = vec![
+        format!("{client:?}"),
+        format!("{lock:?} {fixed:?}"),
+        format!("{held:?} {by_thread:?} {permit:?} {read:?}"),
+        format!("{semaphore:?} {rw:?}"),
+    ];
+    // Lost: the lease lapses and another owner takes the lock.
+    let lost = lost_signal
+        .recv_timeout(Duration::from_secs(10))
+        .expect("told of the loss");
+    shown.push(format!("{lost:?}"));
+    let _taken = lock
+        .owned_by("someone-else")
+        .try_lock_for(Duration::from_secs(10))
+        .expect("answered")
+        .expect("free after the lease");
+    let error = held.unlock().expect_err("no longer held");
+    assert!(matches!(error, Error::NotOwner { .. }), "{error:?}");
+    shown.push(format!("{error} {error:?}"));
+    for text in &shown {
+        for secret in [OWNER, PASSWORD, thread_owner.as_str()] {
+            assert!(!text.contains(secret), "{secret:?} shown in {text}");
+        }
+    }
+}

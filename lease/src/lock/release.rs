@@ -104,7 +104,7 @@ impl Holding {
             deadline,
             claiming,
         );
-        result(self.name(), &self.owner, outcome)
+        result(self.name(), outcome)
     }
 
     /// Hands the hold on without the store, if it may be: to the contender `claiming` claimed,
@@ -318,11 +318,10 @@ fn send_claimed(
 
 /// The caller's view of a release: `Ok` once it is applied (now or before), `NotOwner` if the
 /// hold no longer held the lock.
-pub(crate) fn result(name: &str, owner: &str, outcome: ReleaseOutcome) -> Result<()> {
+pub(crate) fn result(name: &str, outcome: ReleaseOutcome) -> Result<()> {
     match outcome.released? {
         Released::NotOwner => Err(Error::NotOwner {
             name: name.to_owned(),
-            owner: owner.to_owned(),
         }),
         Released::Applied { .. } | Released::Granted { .. } | Released::AlreadyApplied => {
             log::debug!("lock {name:?} released");
