@@ -54,6 +54,7 @@ mod monitor;
 mod programs;
 mod redis_server;
 mod sentinel;
+mod tied;
 mod tls;
 mod tls_server;
 mod wait;

@@ -143,7 +143,7 @@ impl RedisServer {
             .open(&log_path)
             .expect("open the server's log");
         let log_start = log.metadata().map(|meta| meta.len()).unwrap_or(0);
-        let mut command = Command::new(crate::programs::binary("redis-server"));
+        let mut command = crate::tied::command(&crate::programs::binary("redis-server"));
         if let Mode::Sentinel { config, .. } = &self.launch.mode {
             command.arg(config).arg("--sentinel");
         }
@@ -167,13 +167,12 @@ impl RedisServer {
         if let Some(bus_port) = self.bus_port {
             command.args(["--cluster-port", &bus_port.to_string()]);
         }
-        let child = command
+        command
             .args(&self.launch.extra)
             .stdin(Stdio::null())
             .stdout(log.try_clone().expect("share the log file"))
-            .stderr(log)
-            .spawn()
-            .expect("start redis-server");
+            .stderr(log);
+        let child = crate::tied::spawn(command).expect("start redis-server");
         self.child = Some(child);
         let deadline = Instant::now() + Duration::from_secs(10);
         loop {

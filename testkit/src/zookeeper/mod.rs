@@ -399,7 +399,8 @@ impl Node {
         let length = |path: PathBuf| fs::metadata(path).map(|meta| meta.len()).unwrap_or(0);
         self.log_start = (length(self.log_path()), length(self.out_path()));
         let classpath = classpath();
-        let child = Command::new(binary("java"))
+        let mut command = crate::tied::command(&binary("java"));
+        command
             .args(JVM_FLAGS)
             .args(flag)
             .arg(format!("-Djava.io.tmpdir={}", dir.display()))
@@ -414,9 +415,8 @@ impl Node {
             .current_dir(dir)
             .stdin(Stdio::null())
             .stdout(out.try_clone().expect("share the output file"))
-            .stderr(out)
-            .spawn()
-            .expect("start java");
+            .stderr(out);
+        let child = crate::tied::spawn(command).expect("start java");
         self.child = Some(child);
         self.paused.store(false, Ordering::SeqCst);
     }
