@@ -406,3 +406,35 @@ fn semaphores_and_read_write_locks_work_on_zookeeper() {
     read_write_lock_forgets_writers_that_left(&clients, "rw-left");
     waits_end_when_cancelled(&clients, "cancel");
 }
+
+/// A try that finds the semaphore full has withdrawn its node by the time it returns: left for
+/// the background, the node would count as a permit held against this client's next try.
+#[test]
+fn a_failed_try_leaves_no_node_behind_when_it_returns() {
+    let zk = ZooKeeper::start_with(&["forceSync=no"]);
+    let client = client(&zk.connect_string());
+    let semaphore = client.semaphore("s-withdrawn", 1).expect("valid");
+    let held = semaphore.acquire().expect("free");
+    let ephemerals = || {
+        let dump = testkit::zookeeper_four_letter_word(zk.port(), "dump").expect("dump");
+        dump.lines()
+            .filter(|line| line.contains("s-withdrawn"))
+            .count()
+    };
+    assert_eq!(ephemerals(), 1, "the holder's node");
+    for round in 0..20 {
+        assert!(semaphore.try_acquire().expect("reachable").is_none());
+        assert_eq!(
+            ephemerals(),
+            1,
+            "round {round}: a failed try's node is left"
+        );
+    }
+    held.unlock().expect("held");
+    semaphore
+        .try_acquire()
+        .expect("reachable")
+        .expect("free once released")
+        .unlock()
+        .expect("held");
+}

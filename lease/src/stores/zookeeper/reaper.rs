@@ -2,7 +2,8 @@
 //! longer than it should (left in place, one would keep every later contender waiting for as
 //! long as the session lives):
 //!
-//! - a contender's node when its wait ends without the lock;
+//! - a contender's node when its wait ends without the lock and the delete made then got no
+//!   answer within a call timeout, or its create's reply was lost;
 //! - a hold's node whose delete went unanswered;
 //! - a hold's node once its holder was told the hold is lost (a fixed lease run out, a
 //!   `max_hold` reached, a lease not confirmed in time): the lease lapses here as it does in

@@ -297,17 +297,32 @@ pub(super) fn token(zxid: i64) -> Result<u64> {
         .ok_or_else(|| Error::Protocol(format!("zookeeper: a node's creation zxid is {zxid}")))
 }
 
-/// Withdraws `owner`'s node from the queue of `keys`'s lock, through the reaper.
+/// Withdraws `owner`'s node from the queue of `keys`'s lock: deleted before this returns when
+/// the ensemble answers within a call timeout, so that this client's next attempt never finds it
+/// ahead in the queue (a semaphore's try would count it as a permit held); otherwise, and where
+/// the node's create went unanswered, through the reaper.
 pub(super) fn abandon(place: &LockNode, owner: &str) {
     let (zk, lock) = (&*place.zk, place.path.clone());
     let Some(waiting) = zk.table.lock().waiting.remove(&waiting_key(&lock, owner)) else {
         return;
     };
     let job = match waiting.node {
-        Some(node) => Job::Node {
-            path: node.path,
-            session: waiting.session,
-        },
+        Some(node) => {
+            let session = zk
+                .ensemble
+                .current()
+                .filter(|session| session.session_id() == waiting.session);
+            if let Some(session) = session {
+                let deadline = Instant::now() + zk.call_timeout;
+                if let Ok(()) | Err(ZkError::NoNode) = session.delete(&node.path, None, deadline) {
+                    return;
+                }
+            }
+            Job::Node {
+                path: node.path,
+                session: waiting.session,
+            }
+        }
         None if waiting.unanswered => Job::Guid {
             lock,
             guid: waiting.guid,
