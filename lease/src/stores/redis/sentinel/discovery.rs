@@ -8,12 +8,13 @@
 //! winning Sentinel counts as down or failing over, and no primary is named: the caller gets
 //! [`Error::Unavailable`] rather than a server that may no longer be the primary.
 
-use super::ask::{ask, is_primary};
+use super::ask::{ask, is_primary, View};
 use crate::error::{Error, Result};
 use crate::stores::redis::conn::{io_error, Conn, Endpoint};
 use crate::stores::redis::fencing::Epoch;
 use crate::stores::redis::pool::Opened;
 use parking_lot::Mutex;
+use std::collections::HashMap;
 use std::io;
 use std::time::{Duration, Instant};
 
@@ -131,7 +132,12 @@ impl Sentinels {
             };
             heard += 1;
             match answer {
-                Ok(view) => views.push(view),
+                Ok(view) => {
+                    if let Some(sentinel) = self.sentinels.get(index) {
+                        self.succession.lock().saw(sentinel.shown(), &view);
+                    }
+                    views.push(view);
+                }
                 Err(error) => {
                     let shown = self.sentinels.get(index).map_or("?", Endpoint::shown);
                     log::debug!("sentinel {shown}: {error}");
@@ -204,7 +210,10 @@ impl Sentinels {
     /// never connected to; one newer than the primary of every connection before supersedes
     /// them.
     pub(crate) fn connect(&self, deadline: Instant) -> Result<Opened> {
-        let floor = self.succession.lock().floor();
+        let (floor, contradictions) = {
+            let succession = self.succession.lock();
+            (succession.floor(), succession.contradictions)
+        };
         let now = Instant::now();
         let first_by = now + deadline.saturating_duration_since(now) / 2;
         let primary = self.locate(first_by, floor)?;
@@ -217,11 +226,13 @@ impl Sentinels {
             )));
         }
         let confirmed = self.locate(deadline, floor)?;
-        if confirmed.endpoint.addr != primary.endpoint.addr {
+        if confirmed.endpoint.addr != primary.endpoint.addr || confirmed.epoch != primary.epoch {
             return Err(unavailable(format!(
-                "the primary moved from {} to {} while connecting",
+                "the primary moved from {} (epoch {}) to {} (epoch {}) while connecting",
                 primary.endpoint.shown(),
-                confirmed.endpoint.shown()
+                primary.epoch,
+                confirmed.endpoint.shown(),
+                confirmed.epoch
             )));
         }
         if confirmed.epoch > Epoch::MAX {
@@ -236,6 +247,16 @@ impl Sentinels {
         let supersedes = {
             let mut succession = self.succession.lock();
             let floor = succession.floor();
+            if succession.contradictions != contradictions {
+                // Asked by this client's failover listeners in between, a Sentinel named
+                // another server for the same epoch: the two looks above prove nothing.
+                return Err(unavailable(format!(
+                    "a Sentinel of {:?} named two servers as the primary of one configuration \
+                     epoch while {} was being connected to",
+                    self.master,
+                    confirmed.endpoint.shown()
+                )));
+            }
             if confirmed.epoch < floor {
                 // A failover was announced, or a newer primary reached, while this connection
                 // was being opened.
@@ -262,6 +283,7 @@ impl Sentinels {
         match ask(sentinel, &self.master, deadline) {
             Ok(view) => {
                 let mut succession = self.succession.lock();
+                succession.saw(sentinel.shown(), &view);
                 succession.announced = succession.announced.max(view.epoch);
                 view.epoch > succession.connected.unwrap_or(0)
             }
@@ -284,9 +306,40 @@ struct Succession {
     connected: Option<u64>,
     /// The highest epoch of a primary that a Sentinel announced.
     announced: u64,
+    /// What each Sentinel (by its URL as shown) last named: the highest epoch it answered with,
+    /// and the primary's address in it.
+    named: HashMap<String, (u64, String)>,
+    /// How many times a Sentinel named another server than before for the same epoch: a
+    /// Sentinel that contradicts itself (broken or hostile), whose answers cannot be trusted.
+    contradictions: u64,
 }
 
 impl Succession {
+    /// Takes in what `sentinel` answered: a server other than the one it named before for the
+    /// same epoch is a contradiction (an older epoch is a Sentinel catching up, a newer one a
+    /// failover).
+    fn saw(&mut self, sentinel: &str, view: &View) {
+        let address = format!("{}:{}", view.host, view.port);
+        match self.named.get_mut(sentinel) {
+            Some((epoch, _)) if view.epoch < *epoch => {}
+            Some((epoch, named)) if view.epoch == *epoch => {
+                if *named != address {
+                    self.contradictions += 1;
+                    log::warn!(
+                        "sentinel {sentinel} named {address} as the primary of epoch {epoch}, \
+                         after naming {named} for it"
+                    );
+                    *named = address;
+                }
+            }
+            Some(last) => *last = (view.epoch, address),
+            None => {
+                self.named
+                    .insert(sentinel.to_owned(), (view.epoch, address));
+            }
+        }
+    }
+
     /// The oldest epoch that a new connection's primary may have.
     fn floor(&self) -> u64 {
         self.connected.unwrap_or(0).max(self.announced)
@@ -314,5 +367,29 @@ mod tests {
             Sentinels::new(Vec::new(), "m"),
             Err(Error::InvalidArgument(_))
         ));
+    }
+
+    fn view(port: u16, epoch: u64) -> View {
+        View {
+            host: "10.0.0.1".into(),
+            port,
+            epoch,
+            flags: "master".into(),
+        }
+    }
+
+    #[test]
+    fn only_a_sentinel_naming_two_servers_for_one_epoch_contradicts_itself() {
+        let mut succession = Succession::default();
+        succession.saw("s1", &view(1, 3));
+        succession.saw("s1", &view(1, 3));
+        succession.saw("s2", &view(2, 2)); // Another Sentinel, catching up.
+        succession.saw("s1", &view(2, 4)); // A failover.
+        succession.saw("s1", &view(1, 3)); // An older answer, late.
+        assert_eq!(succession.contradictions, 0);
+        succession.saw("s1", &view(1, 4));
+        assert_eq!(succession.contradictions, 1);
+        succession.saw("s1", &view(2, 4));
+        assert_eq!(succession.contradictions, 2, "every switch counts");
     }
 }
