@@ -61,3 +61,22 @@ fn a_connection_info_without_certificate_checks_is_refused() {
         Err(redis_lease::Error::InvalidArgument(_))
     ));
 }
+
+#[test]
+fn a_connection_info_for_an_ipv6_address_reaches_it() {
+    let server = RedisServer::start_with(&["--bind", "127.0.0.1", "::1"]);
+    let info = redis::ConnectionAddr::Tcp("::1".to_owned(), server.port())
+        .into_connection_info()
+        .expect("an address");
+    let app = redis::Client::open(info).expect("a client of the application's");
+    let client = Client::from_redis_client(&app)
+        .expect("a server the crate reaches")
+        .build()
+        .expect("valid settings");
+    let guard = client
+        .lock("over-ipv6")
+        .expect("valid")
+        .lock()
+        .expect("free");
+    guard.unlock().expect("held");
+}

@@ -96,6 +96,24 @@ impl Client {
         })
     }
 
+    /// Settings for a client of the server an application's `redis::Client` connects to, as
+    /// [`Client::from_connection_info`] with its connection info.
+    ///
+    /// ```no_run
+    /// use redis_lease::Client;
+    ///
+    /// let app = redis_lease::redis::Client::open("redis://127.0.0.1:6379/2")?;
+    /// let client = Client::from_redis_client(&app)?.build()?;
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    ///
+    /// # Errors
+    ///
+    /// As [`Client::from_connection_info`].
+    pub fn from_redis_client(client: &redis::Client) -> Result<ClientBuilder> {
+        Client::from_connection_info(client.get_connection_info())
+    }
+
     /// Settings for a client of a Redis Cluster, given the URL of one or more of its nodes (the
     /// seeds): the client learns the other nodes and which master serves which slot from them,
     /// and follows the cluster as slots move and replicas are promoted. Each lock lives in the

@@ -72,7 +72,9 @@ pub(crate) fn connection_info_url(
         .map_or_else(String::new, |user| format!("{}@", percent_encode(user)));
     let db = settings.db();
     let url = match info.addr() {
-        redis::ConnectionAddr::Tcp(host, port) => format!("redis://{user}{host}:{port}/{db}"),
+        redis::ConnectionAddr::Tcp(host, port) => {
+            format!("redis://{user}{}:{port}/{db}", url_host(host))
+        }
         redis::ConnectionAddr::TcpTls {
             host,
             port,
@@ -86,7 +88,7 @@ pub(crate) fn connection_info_url(
                         .into(),
                 ));
             }
-            format!("rediss://{user}{host}:{port}/{db}")
+            format!("rediss://{user}{}:{port}/{db}", url_host(host))
         }
         redis::ConnectionAddr::Unix(path) => {
             format!("redis+unix://{}?db={db}", path.display())
@@ -98,6 +100,15 @@ pub(crate) fn connection_info_url(
         }
     };
     Ok((url, settings.password().map(str::to_owned)))
+}
+
+/// `host` as a URL writes it: an IPv6 address in brackets.
+fn url_host(host: &str) -> String {
+    if host.contains(':') && !host.starts_with('[') {
+        format!("[{host}]")
+    } else {
+        host.to_owned()
+    }
 }
 
 /// `text` with every byte but RFC 3986's unreserved characters as `%XX`: a user name in a URL.
