@@ -25,7 +25,7 @@ use crate::backend::{
 };
 use crate::error::{Error, Result};
 use crate::state::LockState;
-use crate::stores::redis::conn::{Conn, Endpoint};
+use crate::stores::redis::conn::{io_error, Conn, Endpoint};
 use crate::stores::redis::deployment::{Deployment, Redis};
 use crate::stores::redis::keys::LockKeys;
 use crate::stores::redis::pool::{Pool, Setup, Via};
@@ -110,7 +110,15 @@ impl Cluster {
                 Err(error) => error,
             };
             match Redirect::of(&error) {
-                Some(Redirect::Moved(addr)) => self.routes.moved(slot, &addr),
+                Some(Redirect::Moved(addr)) => {
+                    self.routes.moved(slot, &addr);
+                    if redirects > 0 {
+                        // Moved again: the nodes disagree while a failover settles.
+                        std::thread::sleep(
+                            BUSY_PAUSE.min(deadline.saturating_duration_since(Instant::now())),
+                        );
+                    }
+                }
                 Some(Redirect::Ask(addr)) => ask = self.routes.pool_at(&addr),
                 Some(Redirect::Busy) => {
                     self.routes.mark_stale();
@@ -129,7 +137,14 @@ impl Cluster {
             }
             redirects += 1;
             if redirects > MAX_REDIRECTS || Instant::now() >= deadline {
-                return Err(error);
+                // Still sent on: the slot's master is not settled, which a wait rides out.
+                return Err(Error::unavailable(io_error(
+                    std::io::ErrorKind::Other,
+                    format!(
+                        "the slot of {:?} is still moving between nodes: {error}",
+                        keys.lock
+                    ),
+                )));
             }
         }
     }
