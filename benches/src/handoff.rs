@@ -2,9 +2,9 @@
 //! binary, run again with `child-waiter` and arguments of the caller's choosing) takes the lock.
 //! Both stamp with the system clock, which the processes of one host share.
 
+use crate::child::{self, ChildProcess};
 use redis_lease::Lock;
-use std::io::{BufRead, BufReader, Write};
-use std::process::{Command, Stdio};
+use std::io::{BufRead, Write};
 use std::thread;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
@@ -19,9 +19,8 @@ pub fn wall_micros() -> u128 {
 /// The waiter's side: says "ready"; then on each "go", waits for `lock`, stamps the acquisition,
 /// releases, and reports the stamp.
 pub fn serve_waiter(lock: &Lock) {
+    child::ready();
     let mut out = std::io::stdout();
-    writeln!(out, "ready").expect("parent alive");
-    out.flush().expect("parent alive");
     for line in std::io::stdin().lock().lines() {
         if line.is_err() {
             break;
@@ -38,34 +37,17 @@ pub fn serve_waiter(lock: &Lock) {
 /// the lock that `lock` is), then `rounds` times takes `lock`, tells the waiter to wait, holds
 /// for `hold`, releases, and reads when the waiter took it. The samples in ms, in round order.
 pub fn across_processes(args: &[&str], lock: &Lock, rounds: usize, hold: Duration) -> Vec<f64> {
-    let mut child = Command::new(std::env::current_exe().expect("this binary"))
-        .arg("child-waiter")
-        .args(args)
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .spawn()
-        .expect("spawn the waiter process");
-    let mut to_child = child.stdin.take().expect("piped");
-    let mut from_child = BufReader::new(child.stdout.take().expect("piped")).lines();
-    let mut next_line = || {
-        from_child
-            .next()
-            .expect("a line from the waiter")
-            .expect("readable")
-    };
-    assert_eq!(next_line(), "ready", "the waiter connected");
+    let mut waiter = ChildProcess::start("child-waiter", args);
     let mut samples = Vec::with_capacity(rounds);
     for _ in 0..rounds {
         let guard = lock.lock().expect("acquired");
-        writeln!(to_child, "go").expect("child alive");
-        to_child.flush().expect("child alive");
+        waiter.say("go");
         thread::sleep(hold);
         let released = wall_micros();
         guard.unlock().expect("released");
-        let acquired: u128 = next_line().trim().parse().expect("a timestamp");
+        let acquired: u128 = waiter.line().trim().parse().expect("a timestamp");
         samples.push(acquired.saturating_sub(released) as f64 / 1e3);
     }
-    drop(to_child);
-    let _ = child.wait();
+    waiter.finish();
     samples
 }

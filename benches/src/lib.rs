@@ -4,6 +4,7 @@
 
 pub mod baseline;
 pub mod callers;
+pub mod child;
 pub mod figures;
 pub mod handoff;
 pub mod lock_peers;

@@ -1,9 +1,9 @@
 //! Two processes contending for one name, each with threads sharing one client: the parent runs
 //! its threads, and this same binary, run again with `child-contender`, runs the other side's.
 
+use crate::child::{self, ChildProcess};
 use redis_lease::Client;
-use std::io::{BufRead, BufReader, Write};
-use std::process::{Command, Stdio};
+use std::io::{BufRead, Write};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
 use std::thread;
@@ -40,9 +40,7 @@ fn contend(url: &str, threads: usize, stop: &Arc<AtomicBool>, go: impl FnOnce())
 /// number of sections its threads ran.
 pub fn serve_contender(url: &str, threads: usize) {
     let stop = Arc::new(AtomicBool::new(true));
-    let mut out = std::io::stdout();
-    writeln!(out, "ready").expect("parent alive");
-    out.flush().expect("parent alive");
+    child::ready();
     let mut lines = std::io::stdin().lock().lines();
     assert_eq!(lines.next().and_then(Result::ok).as_deref(), Some("go"));
     stop.store(false, Ordering::Relaxed);
@@ -51,36 +49,21 @@ pub fn serve_contender(url: &str, threads: usize) {
         let _ = lines.next();
         flag.store(true, Ordering::Relaxed);
     });
-    writeln!(out, "{sections}").expect("parent alive");
+    writeln!(std::io::stdout(), "{sections}").expect("parent alive");
 }
 
 /// Runs `threads` threads here and `threads` in a child process (this binary with
 /// `child-contender`), all on one name, for `run`. Returns (this process's sections, the child's).
 pub fn two_processes(url: &str, threads: usize, run: Duration) -> (u64, u64) {
-    let mut child = Command::new(std::env::current_exe().expect("this binary"))
-        .args(["child-contender", url, &threads.to_string()])
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .spawn()
-        .expect("spawn the other process");
-    let mut to_child = child.stdin.take().expect("piped");
-    let mut from_child = BufReader::new(child.stdout.take().expect("piped")).lines();
-    let mut next_line = || {
-        from_child
-            .next()
-            .expect("a line from the child")
-            .expect("readable")
-    };
-    assert_eq!(next_line(), "ready", "the child started");
+    let mut other = ChildProcess::start("child-contender", &[url, &threads.to_string()]);
     let stop = Arc::new(AtomicBool::new(false));
-    let flag = stop.clone();
-    let here = contend(url, threads, &stop, move || {
-        writeln!(to_child, "go").expect("child alive");
+    let here = contend(url, threads, &stop, || {
+        other.say("go");
         thread::sleep(run);
-        flag.store(true, Ordering::Relaxed);
-        writeln!(to_child, "stop").expect("child alive");
+        stop.store(true, Ordering::Relaxed);
+        other.say("stop");
     });
-    let there = next_line().parse().expect("a count");
-    child.wait().expect("the child exits");
+    let there = other.line().parse().expect("a count");
+    other.finish();
     (here, there)
 }
