@@ -34,6 +34,9 @@ pub(crate) const TOKENS_RESERVED: u32 = 128;
 /// client still wait for it. The tokens left unused then are skipped.
 const REFILL_BELOW: u64 = TOKENS_RESERVED as u64 / 4;
 
+/// A hold is handed on in memory only while it is known valid for this part of its lease more.
+const PASS_MARGIN_DIVISOR: u32 = 3;
+
 /// A hold handed on without the store, as its new holder takes it: the baton, the acquisition
 /// the store knows (the one its last holder released here), the new holder's token, and its
 /// link to the watchdog, which tells it of the hold's loss from now on.
@@ -121,9 +124,15 @@ impl Baton {
         &self.hold
     }
 
-    /// The hold's lease.
-    pub(crate) fn lease(&self) -> Duration {
-        self.lease
+    /// Whether a holder asking for `lease`, renewed or not, may take the hold as it is: only
+    /// with the same lease, renewed.
+    pub(crate) fn fits(&self, renewed: bool, lease: Duration) -> bool {
+        renewed && lease == self.lease
+    }
+
+    /// How much longer the hold must be known valid to be handed on: a third of its lease.
+    pub(crate) fn pass_margin(&self) -> Duration {
+        self.lease / PASS_MARGIN_DIVISOR
     }
 
     /// Whether a waiter may sleep on the baton rather than ask the store: a token is left to

@@ -209,10 +209,10 @@ impl<'a> Contender<'a> {
         self.turn.as_ref()?;
         let kept = core.take_kept(id)?;
         let baton = &kept.baton;
-        let fits = self.lock.lease.renewed() && self.lease == baton.lease();
+        let fits = baton.fits(self.lock.lease.renewed(), self.lease);
         let token = fits.then(|| baton.take_token()).flatten();
         let holder: Arc<str> = Arc::from(self.lock.owner.as_str());
-        let margin = baton.lease() / release::PASS_MARGIN_DIVISOR;
+        let margin = baton.pass_margin();
         let handed = token.and_then(|_| {
             core.watchdog()
                 .hand_over(kept.watched.entry, &holder, self.lock.max_hold, margin)
@@ -340,13 +340,13 @@ impl<'a> Contender<'a> {
         match baton {
             _ if reenters => None,
             // Only for a hold this contender could take: the same lease, renewed.
-            Some(baton) if renewed && baton.lease() == self.lease => Some(ReserveFor {
+            Some(baton) if baton.fits(renewed, self.lease) => Some(ReserveFor {
                 holder: Some(baton.hold()),
                 count: TOKENS_RESERVED,
                 watching,
             }),
             Some(_) => None,
-            None if renewed && core.hands_on(id) && core.contenders(id) > 1 => Some(ReserveFor {
+            None if renewed && core.reserves_with_new_hold(id) => Some(ReserveFor {
                 holder: None,
                 count: TOKENS_RESERVED - 1,
                 watching,

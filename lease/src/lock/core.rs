@@ -123,10 +123,11 @@ impl Core {
         id.kind.grants() && self.backend.grants() && self.backend.fenced()
     }
 
-    /// How many threads of this client are in the local queue for the lock, its contender
-    /// included.
-    pub(crate) fn contenders(&self, id: &LockId) -> usize {
-        self.registry.contenders(&id.scope)
+    /// Whether a hold of the lock taken from the store now (by an acquisition or a grant) should
+    /// come with tokens reserved for this client's threads to hand it on: they may, and others
+    /// wait in the local queue behind the one taking it.
+    pub(crate) fn reserves_with_new_hold(&self, id: &LockId) -> bool {
+        self.hands_on(id) && self.registry.contenders(&id.scope) > 1
     }
 
     /// The hold of this client on the lock that its threads may hand on, if one stands.

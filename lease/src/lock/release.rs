@@ -16,9 +16,6 @@ use crate::watchdog::Watched;
 use std::sync::Arc;
 use std::time::Instant;
 
-/// A hold is handed on in memory only while it is known valid for this part of its lease more.
-pub(super) const PASS_MARGIN_DIVISOR: u32 = 3;
-
 /// Whether a release may grant the lock to this client's sleeping contender.
 #[derive(Clone, Copy, PartialEq, Eq)]
 pub(crate) enum Grants {
@@ -134,7 +131,7 @@ impl Holding {
         if !baton.has_tokens() {
             return Err(());
         }
-        let margin = baton.lease() / PASS_MARGIN_DIVISOR;
+        let margin = baton.pass_margin();
         let kept = core
             .watchdog()
             .hand_over(watched.entry, baton.store_owner(), None, margin)
@@ -155,15 +152,15 @@ impl Holding {
     fn hand_to(&self, baton: &Arc<Baton>, watched: &Watched, claim: Claim) -> Result<(), Claim> {
         let core = &self.core;
         let id = self.place.id();
-        if !fits(baton, &claim) {
+        let taker = claim.taker();
+        if !baton.fits(taker.renewed, taker.lease) {
             return Err(claim);
         }
         let Some((token, rivals)) = baton.take_token() else {
             return Err(claim);
         };
-        let taker = claim.taker();
         let holder: Arc<str> = Arc::from(taker.owner.as_str());
-        let margin = baton.lease() / PASS_MARGIN_DIVISOR;
+        let margin = baton.pass_margin();
         let handed = core
             .watchdog()
             .hand_over(watched.entry, &holder, taker.max_hold, margin);
@@ -201,12 +198,6 @@ impl Holding {
             },
         );
     }
-}
-
-/// Whether the claimed contender may take `baton`'s hold as it is: with the same lease, renewed.
-fn fits(baton: &Baton, claim: &Claim) -> bool {
-    let taker = claim.taker();
-    taker.renewed && taker.lease == baton.lease()
 }
 
 /// Releases through the store a hold kept here that no contender took, within one call
@@ -276,8 +267,7 @@ fn send_claimed(
     let now = || core.watchdog().now();
     let grant = claim.as_ref().map(|claim| {
         // Others waiting behind the granted thread: tokens for it to hand on to them.
-        let hands_on =
-            claim.taker().renewed && core.hands_on(place.id()) && core.contenders(place.id()) > 1;
+        let hands_on = claim.taker().renewed && core.reserves_with_new_hold(place.id());
         let reserve = if hands_on { TOKENS_RESERVED - 1 } else { 0 };
         claim.grant(sent_at, &now, reserve)
     });
