@@ -70,9 +70,8 @@ if redis.call('exists', KEYS[1]) == 0 then
   new_hold(KEYS[1], KEYS[2], KEYS[3], note, ARGV[2], ARGV[3], token, ARGV[1])
   local extra = tonumber(ARGV[9] or '0')
   if not line and extra and extra >= 1 and redis.acl_check_cmd('pubsub', ARGV[11], ARGV[10]) then
-    local top = block_end(token, ceiling, extra + 1)
-    if top ~= token then
-      redis.call('set', KEYS[2], top)
+    local top = reserve_after(KEYS[2], token, ceiling, extra)
+    if top then
       return {1, 1, token, top, redis.call('pubsub', ARGV[11], ARGV[10])[2]}
     end
   end

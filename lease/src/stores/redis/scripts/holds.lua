@@ -65,6 +65,23 @@ local function block_end(first, ceiling, count)
   return top
 end
 
+-- Reserves the `count` tokens after `token`, just drawn for a new hold (`ceiling` as for
+-- block_end), for the hold's client to hand on: moves the counter `counter` past them and returns
+-- the last, or nil if none can be (`count` not a whole number from 1, the range's end). The
+-- caller has checked that it may set the counter.
+local function reserve_after(counter, token, ceiling, count)
+  count = tonumber(count)
+  if not count then
+    return nil
+  end
+  local top = block_end(token, ceiling, count + 1)
+  if top == token then
+    return nil
+  end
+  redis.call('set', counter, top)
+  return top
+end
+
 -- Reserves up to `count` fencing tokens for the hold that holds the lock now, which its client
 -- hands from thread to thread without the server: the tokens after the counter `counter` (whose
 -- checked value is `last`) in the epoch `source` names (`note_key` its note), and the counter

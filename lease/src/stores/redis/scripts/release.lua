@@ -65,10 +65,8 @@ redis.call('set', KEYS[3], ARGV[3], 'px', 60000)
 if token then
   new_hold(KEYS[1], KEYS[2], KEYS[4], note, ARGV[5], ARGV[6], token, ARGV[7])
   local subscribers = redis.call('pubsub', count, ARGV[4])[2]
-  local extra = tonumber(ARGV[10] or '0')
-  local top = extra and extra >= 1 and block_end(token, ceiling, extra + 1) or token
-  if top ~= token then
-    redis.call('set', KEYS[2], top)
+  local top = reserve_after(KEYS[2], token, ceiling, ARGV[10])
+  if top then
     return {0, token, subscribers, top}
   end
   return {0, token, subscribers}
