@@ -12,6 +12,7 @@ use std::path::Path;
 use std::process::Command;
 use std::time::{Duration, Instant};
 use support::{client, RedisServer};
+use testkit::wait_until;
 use tool::{gone, scratch};
 
 /// A tmux server of its own with one interactive shell; killed on drop.
@@ -138,14 +139,6 @@ fn pid_in(path: &Path) -> String {
 fn state_of(pid: &str) -> Option<char> {
     let stat = fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
     stat.rsplit_once(") ")?.1.chars().next()
-}
-
-fn wait_until(what: &str, limit: Duration, done: impl Fn() -> bool) {
-    let deadline = Instant::now() + limit;
-    while !done() {
-        assert!(Instant::now() < deadline, "timed out waiting until {what}");
-        std::thread::sleep(Duration::from_millis(20));
-    }
 }
 
 #[test]

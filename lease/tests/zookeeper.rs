@@ -11,7 +11,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::thread;
 use std::time::{Duration, Instant};
-use testkit::{Proxy, ZooKeeper, ZooKeeperEnsemble};
+use testkit::{wait_until, Proxy, ZooKeeper, ZooKeeperEnsemble};
 
 /// The session timeout, which is every hold's lease.
 const SESSION: Duration = Duration::from_millis(600);
@@ -28,14 +28,6 @@ fn client_with(hosts: &str, lease: Duration) -> Client {
         .command_timeout(Duration::from_secs(1))
         .build()
         .expect("valid settings")
-}
-
-fn wait_until(what: &str, within: Duration, mut done: impl FnMut() -> bool) {
-    let deadline = Instant::now() + within;
-    while !done() {
-        assert!(Instant::now() < deadline, "timed out waiting until {what}");
-        thread::sleep(Duration::from_millis(5));
-    }
 }
 
 #[test]

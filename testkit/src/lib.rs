@@ -69,6 +69,7 @@ pub use monitor::{Monitor, Monitored};
 pub use redis_server::RedisServer;
 pub use sentinel::SentinelSet;
 pub use tls::{ClientAuth, TlsCertificates, TlsOptions};
+pub use wait::wait_until;
 pub use zookeeper::{
     zookeeper_four_letter_word, zookeeper_mode, zookeeper_zxid, Proxy, ZooKeeper, ZooKeeperEnsemble,
 };

@@ -17,13 +17,6 @@ pub fn client(server: &RedisServer) -> Client {
 }
 
 /// Waits (up to 10 s) for work on another thread, such as a renewal call, to show.
-pub fn wait_until(what: &str, mut done: impl FnMut() -> bool) {
-    let deadline = std::time::Instant::now() + Duration::from_secs(10);
-    while !done() {
-        assert!(
-            std::time::Instant::now() < deadline,
-            "timed out waiting until {what}"
-        );
-        std::thread::sleep(Duration::from_millis(1));
-    }
+pub fn wait_until(what: &str, done: impl FnMut() -> bool) {
+    testkit::wait_until(what, Duration::from_secs(10), done);
 }

@@ -4,14 +4,6 @@ use redis_lease::{Client, Error, MultiLock};
 use std::thread;
 use std::time::{Duration, Instant};
 
-fn wait_until(what: &str, mut done: impl FnMut() -> bool) {
-    let deadline = Instant::now() + Duration::from_secs(10);
-    while !done() {
-        assert!(Instant::now() < deadline, "timed out waiting until {what}");
-        thread::sleep(Duration::from_millis(2));
-    }
-}
-
 /// What a deployment offers that others do not.
 pub struct Offers {
     /// Fencing tokens.
@@ -103,7 +95,9 @@ pub fn every_public_method(client: &Client, offers: Offers) {
 
     // max_hold ends a hold; force_unlock clears one; abandon lets one lapse.
     let bounded = lock.max_hold(lease / 2).lock().expect("free");
-    wait_until("max_hold ends the hold", || bounded.is_lost());
+    testkit::wait_until("max_hold ends the hold", Duration::from_secs(10), || {
+        bounded.is_lost()
+    });
     drop(bounded);
     let forced = lock
         .with_lease(offers.long_lease)
