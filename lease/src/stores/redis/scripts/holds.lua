@@ -71,7 +71,7 @@ end
 -- caller has checked that it may set the counter.
 local function reserve_after(counter, token, ceiling, count)
   count = tonumber(count)
-  if not count then
+  if not count or count < 1 then
     return nil
   end
   local top = block_end(token, ceiling, count + 1)
