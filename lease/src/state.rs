@@ -36,6 +36,9 @@ pub struct LockState {
     pub permits: Option<u64>,
     /// A semaphore's permits held now; `None` for a lock.
     pub permits_in_use: Option<u64>,
+    /// On a leader election, the value its leader proclaimed, if one leads and has; `None`
+    /// for every other primitive.
+    pub proclaimed: Option<String>,
     /// Whether a fencing counter read for this lock is at the largest token.
     exhausted: bool,
 }
@@ -55,6 +58,7 @@ impl LockState {
             waiting: None,
             permits: None,
             permits_in_use: None,
+            proclaimed: None,
             exhausted: false,
         }
     }

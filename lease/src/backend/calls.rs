@@ -142,6 +142,16 @@ pub(crate) fn claim_id(hold: &str) -> String {
     format!("{hold}:claimed")
 }
 
+/// The hold that leads an election now, as the store holds it: its token (the term), what its
+/// leader proclaimed (`None` until its first proclamation lands), and how long its lease has
+/// left where the store can tell.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct Leading {
+    pub(crate) term: u64,
+    pub(crate) value: Option<String>,
+    pub(crate) ttl: Option<Duration>,
+}
+
 /// A release and whether every server it went to answered. An unsettled release is sent again
 /// before the same owner acquires the same lock again.
 pub(crate) struct ReleaseOutcome {

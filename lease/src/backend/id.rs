@@ -20,6 +20,9 @@ pub(crate) enum Kind {
     Read,
     /// The exclusive side of a read-write lock.
     Write,
+    /// A leader election: a lock whose hold is a term of leadership, each term a new hold in
+    /// the store (never handed from thread to thread), with the value its leader proclaims.
+    Leader,
 }
 
 impl Kind {
@@ -63,6 +66,7 @@ impl Kind {
             Kind::Semaphore { .. } => "semaphore",
             Kind::Read => "read lock",
             Kind::Write => "write lock",
+            Kind::Leader => "leader election",
         }
     }
 }
@@ -140,6 +144,7 @@ pub(crate) fn scope(name: &str, kind: Kind) -> String {
         Kind::Semaphore { .. } => format!("{name}{{semaphore}}"),
         Kind::Read => format!("{name}{{read}}"),
         Kind::Write => format!("{name}{{write}}"),
+        Kind::Leader => format!("{name}{{leader}}"),
     }
 }
 

@@ -33,8 +33,8 @@ mod renew;
 mod settings;
 
 pub(crate) use calls::{
-    claim_id, Attempt, Attempted, Grant, GrantFate, HoldEnd, Release, ReleaseOutcome, Released,
-    ReserveFor, Reserved, Rivals, ServerIdentity,
+    claim_id, Attempt, Attempted, Grant, GrantFate, HoldEnd, Leading, Release, ReleaseOutcome,
+    Released, ReserveFor, Reserved, Rivals, ServerIdentity,
 };
 pub(crate) use id::{check_prefix, scope, Kind, LockId};
 pub(crate) use renew::{Renewal, Renewed, Renewer};
@@ -131,4 +131,14 @@ pub(crate) trait Place: Send + Sync + 'static {
 
     /// Ends every hold of the lock whoever holds it; whether anything was held.
     fn force_release(&self, deadline: Instant) -> Result<bool>;
+
+    /// An election's leader proclaims `value`: stored beside its hold `hold` of `owner`, for
+    /// observers to read and be woken by, if that hold still holds the lock; whether it did.
+    /// Asked only of a [`Kind::Leader`] place.
+    fn proclaim(&self, owner: &str, hold: &str, value: &str, deadline: Instant) -> Result<bool>;
+
+    /// The hold that leads the election now, if one does. With `watch`, a store that wakes
+    /// waiters by watches arms those that a change of leader or value fires (a store that
+    /// announces does so anyway). Asked only of a [`Kind::Leader`] place.
+    fn leader(&self, watch: bool, deadline: Instant) -> Result<Option<Leading>>;
 }

@@ -111,6 +111,27 @@ impl LeaseGuard {
         self.acquisition.watched.lost_signal()
     }
 
+    /// Releases this acquisition as [`LeaseGuard::unlock`] does, keeping the guard; after
+    /// that, does nothing (see [`LeaseGuard::release_again`]).
+    pub(crate) fn release_once(&mut self) -> Result<()> {
+        if self.released {
+            return Ok(());
+        }
+        self.released = true;
+        self.acquisition.holding.release(&self.acquisition.watched)
+    }
+
+    /// Sends the release of a guard released before again (its outcome was unknown), for the
+    /// one hold of an owner of its own.
+    pub(crate) fn release_again(&self) -> Result<()> {
+        self.acquisition.holding.release_again()
+    }
+
+    /// The owner id the store knows the hold by, and the hold's id.
+    pub(crate) fn hold(&self) -> (&str, &str) {
+        self.acquisition.holding.store_hold()
+    }
+
     pub(crate) fn watched(&self) -> &Watched {
         &self.acquisition.watched
     }

@@ -185,6 +185,17 @@ impl Lock {
         }
     }
 
+    /// The lock's place in its store, for a primitive built on the lock (an election's
+    /// proclamations and reads).
+    pub(crate) fn place(&self) -> &dyn Place {
+        &*self.place
+    }
+
+    /// The client's parts every lock shares.
+    pub(crate) fn core(&self) -> &Core {
+        &self.core
+    }
+
     /// The servers that keep this lock, as they identify themselves, asked within one call
     /// timeout.
     pub(crate) fn servers(&self) -> Result<Vec<ServerIdentity>> {

@@ -74,6 +74,11 @@ impl Holding {
         &self.owner
     }
 
+    /// The owner id the store knows the hold by, and the hold's id.
+    pub(crate) fn store_hold(&self) -> (&str, &str) {
+        (&self.store_owner, &self.hold)
+    }
+
     /// Whether the watchdog counts the hold lost (its deadline read on the watchdog's clock).
     pub(crate) fn is_lost(&self, watched: &Watched) -> bool {
         self.core.watchdog().is_lost(&watched.status)
@@ -100,6 +105,25 @@ impl Holding {
             &self.id,
             deadline,
             claiming,
+        );
+        result(self.name(), outcome)
+    }
+
+    /// Sends this acquisition's release again, after one whose outcome was unknown or refused,
+    /// within one call timeout. For the one hold of an owner of its own (an election's
+    /// campaign): the owner's remembered releases are this one, sent here rather than before
+    /// the owner's next acquisition, which never comes.
+    pub(crate) fn release_again(&self) -> Result<()> {
+        let core = &self.core;
+        drop(core.take_unsettled(self.place.id(), &self.store_owner));
+        let outcome = send(
+            core,
+            &*self.place,
+            &self.store_owner,
+            &self.hold,
+            &self.id,
+            core.call_deadline(),
+            Grants::No,
         );
         result(self.name(), outcome)
     }

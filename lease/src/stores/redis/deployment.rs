@@ -4,8 +4,8 @@
 //! scripts; what differs between them (which server, how many) is theirs.
 
 use crate::backend::{
-    Attempt, Attempted, Backend, GrantFate, HoldEnd, Kind, LockId, Place, Release, ReleaseOutcome,
-    Renewer, ServerIdentity,
+    Attempt, Attempted, Backend, GrantFate, HoldEnd, Kind, Leading, LockId, Place, Release,
+    ReleaseOutcome, Renewer, ServerIdentity,
 };
 use crate::error::Result;
 use crate::state::LockState;
@@ -67,6 +67,16 @@ pub(crate) trait Deployment: Send + Sync + 'static {
 
     /// As [`Place::force_release`].
     fn force_release(&self, keys: &LockKeys, deadline: Instant) -> Result<bool>;
+
+    /// As [`Place::proclaim`], on a deployment that admits elections.
+    fn proclaim(
+        &self,
+        keys: &LockKeys,
+        owner: &str,
+        hold: &str,
+        value: &str,
+        deadline: Instant,
+    ) -> Result<bool>;
 
     /// As [`Backend::renewer`].
     fn renewer(&self) -> Box<dyn Renewer>;
@@ -194,4 +204,29 @@ impl Place for KeysPlace {
     fn force_release(&self, deadline: Instant) -> Result<bool> {
         self.deployment.force_release(&self.keys, deadline)
     }
+
+    fn proclaim(&self, owner: &str, hold: &str, value: &str, deadline: Instant) -> Result<bool> {
+        self.deployment
+            .proclaim(&self.keys, owner, hold, value, deadline)
+    }
+
+    /// Read as an inspection: the hold's token and value are fields of the lock's hash.
+    /// Observers are woken by the election's channel, which a proclamation and a release
+    /// announce on.
+    fn leader(&self, _watch: bool, deadline: Instant) -> Result<Option<Leading>> {
+        let state = self.deployment.inspect(&self.keys, deadline)?;
+        Ok(leading(state))
+    }
+}
+
+/// The hold that leads, from what Redis holds for the election.
+fn leading(state: LockState) -> Option<Leading> {
+    if !state.is_held() {
+        return None;
+    }
+    Some(Leading {
+        term: state.hold_token?,
+        value: state.proclaimed,
+        ttl: state.ttl,
+    })
 }

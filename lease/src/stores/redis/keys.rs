@@ -41,7 +41,11 @@ pub(crate) struct LockKeys {
 impl LockKeys {
     /// The keys of the lock `id`, under `prefix` (checked by the builder: no braces).
     pub(crate) fn of(prefix: &str, id: &LockId) -> LockKeys {
-        let base = format!("{prefix}{{{}}}", id.name);
+        let mut base = format!("{prefix}{{{}}}", id.name);
+        if id.kind == Kind::Leader {
+            // An election is not the lock of the same name: keys of its own, in the same slot.
+            base.push_str(":leader");
+        }
         LockKeys {
             name: id.name.clone(),
             kind: id.kind,

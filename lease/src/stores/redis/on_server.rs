@@ -313,6 +313,27 @@ pub(crate) fn log_withdrawal(keys: &LockKeys, withdrawn: Result<()>) {
     }
 }
 
+/// An election leader's proclamation on the server `via` reaches, acknowledged by replicas as
+/// its hold was: whether the hold still led.
+pub(crate) fn proclaim_on(
+    via: Via<'_>,
+    keys: &LockKeys,
+    (owner, hold, value): (&str, &str, &str),
+    deadline: Instant,
+    announce: Announce,
+) -> Result<bool> {
+    let acks = via.pool.acks();
+    via.call(deadline, |con| {
+        let call = scripts::proclaim(keys, owner, hold, value, announce);
+        let (reply, shortfall) = call.run_acked(con, &keys.lock, acks)?;
+        let proclaimed = scripts::parse_proclaim(&reply)?;
+        match shortfall {
+            Some(shortfall) => Err(shortfall.error(&keys.name)),
+            None => Ok(proclaimed),
+        }
+    })
+}
+
 /// How long a waiter of a server that announces releases sleeps: no longer than the holder's
 /// lease has left, and never more than [`MAX_RECHECK`].
 pub(crate) fn pause(ttl: Option<Duration>) -> Duration {

@@ -13,7 +13,7 @@ use crate::stores::redis::deployment::{Deployment, Redis};
 use crate::stores::redis::fencing::Epoch;
 use crate::stores::redis::keys::LockKeys;
 use crate::stores::redis::on_server::{
-    attempt_on, log_withdrawal, pause, release_on, settle_grant_on, withdraw_on,
+    attempt_on, log_withdrawal, pause, proclaim_on, release_on, settle_grant_on, withdraw_on,
 };
 use crate::stores::redis::pool::{Fixed, Pool, Via};
 use crate::stores::redis::pubsub::{OneServer as OneServerAnnouncer, Subscriber};
@@ -132,6 +132,18 @@ impl Deployment for Server {
         self.pool.call(deadline, |con| {
             scripts::force_release(con, keys, Announce::Global)
         })
+    }
+
+    fn proclaim(
+        &self,
+        keys: &LockKeys,
+        owner: &str,
+        hold: &str,
+        value: &str,
+        deadline: Instant,
+    ) -> Result<bool> {
+        let via = Via::direct(&self.pool);
+        proclaim_on(via, keys, (owner, hold, value), deadline, Announce::Global)
     }
 
     fn renewer(&self) -> Box<dyn Renewer> {

@@ -5,7 +5,7 @@ use super::line::holding;
 use super::paths::{self, Claim};
 use super::recipe::token;
 use super::{Ensembled, LockNode};
-use crate::backend::Kind;
+use crate::backend::{Kind, Leading};
 use crate::error::Result;
 use crate::state::LockState;
 use crate::stores::zookeeper::client::{Session, ZkError};
@@ -35,9 +35,10 @@ pub(super) fn inspect(place: &LockNode, deadline: Instant) -> Result<LockState> 
             Err(ZkError::NoNode) => continue,
             Err(error) => return Err(unavailable(&error)),
         };
-        let owner = String::from_utf8_lossy(&data).into_owned();
+        let (owner, proclaimed) = paths::node_data(&data);
         let holds = zk.table.lock().held_at(&path).map_or(1, |held| held.count);
         state.holders = vec![(owner, holds)];
+        state.proclaimed = proclaimed;
         state.hold_token = Some(token(stat.czxid)?);
         state.last_token = state.hold_token;
         state.holder_session = Some(format!("{:#x}", stat.ephemeral_owner));
@@ -50,6 +51,41 @@ pub(super) fn inspect(place: &LockNode, deadline: Instant) -> Result<LockState> 
     }
     state.waiting = Some(0);
     Ok(state)
+}
+
+/// The node that leads the election at `place` (the lowest), with what it proclaimed; with
+/// `watch`, the listing and that node's data are watched, so that a new leader or value wakes
+/// the election's waiters.
+pub(super) fn leader(place: &LockNode, watch: bool, deadline: Instant) -> Result<Option<Leading>> {
+    let (zk, lock) = (&*place.zk, &place.path);
+    let session = zk.ensemble.session(deadline)?;
+    let children = match session.get_children(lock, watch, deadline) {
+        Ok((children, _)) => children,
+        Err(ZkError::NoNode) if watch => {
+            // Armed on the node's creation: the first campaign makes it.
+            session
+                .exists(lock, true, deadline)
+                .map_err(|error| unavailable(&error))?;
+            return Ok(None);
+        }
+        Err(ZkError::NoNode) => return Ok(None),
+        Err(error) => return Err(unavailable(&error)),
+    };
+    for (_, child) in paths::queue(children) {
+        match session.get_data(&format!("{lock}/{child}"), watch, deadline) {
+            Ok((data, stat)) => {
+                return Ok(Some(Leading {
+                    term: token(stat.czxid)?,
+                    value: paths::node_data(&data).1,
+                    ttl: None,
+                }))
+            }
+            // Gone since the listing, which the watch on it tells: the next one leads.
+            Err(ZkError::NoNode) => continue,
+            Err(error) => return Err(unavailable(&error)),
+        }
+    }
+    Ok(None)
 }
 
 /// [`inspect`] of a semaphore or a side of a read-write lock: every node that holds it.

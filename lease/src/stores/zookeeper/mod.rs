@@ -17,8 +17,8 @@ mod renew;
 mod table;
 
 use crate::backend::{
-    Attempt, Attempted, Backend, GrantFate, HoldEnd, Kind, LockId, Place, Release, ReleaseOutcome,
-    Renewer, ServerIdentity, Settings,
+    Attempt, Attempted, Backend, GrantFate, HoldEnd, Kind, Leading, LockId, Place, Release,
+    ReleaseOutcome, Renewer, ServerIdentity, Settings,
 };
 use crate::error::{Error, Result};
 use crate::state::LockState;
@@ -173,7 +173,7 @@ pub(crate) fn build(
 
 impl Backend for ZooKeeper {
     fn place(&self, id: &LockId) -> Result<Arc<dyn Place>> {
-        let path = paths::lock_path(&self.shared.prefix, &id.name)?;
+        let path = paths::place_path(&self.shared.prefix, &id.name, id.kind)?;
         Ok(Arc::new(LockNode {
             id: id.clone(),
             path,
@@ -295,5 +295,13 @@ impl Place for LockNode {
 
     fn force_release(&self, deadline: Instant) -> Result<bool> {
         inspect::force_release(self, deadline)
+    }
+
+    fn proclaim(&self, owner: &str, hold: &str, value: &str, deadline: Instant) -> Result<bool> {
+        recipe::proclaim(self, (owner, hold, value), deadline)
+    }
+
+    fn leader(&self, watch: bool, deadline: Instant) -> Result<Option<Leading>> {
+        inspect::leader(self, watch, deadline)
     }
 }

@@ -17,6 +17,14 @@ use crate::error::{Error, Result};
 /// The node under which every lock lives.
 const ROOT: &str = "/lease";
 
+/// The node under which every leader election lives: apart from the locks, so that an election
+/// and a lock of one name are two.
+const ELECTIONS: &str = "/lease-elections";
+
+/// What separates a leader's owner id from the value it proclaimed, in its node's data (owner
+/// ids of elections are the client's own, without it).
+pub(super) const PROCLAIMED: char = '\0';
+
 /// What separates an exclusive contender's guid from its sequence.
 const MARK: &str = "-lock-";
 
@@ -35,7 +43,7 @@ impl Claim {
     /// What an acquisition of `kind` claims.
     pub(super) fn of(kind: Kind) -> Claim {
         match kind {
-            Kind::Lock | Kind::Fair | Kind::Write => Claim::Exclusive,
+            Kind::Lock | Kind::Fair | Kind::Write | Kind::Leader => Claim::Exclusive,
             Kind::Read => Claim::Read,
             Kind::Semaphore { take, .. } => Claim::Take(take),
         }
@@ -89,6 +97,25 @@ pub(super) fn lock_path(prefix: &str, name: &str) -> Result<String> {
         return refuse("it holds a control character");
     }
     Ok(format!("{ROOT}/{relative}"))
+}
+
+/// The node of the primitive `kind` named `name`: a lock's (see [`lock_path`]), or an
+/// election's, under its own root.
+pub(super) fn place_path(prefix: &str, name: &str, kind: Kind) -> Result<String> {
+    let path = lock_path(prefix, name)?;
+    Ok(match kind {
+        Kind::Leader => format!("{ELECTIONS}{}", &path[ROOT.len()..]),
+        _ => path,
+    })
+}
+
+/// A contender node's data: its owner id, and what it proclaimed if it leads an election.
+pub(super) fn node_data(data: &[u8]) -> (String, Option<String>) {
+    let text = String::from_utf8_lossy(data);
+    match text.split_once(PROCLAIMED) {
+        Some((owner, value)) => (owner.to_owned(), Some(value.to_owned())),
+        None => (text.into_owned(), None),
+    }
 }
 
 /// Characters ZooKeeper refuses in a path (see its `PathUtils.validatePath`).

@@ -289,6 +289,31 @@ fn create(
     })
 }
 
+/// The leader of an election proclaims: `value` goes into its node's data, after its owner id
+/// (see [`paths::node_data`]), if the node of its hold `hold` is still there; whether it was.
+pub(super) fn proclaim(
+    place: &LockNode,
+    (owner, hold, value): (&str, &str, &str),
+    deadline: Instant,
+) -> Result<bool> {
+    let zk = &*place.zk;
+    let held = zk.table.lock().held.get(hold).cloned();
+    let Some(held) = held.filter(|held| held.owner == owner && !held.ending) else {
+        return Ok(false);
+    };
+    let session = zk.ensemble.session(deadline)?;
+    if session.session_id() != held.session {
+        // Its session ended, and its node with it.
+        return Ok(false);
+    }
+    let data = format!("{owner}{}{value}", paths::PROCLAIMED);
+    match session.set_data(&held.node.path, data.as_bytes(), None, deadline) {
+        Ok(_) => Ok(true),
+        Err(ZkError::NoNode) => Ok(false),
+        Err(error) => Err(unavailable(&error)),
+    }
+}
+
 /// A zxid as a fencing token.
 pub(super) fn token(zxid: i64) -> Result<u64> {
     u64::try_from(zxid)

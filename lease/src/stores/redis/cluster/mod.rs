@@ -18,7 +18,7 @@ pub(crate) mod slots;
 use routes::{PoolSettings, Routes};
 
 use super::on_server::{
-    attempt_on, log_withdrawal, pause, release_on, settle_grant_on, withdraw_on,
+    attempt_on, log_withdrawal, pause, proclaim_on, release_on, settle_grant_on, withdraw_on,
 };
 use crate::backend::{
     Attempt, Attempted, Backend, GrantFate, Release, ReleaseOutcome, Renewer, ServerIdentity,
@@ -265,6 +265,20 @@ impl Deployment for Cluster {
             })
         })
         .map(|(freed, _)| freed)
+    }
+
+    fn proclaim(
+        &self,
+        keys: &LockKeys,
+        owner: &str,
+        hold: &str,
+        value: &str,
+        deadline: Instant,
+    ) -> Result<bool> {
+        self.route(keys, deadline, |via| {
+            proclaim_on(via, keys, (owner, hold, value), deadline, Announce::Sharded)
+        })
+        .map(|(proclaimed, _)| proclaimed)
     }
 
     fn renewer(&self) -> Box<dyn Renewer> {

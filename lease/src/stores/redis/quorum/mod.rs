@@ -69,6 +69,11 @@ impl Deployment for Quorum {
     fn admit(&self, keys: &LockKeys) -> Result<()> {
         match keys.kind {
             Kind::Lock => Ok(()),
+            Kind::Leader => Err(Error::InvalidArgument(
+                "a leader election is not offered on RedLock: a term is a fencing token, which \
+                 needs one counter, and RedLock's masters each keep their own"
+                    .into(),
+            )),
             other => Err(Error::InvalidArgument(format!(
                 "a {} is not offered on RedLock: its masters would each keep their own holds or \
                  line, and a quorum of them does not bound its holders as one server does",
@@ -336,6 +341,11 @@ impl Deployment for Quorum {
             (false, Some(error)) => Err(error),
             _ => Ok(deleted),
         }
+    }
+
+    /// Never asked: [`Deployment::admit`] refuses elections here.
+    fn proclaim(&self, keys: &LockKeys, _: &str, _: &str, _: &str, _: Instant) -> Result<bool> {
+        self.admit(keys).map(|()| false)
     }
 
     fn renewer(&self) -> Box<dyn Renewer> {

@@ -78,6 +78,7 @@ pub(crate) fn inspect(con: &mut dyn Link, keys: &LockKeys) -> Result<LockState> 
             for (field, value) in pairs {
                 match field.as_str() {
                     ":token" => state.hold_token = value.parse().ok(),
+                    ":value" => state.proclaimed = Some(value),
                     other if other.starts_with(':') => {}
                     owner => match value.parse() {
                         Ok(holds) => state.holders.push((owner.to_owned(), holds)),

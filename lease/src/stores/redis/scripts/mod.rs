@@ -11,6 +11,7 @@ mod acks;
 mod call;
 mod claim;
 mod direct;
+mod proclaim;
 mod reply;
 mod shared;
 
@@ -18,6 +19,7 @@ pub(crate) use crate::backend::claim_id;
 pub(crate) use acks::Acks;
 pub(crate) use call::{is_noscript, Call};
 pub(crate) use claim::{claim, parse_claim};
+pub(crate) use proclaim::{parse_proclaim, proclaim};
 pub(crate) use reply::{parse_acquire, parse_release, parse_renew, Acquire, ReleaseReply};
 
 use crate::backend::{Kind, Renewal};

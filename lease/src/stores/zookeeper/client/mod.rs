@@ -219,6 +219,30 @@ impl Session {
         }
     }
 
+    /// Replaces the node's data, at `version` if given, and returns its new stat.
+    ///
+    /// # Errors
+    ///
+    /// `NoNode`, `BadVersion`, `NoAuth`, or a session or connection error.
+    pub(crate) fn set_data(
+        &self,
+        path: &str,
+        data: &[u8],
+        version: Option<i32>,
+        deadline: Instant,
+    ) -> Result<Stat, ZkError> {
+        path::check(path, false)?;
+        let request = Request::SetData {
+            path: self.shared().chroot.prefix(path),
+            data: data.to_vec(),
+            version: version.unwrap_or(-1),
+        };
+        match self.shared().call(Call::new(request), deadline)? {
+            Reply::Stat(stat) => Ok(stat),
+            other => Err(unexpected(other)),
+        }
+    }
+
     /// The names of the node's children (unsorted) and its stat. With `watch`, a watch on its
     /// children is set if the node exists.
     ///

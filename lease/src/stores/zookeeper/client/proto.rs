@@ -10,6 +10,7 @@ pub(crate) mod op {
     pub(crate) const DELETE: i32 = 2;
     pub(crate) const EXISTS: i32 = 3;
     pub(crate) const GET_DATA: i32 = 4;
+    pub(crate) const SET_DATA: i32 = 5;
     pub(crate) const PING: i32 = 11;
     pub(crate) const GET_CHILDREN2: i32 = 12;
     pub(crate) const CREATE2: i32 = 15;
@@ -73,6 +74,12 @@ pub(crate) enum Request {
     Exists { path: String, watch: bool },
     /// GetData, arming a watch if `watch`.
     GetData { path: String, watch: bool },
+    /// SetData, at `version` (-1 for any).
+    SetData {
+        path: String,
+        data: Vec<u8>,
+        version: i32,
+    },
     /// GetChildren2, arming a watch if `watch`.
     GetChildren { path: String, watch: bool },
     /// Ends the session.
@@ -86,7 +93,7 @@ pub(crate) enum Reply {
     Created(String, Stat),
     /// A reply with no body (delete, closeSession).
     Done,
-    /// Exists.
+    /// Exists, SetData.
     Stat(Stat),
     /// GetData.
     Data(Vec<u8>, Stat),
@@ -102,6 +109,7 @@ impl Request {
             Request::Delete { .. } => op::DELETE,
             Request::Exists { .. } => op::EXISTS,
             Request::GetData { .. } => op::GET_DATA,
+            Request::SetData { .. } => op::SET_DATA,
             Request::GetChildren { .. } => op::GET_CHILDREN2,
             Request::CloseSession => op::CLOSE_SESSION,
         }
@@ -119,6 +127,13 @@ impl Request {
             }
             Request::Delete { path, version } => {
                 body.string(path).int(*version);
+            }
+            Request::SetData {
+                path,
+                data,
+                version,
+            } => {
+                body.string(path).buffer(data).int(*version);
             }
             Request::Exists { path, watch }
             | Request::GetData { path, watch }
@@ -138,7 +153,7 @@ pub(crate) fn reply(opcode: i32, body: &mut Reader<'_>) -> Result<Reply, JuteErr
             let path = body.string("created path")?;
             Reply::Created(path, stat(body)?)
         }
-        op::EXISTS => Reply::Stat(stat(body)?),
+        op::EXISTS | op::SET_DATA => Reply::Stat(stat(body)?),
         op::GET_DATA => {
             let data = body.buffer("data")?;
             Reply::Data(data, stat(body)?)
