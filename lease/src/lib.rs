@@ -97,6 +97,7 @@ mod backend;
 mod cancel;
 mod cause;
 mod client;
+pub mod election;
 mod error;
 mod events;
 mod guard;
@@ -121,6 +122,7 @@ pub use client::{Client, ClientBuilder};
 /// The channel crate of [`LostSignal`], re-exported so that `select!` over a lost signal and
 /// other channels needs no dependency of the caller's own, at the version this crate uses.
 pub use crossbeam_channel;
+pub use election::{Election, Leader, Leadership, Observer};
 pub use error::{Cause, Error, Result};
 pub use guard::Guard;
 /// The timer crate the watchdog runs on, for [`ClientBuilder::timer`].

@@ -6,6 +6,7 @@
 mod common;
 mod support;
 
+use common::election::an_election_works;
 use common::methods::{every_public_method, Offers};
 use redis_lease::{Client, Error, LeaseGuard};
 use std::collections::HashMap;
@@ -107,6 +108,17 @@ fn two_clients_of_eight_threads_over_names_in_every_slot_range_never_overlap() {
         seen.dedup();
         assert_eq!(seen.len(), count, "a token of {name} was handed out twice");
     }
+}
+
+#[test]
+fn an_election_works_on_a_cluster() {
+    let cluster = RedisCluster::start(3, 0);
+    let lease = Duration::from_millis(300);
+    an_election_works(
+        &client(&cluster, lease),
+        &client(&cluster, lease),
+        "leaders",
+    );
 }
 
 #[test]

@@ -3,7 +3,10 @@
 //! acknowledgements required it hands out only holds a replica has; and it reaches Sentinels and
 //! data servers that require a password, or TLS with a client certificate.
 
+mod common;
 mod support;
+
+use common::election::{an_election_works, next_change, until_reported};
 
 use redis_lease::{Client, Error, LeaseGuard, Lock};
 use std::thread;
@@ -211,6 +214,48 @@ fn holders_and_waiters_carry_on_across_a_failover() {
         "the waiter took the lock {:?} after the release",
         taken_at.saturating_duration_since(released)
     );
+}
+
+#[test]
+fn an_election_works_on_a_sentinel_primary_with_acknowledged_writes() {
+    let set = SentinelSet::start();
+    an_election_works(&acked_client(&set), &acked_client(&set), "leaders");
+}
+
+#[test]
+fn observers_follow_an_acknowledged_leadership_through_a_failover_and_terms_rise_after_it() {
+    let mut set = SentinelSet::start();
+    let (leading, following) = (acked_client(&set), acked_client(&set));
+    let election = leading.election("failover").expect("valid");
+    let observer = following
+        .election("failover")
+        .expect("valid")
+        .observe()
+        .expect("reachable");
+    assert_eq!(next_change(&observer), None);
+    let mut leadership = election.campaign("a").expect("free");
+    let term = leadership.term();
+    until_reported(&observer, &Some((term, "a".into())));
+    let old = set.kill_primary();
+    set.wait_primary_changed(old);
+    set.start_again(old);
+    set.wait_replicated();
+
+    // The term and its value were acknowledged: they survive the failover, and a proclamation
+    // made after it reaches the observer, which never saw the term go.
+    retried_while_unavailable(|| leadership.proclaim("a2"));
+    assert!(!leadership.is_lost(), "the acknowledged term survives");
+    assert_eq!(next_change(&observer), Some((term, "a2".into())));
+    retried_while_unavailable(|| leadership.resign());
+    assert_eq!(next_change(&observer), None);
+    let next =
+        retried_while_unavailable(|| following.election("failover").expect("valid").campaign("b"));
+    assert!(
+        epoch(next.term()) > epoch(term),
+        "term {} after {term}",
+        next.term()
+    );
+    until_reported(&observer, &Some((next.term(), "b".into())));
 }
 
 #[test]

@@ -4,6 +4,7 @@
 mod common;
 mod support;
 
+use common::election::an_election_works;
 use common::methods::{every_public_method, Offers};
 use redis_lease::Client;
 use std::time::Duration;
@@ -19,6 +20,31 @@ fn every_public_method_works_on_one_server() {
         .build()
         .expect("valid settings");
     every_public_method(&client, Offers::redis(true));
+}
+
+#[test]
+fn an_election_works_on_one_server() {
+    let server = RedisServer::start();
+    let clients = [(); 2].map(|()| {
+        Client::builder(server.url())
+            .default_lease(LEASE)
+            .build()
+            .expect("valid settings")
+    });
+    an_election_works(&clients[0], &clients[1], "leaders");
+}
+
+#[test]
+fn an_election_is_refused_on_redlock_saying_why() {
+    let servers: Vec<RedisServer> = (0..3).map(|_| RedisServer::start()).collect();
+    let client = Client::redlock(servers.iter().map(RedisServer::url))
+        .build()
+        .expect("valid settings");
+    let refused = client.election("leaders");
+    assert!(
+        matches!(&refused, Err(redis_lease::Error::InvalidArgument(why)) if why.contains("counter")),
+        "{refused:?}"
+    );
 }
 
 #[test]

@@ -4,6 +4,7 @@
 
 mod common;
 
+use common::election::an_election_works;
 use common::methods::{every_public_method, Offers};
 use redis_lease::{Client, Error, LostReason};
 use std::net::TcpListener;
@@ -42,6 +43,13 @@ fn every_public_method_works_on_zookeeper() {
             long_lease: SESSION,
         },
     );
+}
+
+#[test]
+fn an_election_works_on_zookeeper() {
+    let zk = ZooKeeper::start_with(&["forceSync=no"]);
+    let hosts = zk.connect_string();
+    an_election_works(&client(&hosts), &client(&hosts), "leaders/scheduler");
 }
 
 #[test]

@@ -297,6 +297,18 @@ impl Client {
     }
 
     /// The primitive `kind` named `name`, if it can live on this deployment.
+    /// A leader election by name (names as for [`Client::lock`]; the election is not the lock
+    /// of the same name). On RedLock, refused: a term is a fencing token, which needs one
+    /// counter.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::InvalidArgument`](crate::Error::InvalidArgument) for a name [`Client::lock`]
+    /// refuses, or on RedLock.
+    pub fn election(&self, name: &str) -> Result<crate::Election> {
+        self.primitive(name, Kind::Leader).map(crate::Election::new)
+    }
+
     fn primitive(&self, name: &str, kind: Kind) -> Result<Lock> {
         let place = self.core.backend().place(&LockId::new(name, kind)?)?;
         Ok(Lock::new(Arc::clone(&self.core), place))
