@@ -16,6 +16,8 @@ enum Phase {
     Resigning,
     /// Over in the store: released, or found gone.
     Resigned,
+    /// Renewed no more, without a resignation: it ends when its lease lapses.
+    Abandoned,
 }
 
 /// One term of leadership, from [`Election::campaign`](crate::Election::campaign): renewed by
@@ -129,7 +131,7 @@ impl Leadership {
     /// refused the call: the term may still stand, until its lease lapses.
     pub fn resign(&mut self) -> Result<()> {
         let outcome = match self.phase {
-            Phase::Resigned => return Ok(()),
+            Phase::Resigned | Phase::Abandoned => return Ok(()),
             Phase::Leading => self.guard.release_once(),
             Phase::Resigning => self.guard.release_again(),
         };
@@ -143,6 +145,14 @@ impl Leadership {
                 Err(error)
             }
         }
+    }
+
+    /// Stops renewing this leadership without resigning: its term lapses with its lease, and
+    /// this returns at once, without a command sent. For a leader that lost its lease, or
+    /// cannot reach the store, and must not wait on a resignation.
+    pub fn abandon(mut self) {
+        self.phase = Phase::Abandoned;
+        self.guard.abandon_once();
     }
 
     /// Whether the term is over in the store, as far as this leadership knows: a resignation

@@ -121,6 +121,15 @@ impl LeaseGuard {
         self.acquisition.holding.release(&self.acquisition.watched)
     }
 
+    /// Abandons this acquisition as [`LeaseGuard::abandon`] does, keeping the guard; after
+    /// that, or after a release, does nothing.
+    pub(crate) fn abandon_once(&mut self) {
+        if !self.released {
+            self.released = true;
+            self.acquisition.holding.abandon(&self.acquisition.watched);
+        }
+    }
+
     /// Sends the release of a guard released before again (its outcome was unknown), for the
     /// one hold of an owner of its own.
     pub(crate) fn release_again(&self) -> Result<()> {
