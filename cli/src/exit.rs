@@ -33,7 +33,11 @@ pub const CODES: [(&str, &str); 10] = [
         "the command's own",
         "lease run: the command's exit status; 128+N if signal N killed it",
     ),
-    ("0, 1", "lease status: the lock is held (0) or free (1)"),
+    (
+        "0, 1",
+        "lease status: the lock is held (0) or free (1); lease leader: someone leads (0) or no \
+         one does (1)",
+    ),
     (
         "64",
         "usage error: no command, a bad option, duration, URL or name",

@@ -18,9 +18,11 @@ mod clock;
 mod connect;
 mod exec;
 mod exit;
+mod held;
 mod job;
 mod keeper;
 mod layout;
+mod leader;
 mod logger;
 mod manual;
 mod primitive;
@@ -72,6 +74,8 @@ enum Command {
     Status(status::StatusArgs),
     /// Remove NAME whoever holds it (for clearing a dead holder)
     Unlock(status::UnlockArgs),
+    /// Show who leads the election NAME (its term and value), once or as it changes
+    Leader(leader::LeaderArgs),
     /// Print a completion script for SHELL on stdout
     #[command(after_help = layout::table("Install, for example", &manual::COMPLETIONS_INSTALL))]
     Completions(manual::CompletionsArgs),
@@ -234,6 +238,9 @@ fn execute(cli: Cli, matches: &ArgMatches) -> Result<ExitCode, Failure> {
         }
         Command::Unlock(args) => {
             with_client(connection, matches, |client| status::unlock(client, args))
+        }
+        Command::Leader(args) => {
+            with_client(connection, matches, |client| leader::leader(client, args))
         }
         Command::Completions(args) => Ok(manual::completions(args)),
         Command::Man(args) => Ok(manual::man(args)),

@@ -14,6 +14,7 @@
 
 use crate::connect::SECRETS;
 use crate::exit::{self, Failure};
+use crate::held::Held;
 use crate::job::{Group, Terminal};
 use crate::layout;
 use crate::primitive::PrimitiveArgs;
@@ -21,7 +22,7 @@ use crate::supervise::{look_period, release, switch_term_before, Supervised};
 use crate::switch::Keeper;
 use clap::Args;
 use nix::unistd::{getpid, Pid};
-use redis_lease::{Client, LeaseGuard};
+use redis_lease::Client;
 use signal_hook::consts::{SIGHUP, SIGINT, SIGQUIT, SIGTERM, SIGTSTP, SIGUSR1, SIGUSR2};
 use signal_hook::iterator::Signals;
 use std::os::unix::process::CommandExt;
@@ -55,9 +56,17 @@ pub struct RunArgs {
     /// -E): 0 makes "someone else is running it" a success
     #[arg(short = 'E', long, value_name = "CODE")]
     pub conflict_exit_code: Option<u8>,
+    /// Run as the leader of the election NAME instead of holding the lock NAME, proclaiming
+    /// VALUE while the command leads (`lease leader NAME` shows it); $LEASE_TOKEN is the term
+    #[arg(
+        long,
+        value_name = "VALUE",
+        conflicts_with_all = ["permits", "read", "write", "fair", "owner", "max_hold"]
+    )]
+    value: Option<String>,
     #[command(flatten)]
     primitive: PrimitiveArgs,
-    /// The lock's name
+    /// The lock's name (the election's, with --value)
     pub name: String,
     /// Run this shell command (with /bin/sh -c) instead of CMD, as flock's -c
     #[arg(
@@ -92,12 +101,13 @@ pub const COMMAND_ENVIRONMENT: [(&str, &str); 4] = [
     ("LEASE_NAME", "the lock's name"),
     (
         "LEASE_TOKEN",
-        "the fencing token of this hold, above every one before it: pass it to what CMD writes, \
-         and have that refuse lower ones (none with --redlock)",
+        "the fencing token of this hold (with --value, the term), above every one before it: \
+         pass it to what CMD writes, and have that refuse lower ones (none with --redlock)",
     ),
     (
         "LEASE_OWNER",
-        "the hold's owner id, as `lease status` shows it; a credential: keep it to the job",
+        "the hold's owner id, as `lease status` shows it; a credential: keep it to the job (not \
+         set with --value)",
     ),
     ("LEASE_HELD", "1"),
 ];
@@ -180,7 +190,10 @@ pub fn run(client: &Client, args: RunArgs) -> Result<ExitCode, Failure> {
     supervised.run(child, signals)
 }
 
-fn acquire(client: &Client, args: &RunArgs) -> Result<LeaseGuard, Failure> {
+fn acquire(client: &Client, args: &RunArgs) -> Result<Held, Failure> {
+    if let Some(value) = &args.value {
+        return lead(client, args, value);
+    }
     let mut lock = args.primitive.lock(client, &args.name)?;
     if let Some(owner) = &args.owner {
         lock = lock.owned_by(owner.as_str());
@@ -193,16 +206,29 @@ fn acquire(client: &Client, args: &RunArgs) -> Result<LeaseGuard, Failure> {
         Some(wait) if wait.is_zero() => lock.try_lock()?,
         Some(wait) => lock.try_lock_for(wait)?,
     };
-    acquired.ok_or_else(|| {
-        Failure::new(
-            exit::NOT_ACQUIRED,
-            format!("{:?} was not acquired within --wait", args.name),
-        )
-    })
+    acquired.map(Held::Lock).ok_or_else(|| not_acquired(args))
+}
+
+/// Campaigns for the election NAME, proclaiming `value`.
+fn lead(client: &Client, args: &RunArgs, value: &str) -> Result<Held, Failure> {
+    let election = client.election(&args.name)?;
+    let led = match args.wait {
+        None => Some(election.campaign(value)?),
+        Some(wait) if wait.is_zero() => election.try_campaign(value)?,
+        Some(wait) => election.campaign_for(wait, value)?,
+    };
+    led.map(Held::Leader).ok_or_else(|| not_acquired(args))
+}
+
+fn not_acquired(args: &RunArgs) -> Failure {
+    Failure::new(
+        exit::NOT_ACQUIRED,
+        format!("{:?} was not acquired within --wait", args.name),
+    )
 }
 
 /// Starts the command (through `lease __exec`) in a process group of its own.
-fn spawn(args: &RunArgs, guard: &LeaseGuard, foreground: bool) -> Result<Child, Failure> {
+fn spawn(args: &RunArgs, guard: &Held, foreground: bool) -> Result<Child, Failure> {
     let mut command = crate::program::this_program()?;
     command
         .arg("__exec")
@@ -216,10 +242,13 @@ fn spawn(args: &RunArgs, guard: &LeaseGuard, foreground: bool) -> Result<Child, 
         .arg("--")
         .args(args.command_line())
         .env("LEASE_NAME", &args.name)
-        .env("LEASE_OWNER", guard.owner())
         .env("LEASE_HELD", "1")
         .process_group(0);
-    match guard.fencing_token() {
+    match guard.owner() {
+        Some(owner) => command.env("LEASE_OWNER", owner),
+        None => command.env_remove("LEASE_OWNER"),
+    };
+    match guard.token() {
         Some(token) => command.env("LEASE_TOKEN", token.to_string()),
         None => command.env_remove("LEASE_TOKEN"),
     };

@@ -15,6 +15,10 @@ pub struct StatusArgs {
     /// Print one JSON object instead of a sentence
     #[arg(long)]
     json: bool,
+    /// NAME is a leader election (as `lease run --value` leads): show its leader's owner id,
+    /// term and value
+    #[arg(long, conflicts_with_all = ["permits", "read", "write", "fair"])]
+    election: bool,
     #[command(flatten)]
     primitive: PrimitiveArgs,
 }
@@ -31,11 +35,16 @@ pub struct UnlockArgs {
 }
 
 pub fn status(client: &Client, args: StatusArgs) -> Result<ExitCode, Failure> {
-    let state = args.primitive.lock(client, &args.name)?.inspect()?;
-    let text = if args.json {
-        json(&state, &args.primitive).to_string()
+    let (state, noun) = if args.election {
+        (client.election(&args.name)?.inspect()?, "election")
     } else {
-        describe(&state, &args.primitive)
+        let state = args.primitive.lock(client, &args.name)?.inspect()?;
+        (state, args.primitive.noun())
+    };
+    let text = if args.json {
+        json(&state, &args.primitive, noun).to_string()
+    } else {
+        describe(&state, &args.primitive, noun)
     };
     // Scripts ask `lease status NAME` as they ask `test`: 0 when held, 1 when free.
     let written = out(&text);
@@ -56,7 +65,10 @@ pub fn unlock(client: &Client, args: UnlockArgs) -> Result<ExitCode, Failure> {
     let lock = args.primitive.lock(client, &args.name)?;
     let state = lock.inspect()?;
     let text = if lock.force_unlock()? {
-        format!("removed: {}", describe(&state, &args.primitive))
+        format!(
+            "removed: {}",
+            describe(&state, &args.primitive, args.primitive.noun())
+        )
     } else {
         format!("{:?} was not held: nothing removed", args.name)
     };
@@ -65,8 +77,8 @@ pub fn unlock(client: &Client, args: UnlockArgs) -> Result<ExitCode, Failure> {
 
 /// One sentence: `"jobs" held by 3f…:1 (1 hold), 12.3s left, token 42, last fencing token 42`,
 /// then one line per problem found. A semaphore's says how many permits are held and free; a
-/// read-write lock's names its side.
-fn describe(state: &LockState, primitive: &PrimitiveArgs) -> String {
+/// read-write lock's names its side; an election's gives its leader's value.
+fn describe(state: &LockState, primitive: &PrimitiveArgs, noun: &str) -> String {
     let token = match state.last_token {
         _ if state.tokens_exhausted() => {
             "but its fencing tokens are exhausted: no acquisition can succeed".to_owned()
@@ -97,14 +109,18 @@ fn describe(state: &LockState, primitive: &PrimitiveArgs) -> String {
         let hold_token = state
             .hold_token
             .map_or_else(String::new, |token| format!(", token {token}"));
+        let value = state
+            .proclaimed
+            .as_ref()
+            .map_or_else(String::new, |value| format!(", value {value:?}"));
         format!(
-            "{:?}{on}{} held by {}, {left}{hold_token}, {token}",
+            "{:?}{on}{} held by {}, {left}{hold_token}{value}, {token}",
             state.name,
-            kind(primitive),
+            kind(noun),
             holders.join(", ")
         )
     } else {
-        format!("{:?}{on}{} is free, {token}", state.name, kind(primitive))
+        format!("{:?}{on}{} is free, {token}", state.name, kind(noun))
     };
     if let (Some(permits), Some(in_use)) = (primitive.permits, state.permits_in_use) {
         let free = u64::from(permits).saturating_sub(in_use);
@@ -138,14 +154,14 @@ fn since(state: &LockState) -> String {
 }
 
 /// The primitive, after a name: "" for a lock, " (semaphore)", ...
-fn kind(primitive: &PrimitiveArgs) -> String {
-    match primitive.noun() {
+fn kind(noun: &str) -> String {
+    match noun {
         "lock" => String::new(),
         noun => format!(" ({noun})"),
     }
 }
 
-fn json(state: &LockState, primitive: &PrimitiveArgs) -> serde_json::Value {
+fn json(state: &LockState, primitive: &PrimitiveArgs, noun: &str) -> serde_json::Value {
     let holders: Vec<serde_json::Value> = state
         .holders
         .iter()
@@ -169,7 +185,8 @@ fn json(state: &LockState, primitive: &PrimitiveArgs) -> serde_json::Value {
                 .map(|since| u64::try_from(since.as_millis()).unwrap_or(u64::MAX))
         }),
         "waiting": state.waiting,
-        "kind": primitive.noun(),
+        "kind": noun,
+        "value": state.proclaimed,
         "permits": primitive.permits,
         "permits_in_use": state.permits_in_use,
     })

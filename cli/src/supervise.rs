@@ -3,12 +3,13 @@
 //! lease's deadline; and how the run ends: what is said, released and returned.
 
 use crate::exit::{self, Failure};
+use crate::held::Held;
 use crate::job::{self, Event, Group, Terminal};
 use crate::switch::Keeper;
 use crossbeam_channel::{never, select, Receiver};
 use nix::sys::signal::{kill, Signal};
 use nix::unistd::getpid;
-use redis_lease::{LeaseGuard, Lost, LostReason};
+use redis_lease::{Lost, LostReason};
 use signal_hook::iterator::Signals;
 use std::process::{Child, ExitCode};
 use std::thread;
@@ -51,7 +52,7 @@ pub struct Supervised {
     /// How often the deadline is looked at besides the moments it must be acted on.
     pub look: Duration,
     pub terminal: Option<Terminal>,
-    pub guard: LeaseGuard,
+    pub guard: Held,
     pub keeper: Keeper,
     /// The deadline the dead-man's switch was last given: the guard's at the start.
     pub fed: Instant,
@@ -370,9 +371,9 @@ impl Supervised {
 /// and exit: a switch that is frozen or gone is not waited for longer.
 const SWITCH_ANSWER: Duration = Duration::from_millis(500);
 
-pub fn release(guard: LeaseGuard) {
+pub fn release(guard: Held) {
     let name = guard.name().to_owned();
-    if let Err(error) = guard.unlock() {
+    if let Err(error) = guard.release() {
         log::warn!("releasing {name:?} failed: {error}; it lapses with its lease");
     }
 }

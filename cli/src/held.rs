@@ -1,0 +1,79 @@
+//! What `lease run` holds while the command runs: a lock's hold, or a term of an election's
+//! leadership. Both are renewed, lost and told alike; they differ in how they end.
+
+use redis_lease::{Leadership, LeaseGuard, Lost, LostSignal};
+use std::time::Instant;
+
+pub enum Held {
+    Lock(LeaseGuard),
+    Leader(Leadership),
+}
+
+impl Held {
+    pub fn name(&self) -> &str {
+        match self {
+            Held::Lock(guard) => guard.name(),
+            Held::Leader(leadership) => leadership.name(),
+        }
+    }
+
+    /// The fencing token the command gets: the hold's, or the term.
+    pub fn token(&self) -> Option<u64> {
+        match self {
+            Held::Lock(guard) => guard.fencing_token(),
+            Held::Leader(leadership) => Some(leadership.term()),
+        }
+    }
+
+    /// The owner id the command is told of: a lock's (an election's is its campaign's own).
+    pub fn owner(&self) -> Option<&str> {
+        match self {
+            Held::Lock(guard) => Some(guard.owner()),
+            Held::Leader(_) => None,
+        }
+    }
+
+    pub fn valid_until(&self) -> Instant {
+        match self {
+            Held::Lock(guard) => guard.valid_until(),
+            Held::Leader(leadership) => leadership.valid_until(),
+        }
+    }
+
+    pub fn is_lost(&self) -> bool {
+        match self {
+            Held::Lock(guard) => guard.is_lost(),
+            Held::Leader(leadership) => leadership.is_lost(),
+        }
+    }
+
+    pub fn lost(&self) -> Option<Lost> {
+        match self {
+            Held::Lock(guard) => guard.lost(),
+            Held::Leader(leadership) => leadership.lost(),
+        }
+    }
+
+    pub fn lost_signal(&self) -> LostSignal {
+        match self {
+            Held::Lock(guard) => guard.lost_signal(),
+            Held::Leader(leadership) => leadership.lost_signal(),
+        }
+    }
+
+    /// Stops renewing without a command sent: it lapses with its lease.
+    pub fn abandon(self) {
+        match self {
+            Held::Lock(guard) => guard.abandon(),
+            Held::Leader(leadership) => leadership.abandon(),
+        }
+    }
+
+    /// Releases the lock, or resigns the leadership.
+    pub fn release(self) -> redis_lease::Result<()> {
+        match self {
+            Held::Lock(guard) => guard.unlock(),
+            Held::Leader(mut leadership) => leadership.resign(),
+        }
+    }
+}
