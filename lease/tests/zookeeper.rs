@@ -186,6 +186,57 @@ fn a_holder_cut_off_is_told_before_its_session_expires_and_only_then_does_anothe
 }
 
 #[test]
+fn a_leader_cut_off_is_told_before_its_session_expires_and_observers_are_woken_by_watches() {
+    let zk = ZooKeeper::start_with(&["forceSync=no"]);
+    let proxy = Proxy::start(zk.connect_string().parse().expect("an address"));
+    let cut_off = client(&proxy.addr());
+    let other = client(&zk.connect_string());
+    let leadership = cut_off
+        .election("partition")
+        .expect("valid")
+        .campaign("a")
+        .expect("free");
+    let told = leadership.lost_signal();
+    let election = other.election("partition").expect("valid");
+    let observer = election.observe().expect("reachable");
+    let first = observer
+        .changes()
+        .recv_timeout(Duration::from_secs(5))
+        .expect("the leader at the start")
+        .expect("a leader");
+    assert_eq!((first.term, first.value.as_str()), (leadership.term(), "a"));
+    proxy.freeze();
+    let next = election
+        .campaign_for(Duration::from_secs(10), "b")
+        .expect("reachable")
+        .expect("leads once the session expired");
+    let led_at = Instant::now();
+    let lost = told.try_recv().expect("told before the next term began");
+    assert!(lost.valid_until <= led_at);
+    assert!(next.term() > leadership.term());
+    // The session's end, and the next leader's value, reach the observer by its watches.
+    let mut seen = Vec::new();
+    loop {
+        let change = observer
+            .changes()
+            .recv_timeout(Duration::from_secs(5))
+            .expect("a change");
+        let done = change.as_ref().is_some_and(|leader| leader.term == next.term());
+        seen.push(change);
+        if done {
+            break;
+        }
+    }
+    assert!(
+        led_at.elapsed() < Duration::from_millis(900),
+        "woken {:?} after, not by a watch: {seen:?}",
+        led_at.elapsed()
+    );
+    proxy.heal();
+    assert!(leadership.is_lost());
+}
+
+#[test]
 fn a_session_that_reconnects_within_its_timeout_keeps_its_hold() {
     let zk = ZooKeeper::start_with(&["forceSync=no"]);
     let proxy = Proxy::start(zk.connect_string().parse().expect("an address"));
