@@ -48,6 +48,12 @@ impl ChildProcess {
             .expect("readable")
     }
 
+    /// Kills the child at once (SIGKILL), as a crash would, and reaps it.
+    pub fn kill(mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+
     /// Closes the child's stdin and waits for it to exit.
     pub fn finish(mut self) {
         drop(self.to_child.take());
