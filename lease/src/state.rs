@@ -41,6 +41,8 @@ pub struct LockState {
     pub proclaimed: Option<String>,
     /// Whether a fencing counter read for this lock is at the largest token.
     exhausted: bool,
+    /// The lock's key, if it holds another type than the primitive's.
+    pub(crate) foreign: Option<String>,
 }
 
 impl LockState {
@@ -60,6 +62,7 @@ impl LockState {
             permits_in_use: None,
             proclaimed: None,
             exhausted: false,
+            foreign: None,
         }
     }
 

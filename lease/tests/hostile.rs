@@ -655,3 +655,27 @@ fn owner_ids_and_passwords_never_show_in_debug_or_display() {
         }
     }
 }
+
+#[test]
+fn an_election_whose_key_holds_another_type_is_refused_by_every_call_not_read_as_no_leader() {
+    let server = RedisServer::start();
+    let mut con = server.connection();
+    let _: () = con.set("{vote}:leader", "x").expect("SET");
+    let election = impatient(&server.url()).election("vote").expect("valid");
+    let is_wrong =
+        |error: &Error| matches!(error, Error::WrongType { key } if key == "{vote}:leader");
+    let campaign = election.try_campaign("a").expect_err("not an election");
+    assert!(is_wrong(&campaign), "{campaign:?}");
+    let leader = election.leader().expect_err("not an election");
+    assert!(is_wrong(&leader), "{leader:?}");
+    let observed = election.observe().expect_err("not an election");
+    assert!(is_wrong(&observed), "{observed:?}");
+    let state = election.inspect().expect("described, not refused");
+    assert!(!state.problems.is_empty(), "{state:?}");
+    let _: () = con.del("{vote}:leader").expect("DEL");
+    let mut leadership = election
+        .try_campaign("a")
+        .expect("reachable")
+        .expect("free");
+    leadership.resign().expect("led");
+}

@@ -259,6 +259,49 @@ fn observers_follow_an_acknowledged_leadership_through_a_failover_and_terms_rise
 }
 
 #[test]
+fn a_term_a_failover_lost_is_told_to_its_leader_and_the_next_term_is_above_it() {
+    let mut set = SentinelSet::start();
+    let (leading, following) = (client(&set), client(&set));
+    let observer = following
+        .election("lost-term")
+        .expect("valid")
+        .observe()
+        .expect("reachable");
+    assert_eq!(next_change(&observer), None);
+    set.pause_replica();
+    let leadership = leading
+        .election("lost-term")
+        .expect("valid")
+        .campaign("a")
+        .expect("free");
+    let term = leadership.term();
+    until_reported(&observer, &Some((term, "a".into())));
+    let told = leadership.lost_signal();
+    let old = set.kill_primary();
+    set.resume_replica();
+    set.wait_primary_changed(old);
+
+    // Not replicated, the term is gone with the primary: its leader hears it at a renewal.
+    let lost = told.recv_timeout(SETTLE).expect("told the term is lost");
+    assert!(leadership.is_lost(), "{lost:?}");
+    let next = retried_while_unavailable(|| {
+        following
+            .election("lost-term")
+            .expect("valid")
+            .try_campaign("b")
+    })
+    .expect("free on the new primary");
+    assert!(
+        epoch(next.term()) > epoch(term),
+        "term {} after {term}",
+        next.term()
+    );
+    // The observer never goes back: the lost term is shown over, then the next one.
+    let skipped = until_reported(&observer, &Some((next.term(), "b".into())));
+    assert!(skipped.iter().all(Option::is_none), "{skipped:?}");
+}
+
+#[test]
 fn tokens_rise_across_a_failover_that_lost_the_last_acquisition() {
     let mut set = SentinelSet::start();
     let client = client(&set);

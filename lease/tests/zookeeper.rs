@@ -221,7 +221,9 @@ fn a_leader_cut_off_is_told_before_its_session_expires_and_observers_are_woken_b
             .changes()
             .recv_timeout(Duration::from_secs(5))
             .expect("a change");
-        let done = change.as_ref().is_some_and(|leader| leader.term == next.term());
+        let done = change
+            .as_ref()
+            .is_some_and(|leader| leader.term == next.term());
         seen.push(change);
         if done {
             break;

@@ -215,18 +215,22 @@ impl Place for KeysPlace {
     /// announce on.
     fn leader(&self, _watch: bool, deadline: Instant) -> Result<Option<Leading>> {
         let state = self.deployment.inspect(&self.keys, deadline)?;
-        Ok(leading(state))
+        leading(state)
     }
 }
 
-/// The hold that leads, from what Redis holds for the election.
-fn leading(state: LockState) -> Option<Leading> {
-    if !state.is_held() {
-        return None;
+/// The hold that leads, from what Redis holds for the election: none if nothing holds it, and
+/// an error if its key holds something else, which no campaign can take.
+fn leading(state: LockState) -> Result<Option<Leading>> {
+    if let Some(key) = state.foreign {
+        return Err(crate::error::Error::WrongType { key });
     }
-    Some(Leading {
-        term: state.hold_token?,
+    if !state.is_held() {
+        return Ok(None);
+    }
+    Ok(state.hold_token.map(|term| Leading {
+        term,
         value: state.proclaimed,
         ttl: state.ttl,
-    })
+    }))
 }

@@ -93,15 +93,21 @@ pub(crate) fn inspect(con: &mut dyn Link, keys: &LockKeys) -> Result<LockState> 
                 state.ttl = u64::try_from(*ms).ok().map(Duration::from_millis);
             }
         }
-        "zset" => state.problems.push(format!(
-            "key {:?} holds a zset, not a lock (a hash): a semaphore's or a read-write lock's \
+        "zset" => {
+            state.foreign = Some(keys.lock.clone());
+            state.problems.push(format!(
+                "key {:?} holds a zset, not a lock (a hash): a semaphore's or a read-write lock's \
              (look at it as one: `lease status --permits N` or `--read`)",
-            keys.lock
-        )),
-        other => state.problems.push(format!(
-            "key {:?} holds a {other}, not a lock (a hash)",
-            keys.lock
-        )),
+                keys.lock
+            ))
+        }
+        other => {
+            state.foreign = Some(keys.lock.clone());
+            state.problems.push(format!(
+                "key {:?} holds a {other}, not a lock (a hash)",
+                keys.lock
+            ));
+        }
     }
     read_fence(&mut state, keys, fence_type, fence);
     match text(note_type).unwrap_or_default().as_str() {
