@@ -55,6 +55,10 @@ pub struct Findings {
     pub lost_lateness_ms: Option<(f64, f64)>,
     /// Time from the end of each fault to the next acquisition by anyone, max, in ms.
     pub recovery_max_ms: Option<f64>,
+    /// Changes an election's observers reported, and those that went back: a term below one
+    /// the same observer reported before, or a term again after it reported its end.
+    pub observed: usize,
+    pub observer_regressions: usize,
 }
 
 /// Believed-hold windows, per client, in start order.
@@ -191,7 +195,7 @@ pub fn check(
     let windows = windows(events);
     match primitive {
         Primitive::Semaphore(permits) => excess(&windows, permits as usize, &mut findings),
-        Primitive::Lock | Primitive::ReadWrite => {
+        Primitive::Lock | Primitive::ReadWrite | Primitive::Election => {
             for (i, first) in windows.iter().enumerate() {
                 for second in windows[i + 1..].iter().take_while(|w| w.start < first.end) {
                     let excludes =
@@ -268,6 +272,7 @@ pub fn check(
             _ => {}
         }
     }
+    (findings.observed, findings.observer_regressions) = observers(events);
     findings.lost_updates = increments - counter as i64;
     lateness.sort_by(f64::total_cmp);
     if !lateness.is_empty() {
@@ -285,9 +290,59 @@ pub fn check(
     findings
 }
 
+/// How many changes the observers reported, and how many of them went back (see
+/// [`Findings::observer_regressions`]), each observer's in the order it reported them.
+fn observers(events: &[Event]) -> (usize, usize) {
+    // Per observer: the newest term reported, and whether its end was reported since.
+    let mut seen: HashMap<&str, (u64, bool)> = HashMap::new();
+    let (mut observed, mut regressions) = (0, 0);
+    for event in events {
+        let Event::Observed { client, term, .. } = event else {
+            continue;
+        };
+        observed += 1;
+        let (newest, over) = seen.entry(client).or_insert((0, false));
+        match term {
+            Some(term) if *term < *newest || (*term == *newest && *over) => regressions += 1,
+            Some(term) => (*newest, *over) = (*term, false),
+            None => *over = true,
+        }
+    }
+    (observed, regressions)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn observed(t: u64, client: &str, term: Option<u64>) -> Event {
+        Event::Observed {
+            t,
+            client: client.into(),
+            term,
+        }
+    }
+
+    #[test]
+    fn an_observer_that_goes_back_to_an_older_term_or_an_ended_one_is_found() {
+        let fine = [
+            observed(1, "a", None),
+            observed(2, "a", Some(3)),
+            observed(3, "b", Some(3)),
+            observed(4, "a", None),
+            observed(5, "a", Some(7)),
+            observed(6, "b", Some(7)),
+        ];
+        assert_eq!(observers(&fine), (6, 0));
+        let older = [observed(1, "a", Some(7)), observed(2, "a", Some(3))];
+        assert_eq!(observers(&older), (2, 1));
+        let ended = [
+            observed(1, "a", Some(7)),
+            observed(2, "a", None),
+            observed(3, "a", Some(7)),
+        ];
+        assert_eq!(observers(&ended), (3, 1));
+    }
 
     fn ok(t: u64, client: &str, token: u64) -> Event {
         Event::AcquireOk {

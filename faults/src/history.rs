@@ -70,6 +70,12 @@ pub enum Event {
     ReleaseInvoke { t: u64, client: String },
     /// The release's outcome.
     ReleaseDone { t: u64, client: String, ok: bool },
+    /// An election's observer reported a change: the leader's term, or none.
+    Observed {
+        t: u64,
+        client: String,
+        term: Option<u64>,
+    },
 }
 
 impl Event {
@@ -85,7 +91,8 @@ impl Event {
             | Event::Increment { t, .. }
             | Event::Lost { t, .. }
             | Event::ReleaseInvoke { t, .. }
-            | Event::ReleaseDone { t, .. } => *t,
+            | Event::ReleaseDone { t, .. }
+            | Event::Observed { t, .. } => *t,
         }
     }
 
@@ -101,7 +108,8 @@ impl Event {
             | Event::Increment { client, .. }
             | Event::Lost { client, .. }
             | Event::ReleaseInvoke { client, .. }
-            | Event::ReleaseDone { client, .. } => client,
+            | Event::ReleaseDone { client, .. }
+            | Event::Observed { client, .. } => client,
         }
     }
 }

@@ -10,6 +10,9 @@ pub enum Primitive {
     /// A read-write lock: each thread writes one cycle in three and reads in the others; a
     /// writer holds it alone.
     ReadWrite,
+    /// A leader election: each cycle a campaign, each term a hold that writes fenced by the
+    /// term; one leader at a time. Each client process also observes the election.
+    Election,
 }
 
 impl Primitive {
@@ -19,6 +22,7 @@ impl Primitive {
             Primitive::Lock => "lock".into(),
             Primitive::Semaphore(permits) => format!("semaphore:{permits}"),
             Primitive::ReadWrite => "rw".into(),
+            Primitive::Election => "election".into(),
         }
     }
 
@@ -27,6 +31,7 @@ impl Primitive {
         match text {
             "" | "lock" => Some(Primitive::Lock),
             "rw" => Some(Primitive::ReadWrite),
+            "election" => Some(Primitive::Election),
             other => other
                 .strip_prefix("semaphore:")
                 .and_then(|permits| permits.parse().ok())
@@ -39,7 +44,7 @@ impl Primitive {
     /// `"write"`): for a window, the most windows of other clients that may be open beside it.
     pub fn exclusive(self, side: &str) -> bool {
         match self {
-            Primitive::Lock => true,
+            Primitive::Lock | Primitive::Election => true,
             Primitive::Semaphore(_) => false,
             Primitive::ReadWrite => side == "write",
         }
@@ -56,6 +61,7 @@ mod tests {
             Primitive::Lock,
             Primitive::Semaphore(3),
             Primitive::ReadWrite,
+            Primitive::Election,
         ] {
             assert_eq!(Primitive::parse(&primitive.arg()), Some(primitive));
         }

@@ -319,6 +319,56 @@ pub fn all() -> Vec<Scenario> {
             Primitive::ReadWrite,
             false,
         ),
+        // A leader election: each cycle a campaign whose term fences its writes, and an
+        // observer in each process whose history must never go back to an older term.
+        primitive(
+            "election: redis frozen (SIGSTOP) past the lease",
+            true,
+            Single,
+            FreezeServer(2),
+            Primitive::Election,
+            true,
+        ),
+        primitive(
+            "election: partition from the server for 2 leases (proxy)",
+            true,
+            Single,
+            Partition(2),
+            Primitive::Election,
+            false,
+        ),
+        primitive(
+            "election: leader frozen (SIGSTOP) past its lease",
+            false,
+            Single,
+            FreezeHolder(3),
+            Primitive::Election,
+            false,
+        ),
+        primitive(
+            "election: cluster, the slot's master frozen past the lease",
+            true,
+            Cluster,
+            FreezeSlotMaster,
+            Primitive::Election,
+            false,
+        ),
+        primitive(
+            "election: sentinel failover with the acquisition not replicated (replica acks)",
+            true,
+            Sentinel { acks: true },
+            KillUnreplicated,
+            Primitive::Election,
+            false,
+        ),
+        primitive(
+            "election: zookeeper, the leader cut off past its session timeout (proxies frozen 3 leases)",
+            true,
+            ZooKeeper,
+            CutOffHolder(3),
+            Primitive::Election,
+            false,
+        ),
     ]
 }
 
@@ -386,9 +436,9 @@ mod tests {
         }
         assert_eq!(
             all().len() - short().len(),
-            18,
-            "the other failovers, three ZooKeeper scenarios and eight of the semaphore's and the \
-             read-write lock's run by default"
+            23,
+            "the other failovers, three ZooKeeper scenarios, eight of the semaphore's and the \
+             read-write lock's and five of the election's run by default"
         );
     }
 
@@ -413,7 +463,7 @@ mod tests {
             .into_iter()
             .filter(|scenario| scenario.mode == Mode::ZooKeeper)
             .collect();
-        assert_eq!(zookeeper.len(), 8);
+        assert_eq!(zookeeper.len(), 9);
         for scenario in &zookeeper {
             assert!(scenario.mode.fenced());
             assert!(

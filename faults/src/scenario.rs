@@ -193,6 +193,9 @@ pub fn run(scenario: &Scenario, settings: &Settings) -> std::io::Result<Outcome>
         .iter()
         .flat_map(|prefix| {
             (0..settings.threads)
+                .map(move |k| format!("{k}"))
+                // An election's observer (a file only elections write).
+                .chain(["obs".to_owned()])
                 .map(move |k| PathBuf::from(format!("{}-{k}.jsonl", prefix.display())))
         })
         .collect();

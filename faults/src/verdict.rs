@@ -14,8 +14,9 @@ pub enum Verdict {
     AsExpected,
     /// The fault never took effect.
     Inconclusive,
-    /// Anywhere, a stale write accepted, a lease of another owner touched or an old primary's
-    /// copy of the lock different from the new primary's; inside the timing assumptions, an
+    /// Anywhere, a stale write accepted, a lease of another owner touched, an old primary's
+    /// copy of the lock different from the new primary's, or an election's observer that went
+    /// back to an older term; inside the timing assumptions, an
     /// overlap, a token that did not rise, a lost update, or an acquisition that failed with an
     /// error a wait does not ride out. (Outside them, a hold that Redis lost while its client
     /// still believes in it may be handed on in memory with a token reserved before the token of
@@ -40,7 +41,11 @@ pub struct Judged {
 impl Verdict {
     /// The verdict on a scenario whose clients and servers showed `findings`.
     pub fn of(findings: &Findings, judged: Judged) -> Verdict {
-        if findings.stale_accepted > 0 || judged.foreign_touches || judged.diverged {
+        if findings.stale_accepted > 0
+            || findings.observer_regressions > 0
+            || judged.foreign_touches
+            || judged.diverged
+        {
             Verdict::Fail
         } else if judged.ineffective {
             Verdict::Inconclusive
@@ -151,6 +156,11 @@ mod tests {
             ..Findings::default()
         };
         assert_eq!(Verdict::of(&stale, OUTSIDE), Verdict::Fail);
+        let gone_back = Findings {
+            observer_regressions: 1,
+            ..Findings::default()
+        };
+        assert_eq!(Verdict::of(&gone_back, OUTSIDE), Verdict::Fail);
         let out_of_order = Findings {
             token_violations: 1,
             ..Findings::default()

@@ -14,7 +14,8 @@
 //! `FAULT_PRIMITIVE` says what the threads take: `lock` (the default), `semaphore:N` (one of N
 //! permits; no write or increment under it, which N holders at once would race on), or `rw` (a
 //! read-write lock: the write side one cycle in three, with the writes and increments, the read
-//! side in the others, with neither).
+//! side in the others, with neither), or `election` (each cycle a campaign, its term the token
+//! of its writes; each process also observes the election, in `HISTORY-obs.jsonl`).
 
 #![allow(clippy::print_stderr, clippy::print_stdout, missing_docs)]
 
@@ -22,6 +23,7 @@ use faults::clock::{now_ns, Stamp};
 use faults::history::{Event, Recorder};
 use faults::primitive::Primitive;
 use faults::resource;
+use redis_lease::{Leadership, LeaseGuard};
 use std::path::Path;
 use std::time::{Duration, Instant};
 
@@ -76,18 +78,106 @@ fn open(mode: &str, lease: Duration, urls: &[String]) -> redis_lease::Result<red
     }
 }
 
+/// What a cycle holds: a lock's (a permit's, a side's) hold, or an election's term.
+enum Held {
+    Guard(LeaseGuard),
+    Leader(Leadership),
+}
+
+impl Held {
+    /// The fencing token (an election's term); RedLock has none.
+    fn fencing_token(&self) -> Option<u64> {
+        match self {
+            Held::Guard(guard) => guard.fencing_token(),
+            Held::Leader(leadership) => Some(leadership.term()),
+        }
+    }
+
+    fn valid_until(&self) -> Instant {
+        match self {
+            Held::Guard(guard) => guard.valid_until(),
+            Held::Leader(leadership) => leadership.valid_until(),
+        }
+    }
+
+    fn lost(&self) -> Option<redis_lease::Lost> {
+        match self {
+            Held::Guard(guard) => guard.lost(),
+            Held::Leader(leadership) => leadership.lost(),
+        }
+    }
+
+    fn is_lost(&self) -> bool {
+        match self {
+            Held::Guard(guard) => guard.is_lost(),
+            Held::Leader(leadership) => leadership.is_lost(),
+        }
+    }
+
+    fn lost_signal(&self) -> redis_lease::LostSignal {
+        match self {
+            Held::Guard(guard) => guard.lost_signal(),
+            Held::Leader(leadership) => leadership.lost_signal(),
+        }
+    }
+
+    fn abandon(self) {
+        match self {
+            Held::Guard(guard) => guard.abandon(),
+            Held::Leader(leadership) => leadership.abandon(),
+        }
+    }
+
+    /// Releases the hold, or resigns the term.
+    fn unlock(self) -> redis_lease::Result<()> {
+        match self {
+            Held::Guard(guard) => guard.unlock(),
+            Held::Leader(mut leadership) => leadership.resign(),
+        }
+    }
+}
+
 /// The hold's fencing token; RedLock has none, and records 0.
-fn token(held: &redis_lease::LeaseGuard) -> u64 {
+fn token(held: &Held) -> u64 {
     held.fencing_token().unwrap_or(0)
 }
 
 /// How the hold was lost, if it was: the watchdog's reason, or past its deadline.
-fn loss(held: &redis_lease::LeaseGuard) -> Option<(String, Instant)> {
+fn loss(held: &Held) -> Option<(String, Instant)> {
     match held.lost() {
         Some(lost) => Some((format!("{:?}", lost.reason), lost.valid_until)),
         None if held.is_lost() => Some(("PastDeadline".into(), held.valid_until())),
         None => None,
     }
+}
+
+/// Records each change the election's observer reports, until `end`.
+fn observe(
+    client: &str,
+    path: &str,
+    shared: &redis_lease::Client,
+    end: Instant,
+) -> Result<(), Box<dyn std::error::Error>> {
+    let mut recorder = Recorder::create(Path::new(path))?;
+    // The first read may meet a fault: tried again until it answers.
+    let observer = loop {
+        match shared.election("jobs")?.observe() {
+            Ok(observer) => break observer,
+            Err(_) if Instant::now() < end => std::thread::sleep(Duration::from_millis(50)),
+            Err(error) => return Err(error.into()),
+        }
+    };
+    while let Ok(change) = observer
+        .changes()
+        .recv_timeout(end.saturating_duration_since(Instant::now()))
+    {
+        recorder.record(&Event::Observed {
+            t: now_ns(),
+            client: client.to_owned(),
+            term: change.map(|leader| leader.term),
+        });
+    }
+    Ok(())
 }
 
 fn main() {
@@ -114,6 +204,20 @@ fn main() {
             std::process::exit(1);
         }
     };
+    let watching = Primitive::parse(&std::env::var("FAULT_PRIMITIVE").unwrap_or_default())
+        == Some(Primitive::Election);
+    let observer = watching.then(|| {
+        let (name, path, shared) = (
+            client.clone(),
+            format!("{history}-obs.jsonl"),
+            shared.clone(),
+        );
+        let end = Instant::now() + run_for;
+        std::thread::spawn(move || {
+            observe(&name, &path, &shared, end)
+                .map_err(|error| format!("{name} observing: {error}"))
+        })
+    });
     let workers: Vec<_> = (0..threads)
         .map(|k| {
             let name = format!("{client}.{k}");
@@ -128,7 +232,7 @@ fn main() {
         })
         .collect();
     let mut failed = false;
-    for worker in workers {
+    for worker in workers.into_iter().chain(observer) {
         let outcome = worker
             .join()
             .unwrap_or_else(|_| Err("a thread panicked".into()));
@@ -156,8 +260,11 @@ fn run(
     let primitive = Primitive::parse(&std::env::var("FAULT_PRIMITIVE").unwrap_or_default())
         .ok_or("FAULT_PRIMITIVE names no primitive")?;
     let lock = shared.lock("jobs")?;
+    let election = (primitive == Primitive::Election)
+        .then(|| shared.election("jobs"))
+        .transpose()?;
     let (permit, read, write) = match primitive {
-        Primitive::Lock => (None, None, None),
+        Primitive::Lock | Primitive::Election => (None, None, None),
         Primitive::Semaphore(permits) => (
             Some(shared.semaphore("jobs", permits)?.taking(1)?),
             None,
@@ -201,7 +308,12 @@ fn run(
             _ => (&lock, ""),
         };
         let writes = primitive.exclusive(side);
-        let acquired = taken.try_lock_for(WAIT);
+        let acquired = match &election {
+            Some(election) => election
+                .campaign_for(WAIT, name.as_str())
+                .map(|led| led.map(Held::Leader)),
+            None => taken.try_lock_for(WAIT).map(|held| held.map(Held::Guard)),
+        };
         let held = match acquired {
             Ok(Some(held)) => held,
             Ok(None) => {

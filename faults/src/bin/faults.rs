@@ -15,6 +15,7 @@
 #![allow(clippy::print_stderr, clippy::print_stdout, missing_docs)]
 
 use faults::fault::Fault;
+use faults::primitive::Primitive;
 use faults::profiles;
 use faults::scenario::{self, Outcome, Settings};
 use faults::verdict::Verdict;
@@ -84,8 +85,8 @@ fn main() {
             settings.every
         ),
         String::new(),
-        "| scenario | assumptions | cycles | renewals seen | faults injected (effective) | overlaps (max ms) | stale writes accepted | stale writes refused | superseded writes accepted | token errors | leases of others touched (writes checked) | lost updates | holders told lost | told after deadline p50 / max ms | recovery max ms | verdict |".into(),
-        "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|".into(),
+        "| scenario | assumptions | cycles | renewals seen | faults injected (effective) | overlaps (max ms) | stale writes accepted | stale writes refused | superseded writes accepted | token errors | leases of others touched (writes checked) | lost updates | holders told lost | told after deadline p50 / max ms | recovery max ms | observers gone back (changes seen) | verdict |".into(),
+        "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|".into(),
     ];
     // The rows of the scenarios that failed or could not run, in the table's order.
     let mut failed: Vec<String> = Vec::new();
@@ -167,7 +168,7 @@ fn row(outcome: &Outcome) -> String {
     let fenced = outcome.scenario.mode.fenced();
     let dash = |text: String| if fenced { text } else { "n/a".into() };
     format!(
-        "| {} | {} | {} | {} | {} ({}) | {} ({:.1}) | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} |",
+        "| {} | {} | {} | {} | {} ({}) | {} ({:.1}) | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} |",
         outcome.scenario.name,
         if outcome.scenario.inside {
             "inside"
@@ -194,6 +195,11 @@ fn row(outcome: &Outcome) -> String {
             .map_or("-".into(), |(p50, max)| format!("{p50:.1} / {max:.1}")),
         f.recovery_max_ms
             .map_or("-".into(), |max| format!("{max:.0}")),
+        if outcome.scenario.primitive == Primitive::Election {
+            format!("{} ({})", f.observer_regressions, f.observed)
+        } else {
+            "n/a".into()
+        },
         outcome.verdict(),
     )
 }
