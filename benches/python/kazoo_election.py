@@ -99,7 +99,7 @@ def resign(hosts, rounds, timeout):
 def death(hosts, deaths, timeout):
     zk = client(hosts, timeout)
     samples = []
-    for _ in range(deaths):
+    for round in range(deaths):
         child = subprocess.Popen(
             [sys.executable, __file__, "child", hosts, str(timeout)],
             stdout=subprocess.PIPE,
@@ -113,7 +113,8 @@ def death(hosts, deaths, timeout):
             target=election.run, args=(lambda: (led.put(time.time()), release.wait()),)
         )
         waiter.start()
-        time.sleep(0.05)
+        # As election_figures does: a moment that moves across the server's ticks.
+        time.sleep((50 + (round * 37) % 100) / 1000)
         killed_at = time.time()
         os.kill(child.pid, signal.SIGKILL)
         child.wait()

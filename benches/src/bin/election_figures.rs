@@ -6,7 +6,9 @@
 //!   the slowest of 4 observers (each on a client of its own) has seen the new leader;
 //! - `death`: a leader in a child process is killed (SIGKILL) while this process campaigns: from
 //!   the kill to the moment this process leads (p50, p99). The lease (Redis) or session timeout
-//!   (ZooKeeper, kazoo) is 500 ms for every side: that is what a death costs.
+//!   (ZooKeeper, kazoo) is 500 ms for every side: that is what a death costs. The kill comes
+//!   50 to 149 ms after the child leads, a different moment each round, the same on each side
+//!   (ZooKeeper expires a session at the first of its 100 ms ticks after the timeout).
 //!
 //! `redis-lease`'s observers are `Election::observe`; kazoo has no observer, so its observers
 //! are `ChildrenWatch`es on the election's node, the lowest contender being the leader. kazoo's
@@ -276,7 +278,7 @@ fn deaths_of(store: &Store, deaths: usize) -> Samples {
     let election = client.election(NAME).expect("valid");
     let (word, address) = store.word();
     let mut samples = Vec::new();
-    for _ in 0..deaths {
+    for round in 0..deaths {
         let mut leader = ChildProcess::start("child-leader", &[word, address]);
         assert_eq!(leader.line(), "leading");
         let (led, told) = mpsc::channel();
@@ -286,7 +288,9 @@ fn deaths_of(store: &Store, deaths: usize) -> Samples {
             let _ = led.send(Instant::now());
             leadership
         });
-        thread::sleep(Duration::from_millis(50));
+        // Killed at a moment that moves across the server's 100 ms session ticks from round to
+        // round, as kazoo's leaders are: a session expires at the tick after its timeout.
+        thread::sleep(Duration::from_millis(50 + (round as u64 * 37) % 100));
         let killed_at = Instant::now();
         leader.kill();
         let led_at = told.recv().expect("this process leads");

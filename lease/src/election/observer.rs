@@ -86,9 +86,8 @@ impl Observer {
             latest: Arc::clone(&latest),
             stop: stop.clone(),
         };
-        let name = format!("lease-observe-{}", follow.lock.name());
         std::thread::Builder::new()
-            .name(name.chars().take(15).collect())
+            .name("lease-observer".into())
             .spawn(move || follow.run(watch, next_look))
             .map_err(|error| {
                 crate::error::Error::InvalidArgument(format!("no thread for an observer: {error}"))
