@@ -76,6 +76,8 @@ enum Command {
     Unlock(status::UnlockArgs),
     /// Show who leads the election NAME (its term and value), once or as it changes
     Leader(leader::LeaderArgs),
+    /// Change the number of permits of the semaphore NAME, whoever holds permits now
+    Resize(status::ResizeArgs),
     /// Print a completion script for SHELL on stdout
     #[command(after_help = layout::table("Install, for example", &manual::COMPLETIONS_INSTALL))]
     Completions(manual::CompletionsArgs),
@@ -241,6 +243,9 @@ fn execute(cli: Cli, matches: &ArgMatches) -> Result<ExitCode, Failure> {
         }
         Command::Leader(args) => {
             with_client(connection, matches, |client| leader::leader(client, args))
+        }
+        Command::Resize(args) => {
+            with_client(connection, matches, |client| status::resize(client, args))
         }
         Command::Completions(args) => Ok(manual::completions(args)),
         Command::Man(args) => Ok(manual::man(args)),

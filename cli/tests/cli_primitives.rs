@@ -142,3 +142,54 @@ fn primitive_flags_are_checked() {
     let done = finish(holder, Duration::from_secs(10));
     assert_eq!(done.status.code(), Some(0), "{}", stderr_of(&done));
 }
+
+#[test]
+fn a_run_declaring_another_number_of_permits_than_the_holders_exits_64_until_resized() {
+    let server = RedisServer::start();
+    let holder =
+        spawn(lease(&server.url()).args(["run", "--permits", "3", "exports", "--", "sleep", "3"]));
+    testkit::wait_until(
+        "the first run holds a permit",
+        Duration::from_secs(10),
+        || {
+            let status = output(lease(&server.url()).args(["status", "--permits", "3", "exports"]));
+            stdout_of(&status).contains("1 of 3 permits held")
+        },
+    );
+    let drifted = [
+        "run",
+        "--permits",
+        "5",
+        "--wait",
+        "0",
+        "exports",
+        "--",
+        "true",
+    ];
+    let done = output(lease(&server.url()).args(drifted));
+    let said = stderr_of(&done);
+    assert_eq!(done.status.code(), Some(USAGE), "{said}");
+    assert!(
+        said.contains("declared 3 permits") && said.contains("acquisition 5"),
+        "{said}"
+    );
+    let resized = output(lease(&server.url()).args(["resize", "--permits", "5", "exports"]));
+    assert_eq!(resized.status.code(), Some(0), "{}", stderr_of(&resized));
+    assert_eq!(stdout_of(&resized).trim(), "\"exports\": 5 permits (was 3)");
+    let done = output(lease(&server.url()).args(drifted));
+    assert_eq!(done.status.code(), Some(0), "{}", stderr_of(&done));
+    let old = [
+        "run",
+        "--permits",
+        "3",
+        "--wait",
+        "0",
+        "exports",
+        "--",
+        "true",
+    ];
+    let done = output(lease(&server.url()).args(old));
+    assert_eq!(done.status.code(), Some(USAGE), "{}", stderr_of(&done));
+    let done = finish(holder, Duration::from_secs(10));
+    assert_eq!(done.status.code(), Some(0), "{}", stderr_of(&done));
+}

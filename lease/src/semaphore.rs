@@ -52,14 +52,16 @@ pub(crate) fn check_permits(permits: u32) -> Result<()> {
 /// of one client wait in turn for the semaphore in Redis, as for a lock, and a release wakes
 /// the waiters of every client.
 ///
-/// **The number of permits is each caller's.** An acquisition succeeds if the permits held plus
-/// those it takes are at most the permits *its* handle declares; nothing else is stored but the
-/// last declared number (for [`LockState::permits`]). To change the number while permits are
-/// held, give the new one to new handles ([`Semaphore::with_permits`]): lowered, the holds in
-/// excess keep their permits until they end, and no acquisition succeeds until fewer than the
-/// new number are held; raised, waiters are let in up to it at their next look (within a
-/// second). While handles disagree, each acquisition keeps to its own number: the most held at
-/// once is the largest number declared.
+/// **The number of permits is stored with the semaphore.** Each handle declares a number, and
+/// the first acquisition (when nobody holds a permit) stores it; while anyone holds a permit,
+/// an acquisition declaring another number is refused with [`Error::InvalidArgument`] naming
+/// both, rather than counted against a number the holders do not know of (a rolling deploy
+/// from 3 permits to 5 is told, not silently let to 5 holders while old hosts believe 3). To
+/// change the number while permits are held, say so: [`Semaphore::resize`] stores this handle's
+/// number, which every acquisition then declares; lowered, the holds in excess keep their
+/// permits until they end, and nobody new gets in until fewer than the new number are held;
+/// raised, waiters are let in up to it at their next look (within a second). The number stored
+/// is [`LockState::permits`].
 #[derive(Clone)]
 pub struct Semaphore {
     lock: Lock,
@@ -81,7 +83,8 @@ impl Semaphore {
         self.permits
     }
 
-    /// The same semaphore, declaring `permits` (see "The number of permits is each caller's").
+    /// The same semaphore, declaring `permits` (see "The number of permits is stored with the
+    /// semaphore").
     ///
     /// # Errors
     ///
@@ -202,6 +205,30 @@ impl Semaphore {
     /// As [`Lock::inspect`].
     pub fn inspect(&self) -> Result<LockState> {
         self.lock.inspect()
+    }
+
+    /// Makes this handle's number of permits the semaphore's, whoever holds permits now, and
+    /// returns the number stored before, if one was: from now on every acquisition must declare
+    /// it while anyone holds a permit. Holds in excess of a lower number keep their permits
+    /// until they end. Within the command timeout.
+    ///
+    /// ```no_run
+    /// # fn main() -> redis_lease::Result<()> {
+    /// # let client = redis_lease::Client::open("redis://127.0.0.1/")?;
+    /// // Hosts still declaring 3 are refused from now on, until they declare 5 too.
+    /// let before = client.semaphore("exports", 5)?.resize()?;
+    /// assert!(before.is_none_or(|before| before <= 5));
+    /// # Ok(())
+    /// # }
+    /// ```
+    ///
+    /// # Errors
+    ///
+    /// As [`Lock::inspect`]; [`Error::WrongType`] if the name is another primitive's.
+    pub fn resize(&self) -> Result<Option<u32>> {
+        let lock = &self.lock;
+        lock.place()
+            .resize(self.permits, lock.core().call_deadline())
     }
 
     /// Ends every hold of the semaphore whoever holds it, and wakes its waiters; the holders are

@@ -132,6 +132,11 @@ pub(crate) trait Place: Send + Sync + 'static {
     /// Ends every hold of the lock whoever holds it; whether anything was held.
     fn force_release(&self, deadline: Instant) -> Result<bool>;
 
+    /// Makes `permits` a semaphore's number of permits, which every acquisition must declare
+    /// while any hold stands; the number declared before, if any was. Asked only of a
+    /// [`Kind::Semaphore`] place.
+    fn resize(&self, permits: u32, deadline: Instant) -> Result<Option<u32>>;
+
     /// An election's leader proclaims `value`: stored beside its hold `hold` of `owner`, for
     /// observers to read and be woken by, if that hold still holds the lock; whether it did.
     /// Asked only of a [`Kind::Leader`] place.

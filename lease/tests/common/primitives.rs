@@ -81,16 +81,34 @@ pub fn semaphore_bounds_its_holders(clients: Clients<'_>, name: &str) {
     assert_eq!(sa.available_permits().expect("reachable"), 3);
 }
 
-/// Lowering the permits while they are held keeps the holds in excess and lets no one in until
-/// fewer than the new number are held; raising them lets waiters in.
+/// While permits are held, an acquisition declaring another number than the holders did is
+/// refused, naming both; a resize changes the number: lowered, the holds in excess keep their
+/// permits and no one gets in until fewer than the new number are held; raised, waiters are let
+/// in. With nobody holding, a new number is stored by the next acquisition.
 pub fn semaphore_permits_change_while_held(clients: Clients<'_>, name: &str) {
     let client = clients(LEASE);
     let four = client.semaphore(name, 4).expect("valid");
     let held: Vec<LeaseGuard> = (0..4).map(|_| four.acquire().expect("free")).collect();
     let two = four.with_permits(2).expect("valid");
     assert_eq!(two.permits(), 2);
+    let refused = |result: redis_lease::Result<Option<LeaseGuard>>, declared: u32, asked: u32| {
+        let names_both = |why: &str| {
+            why.contains(&format!("declared {declared} permits"))
+                && why.contains(&format!("acquisition {asked}"))
+        };
+        assert!(
+            matches!(&result, Err(Error::InvalidArgument(why)) if names_both(why)),
+            "{result:?}"
+        );
+    };
+    // A drifted number is refused, by a try and by a wait alike, and nothing is left behind.
+    refused(two.try_acquire(), 4, 2);
+    refused(two.try_acquire_for(Duration::from_millis(300)), 4, 2);
+    assert_eq!(four.available_permits().expect("reachable"), 0);
+    // Resized, the old number is the one refused.
+    assert_eq!(two.resize().expect("reachable"), Some(4));
+    refused(four.try_acquire(), 2, 4);
     assert!(two.try_acquire().expect("reachable").is_none());
-    assert_eq!(two.available_permits().expect("reachable"), 0);
     let mut held = held.into_iter();
     for _ in 0..2 {
         held.next().expect("four").unlock().expect("held");
@@ -104,16 +122,23 @@ pub fn semaphore_permits_change_while_held(clients: Clients<'_>, name: &str) {
     assert_eq!(
         two.inspect().expect("reachable").permits,
         Some(2),
-        "the last declared number"
+        "the number stored"
     );
-    // A waiter for a third permit of two is let in once its number is raised.
+    // A waiter for a third permit is let in once the number is raised.
     let last = held.next().expect("four");
     let three = two.with_permits(3).expect("valid");
+    refused(three.try_acquire(), 2, 3);
+    assert_eq!(three.resize().expect("reachable"), Some(2));
     let got = three
         .try_acquire_for(Duration::from_secs(5))
         .expect("reachable");
     assert!(got.is_some(), "2 of 3 held");
     drop((last, one_more, got));
+    // Nobody holds a permit: a new number is simply stored by the next acquisition.
+    let five = client.semaphore(name, 5).expect("valid");
+    let first = five.try_acquire().expect("reachable").expect("free");
+    assert_eq!(five.inspect().expect("reachable").permits, Some(5));
+    drop(first);
     assert!(matches!(
         client.semaphore(name, 0),
         Err(Error::InvalidArgument(_))

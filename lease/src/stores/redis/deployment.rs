@@ -68,6 +68,9 @@ pub(crate) trait Deployment: Send + Sync + 'static {
     /// As [`Place::force_release`].
     fn force_release(&self, keys: &LockKeys, deadline: Instant) -> Result<bool>;
 
+    /// As [`Place::resize`], on a deployment that admits semaphores.
+    fn resize(&self, keys: &LockKeys, permits: u32, deadline: Instant) -> Result<Option<u32>>;
+
     /// As [`Place::proclaim`], on a deployment that admits elections.
     fn proclaim(
         &self,
@@ -203,6 +206,10 @@ impl Place for KeysPlace {
 
     fn force_release(&self, deadline: Instant) -> Result<bool> {
         self.deployment.force_release(&self.keys, deadline)
+    }
+
+    fn resize(&self, permits: u32, deadline: Instant) -> Result<Option<u32>> {
+        self.deployment.resize(&self.keys, permits, deadline)
     }
 
     fn proclaim(&self, owner: &str, hold: &str, value: &str, deadline: Instant) -> Result<bool> {

@@ -25,6 +25,12 @@ impl Error {
             Some("WRONGTYPE") => Error::WrongType {
                 key: scripted_key(&error).unwrap_or(key).to_owned(),
             },
+            Some("PERMITS") => {
+                let detail = error.detail().unwrap_or_default();
+                // `<declared> <asked> <why>`: the why is the message.
+                let why = detail.splitn(3, ' ').nth(2).unwrap_or(detail);
+                Error::InvalidArgument(why.to_owned())
+            }
             Some("BADVALUE") => {
                 let detail = error.detail().unwrap_or_default();
                 let (named, why) = detail.split_once(' ').unwrap_or((detail, ""));

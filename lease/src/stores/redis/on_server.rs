@@ -334,6 +334,26 @@ pub(crate) fn proclaim_on(
     })
 }
 
+/// A semaphore's resizing on the server `via` reaches, acknowledged by replicas as its holds
+/// are: the number of permits declared before, if any was.
+pub(crate) fn resize_on(
+    via: Via<'_>,
+    keys: &LockKeys,
+    permits: u32,
+    deadline: Instant,
+) -> Result<Option<u32>> {
+    let acks = via.pool.acks();
+    via.call(deadline, |con| {
+        let call = scripts::resize(keys, permits);
+        let (reply, shortfall) = call.run_acked(con, &keys.lock, acks)?;
+        let before = scripts::parse_resize(&reply)?;
+        match shortfall {
+            Some(shortfall) => Err(shortfall.error(&keys.name)),
+            None => Ok(before),
+        }
+    })
+}
+
 /// How long a waiter of a server that announces releases sleeps: no longer than the holder's
 /// lease has left, and never more than [`MAX_RECHECK`].
 pub(crate) fn pause(ttl: Option<Duration>) -> Duration {

@@ -13,7 +13,8 @@ use crate::stores::redis::deployment::{Deployment, Redis};
 use crate::stores::redis::fencing::Epoch;
 use crate::stores::redis::keys::LockKeys;
 use crate::stores::redis::on_server::{
-    attempt_on, log_withdrawal, pause, proclaim_on, release_on, settle_grant_on, withdraw_on,
+    attempt_on, log_withdrawal, pause, proclaim_on, release_on, resize_on, settle_grant_on,
+    withdraw_on,
 };
 use crate::stores::redis::pool::{Fixed, Pool, Via};
 use crate::stores::redis::pubsub::{OneServer as OneServerAnnouncer, Subscriber};
@@ -132,6 +133,10 @@ impl Deployment for Server {
         self.pool.call(deadline, |con| {
             scripts::force_release(con, keys, Announce::Global)
         })
+    }
+
+    fn resize(&self, keys: &LockKeys, permits: u32, deadline: Instant) -> Result<Option<u32>> {
+        resize_on(Via::direct(&self.pool), keys, permits, deadline)
     }
 
     fn proclaim(

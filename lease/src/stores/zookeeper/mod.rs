@@ -297,6 +297,10 @@ impl Place for LockNode {
         inspect::force_release(self, deadline)
     }
 
+    fn resize(&self, permits: u32, deadline: Instant) -> Result<Option<u32>> {
+        recipe::resize(self, permits, deadline)
+    }
+
     fn proclaim(&self, owner: &str, hold: &str, value: &str, deadline: Instant) -> Result<bool> {
         recipe::proclaim(self, (owner, hold, value), deadline)
     }

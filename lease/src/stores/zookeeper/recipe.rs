@@ -76,6 +76,12 @@ pub(super) fn attempt(
             node = own_node(zk, &session, &lock, attempt, claim, deadline)?;
             continue;
         };
+        if let Kind::Semaphore { permits, .. } = place.id.kind {
+            if let Err(error) = declare(&session, &lock, permits, queue.len() > 1, deadline) {
+                abandon(place, attempt.owner);
+                return Err(error);
+            }
+        }
         let blocker = blocker(zk, place.id.kind, &lock, &queue[..at], attempt.owner);
         if blocker == Blocker::None {
             let mut table = zk.table.lock();
@@ -312,6 +318,75 @@ pub(super) fn proclaim(
         Err(ZkError::NoNode) => Ok(false),
         Err(error) => Err(unavailable(&error)),
     }
+}
+
+/// What a semaphore's node says of its number of permits, in its data: `permits=N`.
+fn declared(data: &[u8]) -> Option<u32> {
+    std::str::from_utf8(data)
+        .ok()?
+        .strip_prefix("permits=")?
+        .parse()
+        .ok()
+}
+
+/// Checks a semaphore's acquisition declaring `permits` against the number its node at `lock`
+/// stores, which every contender declares while any other stands (`others`); stores it when
+/// none does, or none is stored (with the node's version: two contenders that would store
+/// different numbers at once are told apart, and the later one looks again).
+fn declare(
+    session: &Session,
+    lock: &str,
+    permits: u32,
+    others: bool,
+    deadline: Instant,
+) -> Result<()> {
+    for _ in 0..3 {
+        let (data, stat) = session
+            .get_data(lock, false, deadline)
+            .map_err(|error| unavailable(&error))?;
+        match declared(&data) {
+            Some(stored) if stored == permits => return Ok(()),
+            Some(stored) if others => {
+                return Err(Error::InvalidArgument(format!(
+                    "the holders of semaphore {lock:?} declared {stored} permits, and this \
+                     acquisition {permits}: resize the semaphore to change its number"
+                )))
+            }
+            _ => {}
+        }
+        let data = format!("permits={permits}");
+        match session.set_data(lock, data.as_bytes(), Some(stat.version), deadline) {
+            Ok(_) => return Ok(()),
+            // Another contender stored a number meanwhile: look at it.
+            Err(ZkError::BadVersion) => continue,
+            Err(error) => return Err(unavailable(&error)),
+        }
+    }
+    Err(Error::Unavailable {
+        server: session.server(),
+        cause: crate::error::Cause::text(
+            "zookeeper",
+            format!("the number of permits of {lock:?} kept changing"),
+        ),
+    })
+}
+
+/// Makes `permits` the number of permits of the semaphore at `place`: the number declared
+/// before, if any was.
+pub(super) fn resize(place: &LockNode, permits: u32, deadline: Instant) -> Result<Option<u32>> {
+    let session = place.zk.ensemble.session(deadline)?;
+    let lock = &place.path;
+    session
+        .ensure_path(lock, deadline)
+        .map_err(|error| unavailable(&error))?;
+    let (data, _) = session
+        .get_data(lock, false, deadline)
+        .map_err(|error| unavailable(&error))?;
+    let data_now = format!("permits={permits}");
+    session
+        .set_data(lock, data_now.as_bytes(), None, deadline)
+        .map_err(|error| unavailable(&error))?;
+    Ok(declared(&data))
 }
 
 /// A zxid as a fencing token.

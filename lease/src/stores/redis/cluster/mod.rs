@@ -18,7 +18,8 @@ pub(crate) mod slots;
 use routes::{PoolSettings, Routes};
 
 use super::on_server::{
-    attempt_on, log_withdrawal, pause, proclaim_on, release_on, settle_grant_on, withdraw_on,
+    attempt_on, log_withdrawal, pause, proclaim_on, release_on, resize_on, settle_grant_on,
+    withdraw_on,
 };
 use crate::backend::{
     Attempt, Attempted, Backend, GrantFate, Release, ReleaseOutcome, Renewer, ServerIdentity,
@@ -265,6 +266,13 @@ impl Deployment for Cluster {
             })
         })
         .map(|(freed, _)| freed)
+    }
+
+    fn resize(&self, keys: &LockKeys, permits: u32, deadline: Instant) -> Result<Option<u32>> {
+        self.route(keys, deadline, |via| {
+            resize_on(via, keys, permits, deadline)
+        })
+        .map(|(before, _)| before)
     }
 
     fn proclaim(

@@ -343,6 +343,11 @@ impl Deployment for Quorum {
         }
     }
 
+    /// Never asked: [`Deployment::admit`] refuses semaphores here.
+    fn resize(&self, keys: &LockKeys, _: u32, _: Instant) -> Result<Option<u32>> {
+        self.admit(keys).map(|()| None)
+    }
+
     /// Never asked: [`Deployment::admit`] refuses elections here.
     fn proclaim(&self, keys: &LockKeys, _: &str, _: &str, _: &str, _: Instant) -> Result<bool> {
         self.admit(keys).map(|()| false)

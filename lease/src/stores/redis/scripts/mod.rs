@@ -13,6 +13,7 @@ mod claim;
 mod direct;
 mod proclaim;
 mod reply;
+mod resize;
 mod shared;
 
 pub(crate) use crate::backend::claim_id;
@@ -21,6 +22,7 @@ pub(crate) use call::{is_noscript, Call};
 pub(crate) use claim::{claim, parse_claim};
 pub(crate) use proclaim::{parse_proclaim, proclaim};
 pub(crate) use reply::{parse_acquire, parse_release, parse_renew, Acquire, ReleaseReply};
+pub(crate) use resize::{parse_resize, resize};
 
 use crate::backend::{Kind, Renewal};
 use crate::error::Result;

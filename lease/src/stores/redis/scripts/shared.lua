@@ -24,7 +24,8 @@
 -- Reply    as acquire.lua: {1, 1, token} a new hold; {1, holds, token} a re-entry; {0, ttl} not
 --          now, for about ttl ms (-1: unknown)
 -- Errors   WRONGTYPE (also for a set that is another primitive's, or no primitive's), BADVALUE,
---          ERR (invalid lease, permits or epoch), EPOCH, NOPERM: before any write
+--          ERR (invalid lease, permits or epoch), EPOCH, NOPERM, PERMITS (a semaphore whose
+--          holders declared another number of permits than ARGV[7]): before any write
 local err = bad_lease(ARGV[1])
 if err then
   return err
@@ -69,6 +70,13 @@ for i = 1, #members, 2 do
 end
 if not marked then
   return wrong_type(KEYS[1], what)
+end
+-- A semaphore's number of permits is the one its holders declared: an acquisition declaring
+-- another, while any of them holds, would be counted against a number they do not know of.
+if kind == 'semaphore' and declared and declared ~= permits and #live > 0 then
+  return redis.error_reply('PERMITS ' .. declared .. ' ' .. permits .. ' the holders of ' .. KEYS[1] ..
+    ' declared ' .. declared .. ' permits, and this acquisition ' .. permits ..
+    ': resize the semaphore to change its number')
 end
 local waiting = nil
 if kind ~= 'semaphore' then
