@@ -48,6 +48,8 @@ enum SemaphoreOp {
     Give(usize),
     /// Every handle declares this many permits from now on.
     Declare(u32),
+    /// The number the handles declare is made the semaphore's.
+    Resize,
 }
 
 fn semaphore_op() -> impl Strategy<Value = SemaphoreOp> {
@@ -55,6 +57,7 @@ fn semaphore_op() -> impl Strategy<Value = SemaphoreOp> {
         4 => (0..OWNERS, 1..=3u32).prop_map(|(owner, n)| SemaphoreOp::Take(owner, n)),
         3 => (0..OWNERS).prop_map(SemaphoreOp::Give),
         1 => (1..=5u32).prop_map(SemaphoreOp::Declare),
+        1 => Just(SemaphoreOp::Resize),
     ]
 }
 
@@ -77,14 +80,16 @@ fn rw_op() -> impl Strategy<Value = RwOp> {
 proptest! {
     #![proptest_config(ProptestConfig { cases: 24, ..ProptestConfig::default() })]
 
-    /// A take succeeds exactly when the permits held plus those taken are at most the permits
-    /// declared, whatever was declared before.
+    /// While permits are held, a take declaring another number than the one stored is refused;
+    /// otherwise it succeeds exactly when the permits held plus those taken are at most the
+    /// permits declared. A resize stores the declared number, and says the one it replaced.
     #[test]
     fn a_semaphore_holds_what_the_model_holds(ops in prop::collection::vec(semaphore_op(), 1..40)) {
         let server = server();
         let client = client(&server);
         let name = fresh("semaphore");
         let mut permits = 3u32;
+        let mut stored: Option<u32> = None;
         let mut held: Vec<Vec<(u32, LeaseGuard)>> = (0..OWNERS).map(|_| Vec::new()).collect();
         for op in ops {
             match op {
@@ -99,10 +104,19 @@ proptest! {
                         prop_assert!(matches!(taken, Err(Error::InvalidArgument(_))));
                         continue;
                     }
-                    let got = taken.expect("valid").try_lock().expect("reachable");
+                    let tried = taken.expect("valid").try_lock();
+                    if in_use > 0 && stored.is_some_and(|stored| stored != permits) {
+                        prop_assert!(
+                            matches!(&tried, Err(Error::InvalidArgument(why)) if why.contains("declared")),
+                            "{:?} with {:?} stored and {} declared", tried, stored, permits
+                        );
+                        continue;
+                    }
+                    let got = tried.expect("reachable");
                     prop_assert_eq!(got.is_some(), in_use + n <= permits, "{} held of {}", in_use, permits);
                     if let Some(guard) = got {
                         held[owner].push((n, guard));
+                        stored = Some(permits);
                     }
                 }
                 SemaphoreOp::Give(owner) => {
@@ -112,6 +126,14 @@ proptest! {
                     }
                 }
                 SemaphoreOp::Declare(n) => permits = n,
+                SemaphoreOp::Resize => {
+                    let in_use: u32 = held.iter().flatten().map(|(n, _)| n).sum();
+                    let before = client.semaphore(&name, permits).expect("valid").resize().expect("reachable");
+                    if in_use > 0 {
+                        prop_assert_eq!(before, stored);
+                    }
+                    stored = Some(permits);
+                }
             }
             let in_use: u32 = held.iter().flatten().map(|(n, _)| n).sum();
             let state = client.semaphore(&name, permits).expect("valid").inspect().expect("reachable");
