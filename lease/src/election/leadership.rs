@@ -92,6 +92,12 @@ impl Leadership {
         self.guard.lost_signal()
     }
 
+    /// Calls `told` once when the leadership is lost, as [`LeaseGuard::on_lost`] does (not on a
+    /// resignation).
+    pub fn on_lost(&self, told: impl FnOnce(Lost) + Send + 'static) {
+        self.guard.on_lost(told);
+    }
+
     /// Changes what observers see as this leader's value, within this term (no new term):
     /// stored only while this leadership is not lost and its term still stands in the store.
     ///

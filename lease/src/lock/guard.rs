@@ -141,6 +141,28 @@ impl LeaseGuard {
         self.acquisition.holding.store_hold()
     }
 
+    /// Calls `told` once when the hold is lost, on the watchdog's thread that finds it lost (at
+    /// once, on this thread, if it is lost already): how a caller that must not park a thread on
+    /// [`LeaseGuard::lost_signal`] is told, an async task say, by feeding a oneshot channel.
+    /// `told` must return at once: the watchdog's other holds wait while it runs. It is dropped
+    /// uncalled if the hold ends without being lost (released, or abandoned).
+    ///
+    /// ```no_run
+    /// # let client = redis_lease::Client::open("redis://127.0.0.1:6379")?;
+    /// let guard = client.lock("reports/nightly")?.lock()?;
+    /// let (tell, told) = std::sync::mpsc::channel();
+    /// guard.on_lost(move |lost| {
+    ///     let _ = tell.send(lost.reason);
+    /// });
+    /// # drop(told);
+    /// # Ok::<(), redis_lease::Error>(())
+    /// ```
+    pub fn on_lost(&self, told: impl FnOnce(Lost) + Send + 'static) {
+        self.acquisition
+            .watched
+            .on_lost(Box::new(move |lost| told(lost.clone())));
+    }
+
     pub(crate) fn watched(&self) -> &Watched {
         &self.acquisition.watched
     }
