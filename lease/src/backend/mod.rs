@@ -75,6 +75,10 @@ pub(crate) trait Backend: Send + Sync + 'static {
 
     /// The waiters of the client, woken by this store's announcements or watches if it has any.
     fn waiters(&self, thread_name: String) -> Result<Waiters>;
+
+    /// Whether the store serves now: one round trip to what a lock's call would reach, ended
+    /// by `deadline`.
+    fn ping(&self, deadline: Instant) -> Result<()>;
 }
 
 /// One lock in one store: the store's addressing of it, and the calls on it.

@@ -314,6 +314,26 @@ impl Client {
         Ok(Lock::new(Arc::clone(&self.core), place))
     }
 
+    /// Whether the store serves now, within the command timeout: one round trip to what a lock's
+    /// call would reach (one server, or the primary the Sentinels name, says who it is; a
+    /// Cluster node answers with its map of the slots; a quorum of RedLock's masters answers; the
+    /// ZooKeeper session's server answers). For readiness probes: it takes no lock.
+    ///
+    /// ```no_run
+    /// # let client = redis_lease::Client::open("redis://127.0.0.1:6379")?;
+    /// let ready = client.ping().is_ok();
+    /// # Ok::<(), redis_lease::Error>(())
+    /// ```
+    ///
+    /// # Errors
+    ///
+    /// [`Error::Unavailable`](crate::Error::Unavailable) if it does not answer in time (on
+    /// RedLock: fewer masters than the quorum), [`Error::Refused`](crate::Error::Refused) if it
+    /// refuses the connection or the call (a password, an ACL rule).
+    pub fn ping(&self) -> Result<()> {
+        self.core.backend().ping(self.core.call_deadline())
+    }
+
     /// This client's random id, the first part of the owner ids it makes.
     pub fn id(&self) -> &str {
         self.core.ids().client()

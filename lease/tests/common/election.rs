@@ -45,6 +45,7 @@ fn leader(term: u64, value: &str) -> Seen {
 /// Two clients of one deployment, whose default lease is short (hundreds of milliseconds), take
 /// turns to lead the election `name`, observed by a third view.
 pub fn an_election_works(first: &Client, second: &Client, name: &str) {
+    first.ping().expect("the deployment serves");
     let election = first.election(name).expect("valid");
     assert_eq!(election.name(), name);
     assert_eq!(seen(election.leader().expect("reachable")), None);

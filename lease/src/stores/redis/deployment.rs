@@ -86,6 +86,9 @@ pub(crate) trait Deployment: Send + Sync + 'static {
 
     /// As [`Backend::waiters`].
     fn waiters(&self, thread_name: String) -> Result<Waiters>;
+
+    /// As [`Backend::ping`].
+    fn ping(&self, deadline: Instant) -> Result<()>;
 }
 
 /// A Redis deployment, under a key prefix.
@@ -141,6 +144,10 @@ impl Backend for Redis {
 
     fn waiters(&self, thread_name: String) -> Result<Waiters> {
         self.deployment.waiters(thread_name)
+    }
+
+    fn ping(&self, deadline: Instant) -> Result<()> {
+        self.deployment.ping(deadline)
     }
 }
 

@@ -151,6 +151,11 @@ impl Deployment for Server {
         proclaim_on(via, keys, (owner, hold, value), deadline, Announce::Global)
     }
 
+    /// The server (through Sentinels: the primary they name) says who it is.
+    fn ping(&self, deadline: Instant) -> Result<()> {
+        self.pool.identify(deadline).map(drop)
+    }
+
     fn renewer(&self) -> Box<dyn Renewer> {
         Box::new(OneServer {
             pool: Arc::clone(&self.pool),

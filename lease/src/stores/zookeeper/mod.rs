@@ -99,6 +99,7 @@ const FOREIGN: &[(&str, &str)] = &[
         "a write is acknowledged once a quorum of the ensemble has it",
     ),
     ("pool_size", "a session is one connection"),
+    ("max_connections", "a session is one connection"),
     ("pipelining", "a session is one connection"),
     ("quorum", "it is RedLock's"),
     ("retry_delay", "it is RedLock's"),
@@ -207,6 +208,14 @@ impl Backend for ZooKeeper {
             table: Arc::clone(&self.shared.table),
             call_timeout: self.shared.call_timeout,
         })
+    }
+
+    /// The session's server answers a request.
+    fn ping(&self, deadline: Instant) -> Result<()> {
+        let session = self.shared.ensemble.session(deadline)?;
+        session
+            .sync_ping(deadline)
+            .map_err(|error| ensemble::unavailable(&error))
     }
 
     fn waiters(&self, _thread_name: String) -> Result<Waiters> {

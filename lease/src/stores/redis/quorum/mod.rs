@@ -353,6 +353,34 @@ impl Deployment for Quorum {
         self.admit(keys).map(|()| false)
     }
 
+    /// A quorum of the masters says who they are, each within the node timeout.
+    fn ping(&self, deadline: Instant) -> Result<()> {
+        let deadline = self.deadline(deadline);
+        let mut last_error = None;
+        let mut answered = 0;
+        for master in self.masters.iter() {
+            match master.pool.identify(deadline) {
+                Ok(_) => answered += 1,
+                Err(error) => last_error = Some(error),
+            }
+        }
+        if answered >= self.quorum {
+            return Ok(());
+        }
+        let why = last_error.map_or_else(String::new, |error| format!(" (last: {error})"));
+        Err(Error::Unavailable {
+            server: None,
+            cause: crate::error::Cause::text(
+                "redis",
+                format!(
+                    "{answered} of {} masters answered, fewer than the quorum of {}{why}",
+                    self.masters.len(),
+                    self.quorum
+                ),
+            ),
+        })
+    }
+
     fn renewer(&self) -> Box<dyn Renewer> {
         Box::new(QuorumRenewer {
             masters: Arc::clone(&self.masters),

@@ -353,7 +353,6 @@ impl Session {
     /// # Errors
     ///
     /// A session or connection error.
-    #[cfg_attr(not(test), allow(dead_code))]
     pub(crate) fn sync_ping(&self, deadline: Instant) -> Result<(), ZkError> {
         let request = Request::Exists {
             path: self.shared().chroot.prefix("/"),
