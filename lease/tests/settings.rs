@@ -39,6 +39,14 @@ fn redis_deployments() -> Vec<(&'static str, ClientBuilder)> {
 
 #[cfg(feature = "zookeeper")]
 #[test]
+fn every_redis_deployment_refuses_a_cap_of_no_connection() {
+    for (deployment, builder) in redis_deployments() {
+        refused_on(builder.max_connections(0), "max_connections", deployment);
+    }
+}
+
+#[cfg(feature = "zookeeper")]
+#[test]
 fn every_redis_deployment_refuses_zookeeper_authentication() {
     for (deployment, builder) in redis_deployments() {
         let builder = builder.zookeeper_auth("locker", "s3cret");
@@ -101,6 +109,7 @@ mod zookeeper {
                 ensemble().replica_acks(1, Duration::from_millis(100)),
             ),
             ("pool_size", ensemble().pool_size(4)),
+            ("max_connections", ensemble().max_connections(4)),
             ("pipelining", ensemble().pipelining(false)),
             ("quorum", ensemble().quorum(2)),
             (

@@ -205,6 +205,19 @@ impl ClientBuilder {
         self
     }
 
+    /// The most connections per server lent to calls at once (besides the one threads share
+    /// when pipelining, and the watchdog's and the subscriber's own): a call that finds them all
+    /// in use waits for one to come back until its deadline, then fails with
+    /// [`Error::Unavailable`](crate::Error::Unavailable) naming the cap. Default: no cap. A cap of
+    /// 0 is refused by [`ClientBuilder::build`]; Redis only: refused on ZooKeeper, whose session
+    /// is one connection.
+    #[must_use = "a setting applies to the builder it returns"]
+    pub fn max_connections(mut self, max: usize) -> Self {
+        self.common.given.insert("max_connections");
+        self.redis.max_connections = Some(max);
+        self
+    }
+
     /// Whether threads' calls to a server share one connection, their commands written and
     /// read in batches (pipelined); default on. Each call keeps its own deadline. Off, each
     /// call has a pooled connection to itself: one system call on the server per command, which
@@ -314,6 +327,11 @@ impl ClientBuilder {
         {
             return Err(Error::InvalidArgument(
                 "a client's name is 1 to 128 bytes".into(),
+            ));
+        }
+        if self.redis.max_connections == Some(0) {
+            return Err(Error::InvalidArgument(
+                "max_connections must be at least 1: with none, no call could run".into(),
             ));
         }
         let common = Settings {

@@ -16,6 +16,8 @@ pub(crate) struct RedisSettings {
     pub(crate) common: Settings,
     /// Idle connections kept per server.
     pub(crate) pool_size: usize,
+    /// The most connections lent to calls at once per server, if capped.
+    pub(crate) max_connections: Option<usize>,
     /// Whether threads' calls to a server share one pipelined connection.
     pub(crate) pipelining: bool,
     /// The replica acknowledgements asked for, unchecked: see [`Settings::primary_acks`].
@@ -43,6 +45,7 @@ impl Default for RedisSettings {
         RedisSettings {
             common: Settings::default(),
             pool_size: 8,
+            max_connections: None,
             pipelining: true,
             acks: None,
             quorum: None,
@@ -88,6 +91,7 @@ impl RedisSettings {
             self.command_timeout,
         )
         .with_sharing(self.pipelining)
+        .with_cap(self.max_connections)
     }
 
     /// For a deployment whose every lock has one primary (all but RedLock): RedLock's own

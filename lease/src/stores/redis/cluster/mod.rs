@@ -74,6 +74,7 @@ pub(crate) fn build(settings: &RedisSettings, seeds: Vec<Endpoint>) -> Result<Bo
         seeds,
         PoolSettings {
             max_idle: settings.pool_size,
+            max_connections: settings.max_connections,
             connect_timeout: settings.connect_timeout,
             command_timeout: settings.command_timeout,
             acks,
@@ -287,6 +288,11 @@ impl Deployment for Cluster {
             proclaim_on(via, keys, (owner, hold, value), deadline, Announce::Sharded)
         })
         .map(|(proclaimed, _)| proclaimed)
+    }
+
+    /// A node answers with the map of the slots' masters, which the client takes.
+    fn ping(&self, deadline: Instant) -> Result<()> {
+        self.routes.refresh(deadline)
     }
 
     fn renewer(&self) -> Box<dyn Renewer> {

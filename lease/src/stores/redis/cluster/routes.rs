@@ -24,6 +24,7 @@ const MIN_REFRESH: Duration = Duration::from_millis(100);
 /// What the pools of the nodes are made with.
 pub(crate) struct PoolSettings {
     pub(crate) max_idle: usize,
+    pub(crate) max_connections: Option<usize>,
     pub(crate) connect_timeout: Duration,
     pub(crate) command_timeout: Duration,
     /// The replica acknowledgements every write waits for.
@@ -89,7 +90,8 @@ impl Routes {
             self.settings.command_timeout,
         )
         .with_sharing(self.settings.pipelining)
-        .with_acks(self.settings.acks);
+        .with_acks(self.settings.acks)
+        .with_cap(self.settings.max_connections);
         let pool = Arc::new(pool);
         let name: Arc<str> = Arc::from(addr);
         nodes.insert(Arc::clone(&name), Arc::clone(&pool));

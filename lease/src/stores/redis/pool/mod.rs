@@ -1,5 +1,6 @@
 //! A small pool of connections to one server, so that threads do not queue on one connection. It
-//! keeps at most `max_idle` idle connections and opens more when all are in use. Every call made
+//! keeps at most `max_idle` idle connections and opens more when all are in use, up to a cap if
+//! it has one (then a call waits for a connection to come back, until its deadline). Every call made
 //! through it ends by one deadline, connecting included. A connection that fails takes the idle
 //! ones with it: they are most likely to the same server that just went away (restarted, or no
 //! longer the primary), and each would fail a call of its own.
@@ -25,7 +26,7 @@ use crate::stores::redis::fencing::Epoch;
 use crate::stores::redis::pipe::Pipe;
 use crate::stores::redis::scripts::Acks;
 use lend::Shared;
-use parking_lot::{Mutex, RwLock};
+use parking_lot::{Condvar, Mutex, RwLock};
 use redis::Value;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
@@ -119,6 +120,11 @@ pub(crate) struct Pool {
     shared: RwLock<Option<Arc<Pipe>>>,
     /// Held by the thread opening the next shared connection.
     opening: Mutex<()>,
+    /// The most connections lent to calls at once, if there is a cap; and how many are lent,
+    /// with the condition a call at the cap waits on.
+    cap: Option<usize>,
+    lent: Mutex<usize>,
+    returned: Condvar,
 }
 
 impl Pool {
@@ -153,7 +159,46 @@ impl Pool {
             sharing: AtomicBool::new(false),
             shared: RwLock::new(None),
             opening: Mutex::new(()),
+            cap: None,
+            lent: Mutex::new(0),
+            returned: Condvar::new(),
         }
+    }
+
+    /// Lends at most `cap` connections to calls at once (none: no cap).
+    pub(crate) fn with_cap(mut self, cap: Option<usize>) -> Self {
+        self.cap = cap;
+        self
+    }
+
+    /// Counts one more connection lent, waiting until `deadline` for one to come back if the
+    /// pool is at its cap.
+    fn lend_one(&self, deadline: Instant) -> Result<()> {
+        let mut lent = self.lent.lock();
+        if let Some(cap) = self.cap {
+            while *lent >= cap {
+                if self.returned.wait_until(&mut lent, deadline).timed_out() && *lent >= cap {
+                    return Err(Error::unavailable(crate::stores::redis::conn::io_error(
+                        std::io::ErrorKind::TimedOut,
+                        format!(
+                            "all {cap} connections of the pool to {} are in use \
+                             (ClientBuilder::max_connections), none came back before the call's \
+                             deadline",
+                            self.shown()
+                        ),
+                    )));
+                }
+            }
+        }
+        *lent += 1;
+        Ok(())
+    }
+
+    /// Counts one connection lent less, and wakes a call waiting for one.
+    fn returned_one(&self) {
+        let mut lent = self.lent.lock();
+        *lent = lent.saturating_sub(1);
+        self.returned.notify_one();
     }
 
     /// Has the operations that need no connection of their own share one (unless writes wait
@@ -271,15 +316,23 @@ impl Pool {
         identity_of(&mut conn)
     }
 
-    /// An idle connection, or a new one; its calls end by `deadline`.
+    /// An idle connection, or a new one; its calls end by `deadline`. At the pool's cap, waits
+    /// for a connection to come back until `deadline`.
     pub(crate) fn get(&self, deadline: Instant) -> Result<Pooled<'_>> {
+        self.lend_one(deadline)?;
         let idle = self.idle.lock().pop().filter(|conn| self.is_current(conn));
         let conn = match idle {
             Some(mut conn) => {
                 conn.set_deadline(deadline);
                 conn
             }
-            None => self.open(deadline)?,
+            None => match self.open(deadline) {
+                Ok(conn) => conn,
+                Err(error) => {
+                    self.returned_one();
+                    return Err(error);
+                }
+            },
         };
         Ok(Pooled::new(self, conn))
     }
@@ -314,6 +367,8 @@ impl Pool {
                                 // One TLS session cannot be read and written at once.
                                 self.sharing.store(false, Ordering::Relaxed);
                             }
+                            // Lent as one of the pool's own: counted as one.
+                            *self.lent.lock() += 1;
                             return Ok(Lent::Own(Pooled::new(self, conn)));
                         }
                     },
@@ -351,12 +406,15 @@ impl Pool {
     /// Takes back a connection lent for an operation: kept idle if it is usable, current and
     /// wanted; a failed one takes the idle ones with it.
     fn give_back(&self, conn: Conn) {
-        let mut idle = self.idle.lock();
-        if !conn.is_usable() {
-            idle.clear();
-        } else if self.is_current(&conn) && idle.len() < self.max_idle {
-            idle.push(conn);
+        {
+            let mut idle = self.idle.lock();
+            if !conn.is_usable() {
+                idle.clear();
+            } else if self.is_current(&conn) && idle.len() < self.max_idle {
+                idle.push(conn);
+            }
         }
+        self.returned_one();
     }
 
     /// Runs `op` on a pooled connection, all of it by `deadline`.
@@ -367,5 +425,46 @@ impl Pool {
     ) -> Result<T> {
         let mut conn = self.get(deadline)?;
         op(&mut conn)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::thread;
+
+    #[test]
+    fn at_its_cap_a_call_waits_for_a_connection_to_come_back_until_its_deadline() {
+        let server = testkit::RedisServer::start();
+        let endpoint = Endpoint::parse(&server.url()).expect("valid");
+        let timeout = Duration::from_secs(2);
+        let pool = Pool::new(endpoint, 8, timeout, timeout).with_cap(Some(2));
+        let soon = || Instant::now() + Duration::from_millis(200);
+        let first = pool.get(soon()).expect("reachable");
+        let second = pool.get(soon()).expect("reachable");
+        let started = Instant::now();
+        let third = pool.get(soon()).map(drop);
+        assert!(
+            matches!(&third, Err(Error::Unavailable { cause, .. })
+                if cause.to_string().contains("all 2 connections")),
+            "{third:?}"
+        );
+        assert!(
+            started.elapsed() >= Duration::from_millis(150),
+            "waited for one"
+        );
+        thread::scope(|scope| {
+            let waiting = scope.spawn(|| pool.get(Instant::now() + timeout).map(drop));
+            thread::sleep(Duration::from_millis(100));
+            drop(first);
+            waiting
+                .join()
+                .expect("no panic")
+                .expect("the one given back");
+        });
+        drop(second);
+        // Both back: two calls at once again, each on a connection of its own.
+        let (a, b) = (pool.get(soon()), pool.get(soon()));
+        assert!(a.is_ok() && b.is_ok());
     }
 }

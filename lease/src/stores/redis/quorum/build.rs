@@ -95,7 +95,9 @@ impl Quorum {
                     Ok(())
                 });
                 let timeout = node_timeout;
-                Master::new(Pool::new(endpoint, 8, timeout, timeout).with_admission(check))
+                let pool = Pool::new(endpoint, settings.pool_size, timeout, timeout)
+                    .with_cap(settings.max_connections);
+                Master::new(pool.with_admission(check))
             })
             .collect();
         let probe_by = Instant::now() + node_timeout;
