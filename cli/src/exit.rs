@@ -42,7 +42,11 @@ pub const CODES: [(&str, &str); 10] = [
         "64",
         "usage error: no command, a bad option, duration, URL or name",
     ),
-    ("65", "a key of the lock holds something a lock cannot use"),
+    (
+        "65",
+        "a key of the lock holds something a lock cannot use; lease status: the same, or its \
+         fencing tokens are exhausted (neither held nor usable)",
+    ),
     (
         "69",
         "Redis unavailable: unreachable, no answer within the timeouts, busy, or too few \

@@ -56,6 +56,7 @@ struct Cli {
 
 /// How much the tool says on stderr.
 #[derive(Args)]
+#[command(next_help_heading = "Output (every command)")]
 struct Verbosity {
     /// Say more on stderr: -v the lock library's debug log, -vv its trace
     #[arg(long, short, global = true, action = ArgAction::Count)]
@@ -146,9 +147,15 @@ fn after_help() -> String {
     )
 }
 
-/// A duration such as `500ms`, `30s`, `5m` or `1h30m`; `0` is allowed.
+/// A duration such as `500ms`, `30s`, `5m` or `1h30m`, or a bare number of seconds (`10`,
+/// `0.5`), as `flock -w`, `timeout` and `sleep` take it; `0` is allowed.
 pub(crate) fn duration(text: &str) -> Result<Duration, String> {
-    humantime::parse_duration(text.trim()).map_err(|error| format!("{error} (try 500ms, 30s, 5m)"))
+    let text = text.trim();
+    if let Ok(seconds) = text.parse::<f64>() {
+        return Duration::try_from_secs_f64(seconds)
+            .map_err(|_| format!("{text:?} is not a number of seconds from 0"));
+    }
+    humantime::parse_duration(text).map_err(|error| format!("{error} (try 10, 500ms, 30s, 5m)"))
 }
 
 fn main() -> ExitCode {

@@ -31,9 +31,13 @@ use std::time::Duration;
 
 #[derive(Args)]
 pub struct RunArgs {
-    /// How long to wait for the lock (default: as long as it takes; 0: try once)
-    #[arg(long, value_name = "DURATION", value_parser = crate::duration)]
+    /// How long to wait for the lock, in seconds or with a unit (10, 500ms, 5m; default: as long
+    /// as it takes; 0: try once)
+    #[arg(short = 'w', long, value_name = "DURATION", value_parser = crate::duration)]
     wait: Option<Duration>,
+    /// Try once, and give up at once if the lock is held (as flock's -n): --wait 0
+    #[arg(short = 'n', long = "nonblock", conflicts_with = "wait")]
+    nonblock: bool,
     /// How long before the lease's deadline the command gets SIGTERM (SIGKILL comes at the
     /// deadline); at most a third of the lease
     #[arg(
@@ -87,6 +91,15 @@ pub struct RunArgs {
 }
 
 impl RunArgs {
+    /// How long to wait: `--wait`, or none with `-n`.
+    fn wait(&self) -> Option<Duration> {
+        if self.nonblock {
+            Some(Duration::ZERO)
+        } else {
+            self.wait
+        }
+    }
+
     /// The command line to run: CMD, or `/bin/sh -c SHELL_COMMAND`.
     fn command_line(&self) -> Vec<String> {
         match &self.shell {
@@ -201,7 +214,7 @@ fn acquire(client: &Client, args: &RunArgs) -> Result<Held, Failure> {
     if let Some(max_hold) = args.max_hold {
         lock = lock.max_hold(max_hold);
     }
-    let acquired = match args.wait {
+    let acquired = match args.wait() {
         None => Some(lock.lock()?),
         Some(wait) if wait.is_zero() => lock.try_lock()?,
         Some(wait) => lock.try_lock_for(wait)?,
@@ -212,7 +225,7 @@ fn acquire(client: &Client, args: &RunArgs) -> Result<Held, Failure> {
 /// Campaigns for the election NAME, proclaiming `value`.
 fn lead(client: &Client, args: &RunArgs, value: &str) -> Result<Held, Failure> {
     let election = client.election(&args.name)?;
-    let led = match args.wait {
+    let led = match args.wait() {
         None => Some(election.campaign(value)?),
         Some(wait) if wait.is_zero() => election.try_campaign(value)?,
         Some(wait) => election.campaign_for(wait, value)?,

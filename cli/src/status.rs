@@ -54,24 +54,63 @@ pub fn resize(client: &Client, args: ResizeArgs) -> Result<ExitCode, Failure> {
 }
 
 pub fn status(client: &Client, args: StatusArgs) -> Result<ExitCode, Failure> {
-    let (state, noun) = if args.election {
-        (client.election(&args.name)?.inspect()?, "election")
+    let (state, primitive, noun) = if args.election {
+        let state = client.election(&args.name)?.inspect()?;
+        (state, args.primitive, "election")
     } else {
         let state = args.primitive.lock(client, &args.name)?.inspect()?;
-        (state, args.primitive.noun())
+        match semaphore_instead(client, &args, &state)? {
+            Some((state, primitive)) => (state, primitive, "semaphore"),
+            None => {
+                let noun = args.primitive.noun();
+                (state, args.primitive, noun)
+            }
+        }
     };
     let text = if args.json {
-        json(&state, &args.primitive, noun).to_string()
+        json(&state, &primitive, noun).to_string()
     } else {
-        describe(&state, &args.primitive, noun)
+        describe(&state, &primitive, noun)
     };
-    // Scripts ask `lease status NAME` as they ask `test`: 0 when held, 1 when free.
+    // Scripts ask `lease status NAME` as they ask `test`: 0 when held, 1 when free; a name that
+    // is neither (keys a lock cannot use, tokens exhausted) has a code of its own.
     let written = out(&text);
-    Ok(if written && !state.is_held() {
+    Ok(if !written {
+        printed(written)
+    } else if !state.problems.is_empty() || state.tokens_exhausted() {
+        ExitCode::from(exit::DATA)
+    } else if !state.is_held() {
         ExitCode::from(exit::FREE)
     } else {
         printed(written)
     })
+}
+
+/// A name asked about as a lock that is a semaphore: its state as one, with the number of
+/// permits it stores, so that an operator who left out `--permits` reads what is held rather
+/// than "free".
+fn semaphore_instead(
+    client: &Client,
+    args: &StatusArgs,
+    state: &LockState,
+) -> Result<Option<(LockState, PrimitiveArgs)>, Failure> {
+    if args.primitive.noun() != "lock" || state.problems.is_empty() {
+        return Ok(None);
+    }
+    let Ok(as_semaphore) = client.semaphore(&args.name, 1)?.inspect() else {
+        return Ok(None);
+    };
+    let Some(permits) = as_semaphore.permits.and_then(|n| u32::try_from(n).ok()) else {
+        return Ok(None);
+    };
+    if !as_semaphore.problems.is_empty() {
+        return Ok(None);
+    }
+    let primitive = PrimitiveArgs {
+        permits: Some(permits),
+        ..args.primitive.clone()
+    };
+    Ok(Some((as_semaphore, primitive)))
 }
 
 pub fn unlock(client: &Client, args: UnlockArgs) -> Result<ExitCode, Failure> {
@@ -193,7 +232,8 @@ fn json(state: &LockState, primitive: &PrimitiveArgs, noun: &str) -> serde_json:
         "holders": holders,
         "ttl_ms": state.ttl.map(|ttl| u64::try_from(ttl.as_millis()).unwrap_or(u64::MAX)),
         "hold_token": state.hold_token,
-        "last_token": state.last_token,
+        // At the largest token the counter gives no more; the text says they are exhausted.
+        "last_token": if state.tokens_exhausted() { Some(i64::MAX as u64) } else { state.last_token },
         "tokens_exhausted": state.tokens_exhausted(),
         "problems": state.problems,
         "holder_session": state.holder_session,

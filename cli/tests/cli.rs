@@ -459,7 +459,8 @@ fn a_redlock_run_with_too_few_masters_is_unavailable_not_held_elsewhere() {
 }
 
 #[test]
-fn status_says_a_name_whose_tokens_are_exhausted_is_free_but_cannot_be_acquired() {
+fn status_says_a_name_whose_tokens_are_exhausted_cannot_be_acquired_and_exits_as_neither_held_nor_free(
+) {
     let server = RedisServer::start();
     let url = server.url();
     let mut con = server.connection();
@@ -469,7 +470,11 @@ fn status_says_a_name_whose_tokens_are_exhausted_is_free_but_cannot_be_acquired(
         .query(&mut con)
         .expect("SET");
     let text = output(lease(&url).args(["status", "worn"]));
-    assert_eq!(text.status.code(), Some(1), "free: {text:?}");
+    assert_eq!(
+        text.status.code(),
+        Some(DATA),
+        "neither held nor usable: {text:?}"
+    );
     let sentence = stdout_of(&text);
     assert!(
         sentence.contains("is free") && sentence.contains("fencing tokens are exhausted"),

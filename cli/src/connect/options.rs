@@ -17,8 +17,10 @@ use std::time::Duration;
 /// that with margin.
 pub const LEASE_FLOOR: Duration = Duration::from_millis(300);
 
-/// The connection options every command takes.
+/// The connection options every command takes, under a heading of their own in `--help`, apart
+/// from the command's own.
 #[derive(Args)]
+#[command(next_help_heading = "Connection options (every command)")]
 pub struct Connection {
     /// The Redis server: redis://[user[:password]@]host[:port][/db], rediss://... (TLS) or
     /// redis+unix:///path; several, comma-separated or repeated, with --cluster, --redlock or
