@@ -303,7 +303,11 @@ fn keys_a_lock_cannot_use_get_the_data_code_and_status_and_unlock_still_work() {
     let run = output(lease(&url).args(["run", "bad", "--", "true"]));
     assert_eq!(run.status.code(), Some(DATA), "{run:?}");
     let status = output(lease(&url).args(["status", "bad"]));
-    assert_eq!(status.status.code(), Some(DATA), "neither held nor free: {status:?}");
+    assert_eq!(
+        status.status.code(),
+        Some(DATA),
+        "neither held nor free: {status:?}"
+    );
     let text = String::from_utf8_lossy(&status.stdout);
     assert!(
         text.contains("problem") && text.contains("string"),
