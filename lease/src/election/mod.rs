@@ -4,12 +4,14 @@
 //! watchdog, and fenced by its token; the leader's value lives beside the hold, and observers
 //! are woken by the store's announcements or watches.
 
+mod leader;
 mod leadership;
 mod observer;
 mod seen;
 
+pub use leader::Leader;
 pub use leadership::Leadership;
-pub use observer::{Leader, Observer};
+pub use observer::Observer;
 
 use crate::cancel::Cancel;
 use crate::error::{Error, Result};

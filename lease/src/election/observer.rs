@@ -1,6 +1,7 @@
 //! [`Observer`]: a thread that follows an election's leader and reports each change on a
 //! channel, woken by the store rather than polling it.
 
+use super::leader::Leader;
 use super::seen::Seen;
 use crate::backend::Leading;
 use crate::cancel::Cancel;
@@ -20,16 +21,6 @@ const LAPSE_MARGIN: Duration = Duration::from_millis(2);
 
 /// How long an observer whose read failed waits before reading again.
 const RETRY: Duration = Duration::from_millis(200);
-
-/// An election's leader, as observers see it.
-#[derive(Debug, Clone, PartialEq, Eq)]
-#[non_exhaustive]
-pub struct Leader {
-    /// Its term: a fencing token, above every term before it.
-    pub term: u64,
-    /// The value it last proclaimed.
-    pub value: String,
-}
 
 /// Follows an election's leader, from [`Election::observe`](crate::Election::observe): its
 /// [`changes`](Observer::changes) channel carries the leader at the start, then each change

@@ -2,7 +2,7 @@
 //! be older than one before it (a reply overtaken, a read from before a failover): an observer
 //! never goes back to an older term, nor shows again a term it saw end.
 
-use super::observer::Leader;
+use super::leader::Leader;
 use crate::backend::Leading;
 
 /// The leader an observer last reported, and the newest term it has read.
