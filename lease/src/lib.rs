@@ -29,6 +29,25 @@
 //! settings and calls: a [`Semaphore`] whose permits are leases, a [`ReadWriteLock`] whose two
 //! sides are locks, a fair lock ([`Client::fair_lock`]), and [`MultiLock`] over several.
 //!
+//! # Leader election
+//!
+//! [`Client::election`] elects one leader at a time among every client that campaigns under a
+//! name: [`Election::campaign`] (in the same four wait forms) returns a [`Leadership`] whose
+//! [`term`](Leadership::term) is a fencing token above every term before it, told of its loss as
+//! a guard is, [`proclaim`](Leadership::proclaim)ing a value within its term and
+//! [`resign`](Leadership::resign)ing in a way that is safe to call again; followers read
+//! [`Election::leader`] or follow [`Election::observe`], whose reports never go back to an older
+//! term. On one server, Sentinel, Cluster and ZooKeeper; RedLock refuses it.
+//!
+//! # From async code
+//!
+//! The crate is synchronous: a call that talks to the store blocks its thread until its
+//! deadline at most, and dropping a guard releases it over the network on the dropping thread.
+//! From a tokio service, take and release locks with `tokio::task::spawn_blocking`, and learn of
+//! a loss without a parked thread with [`LeaseGuard::on_lost`], a closure called once on the
+//! watchdog's thread that can feed a oneshot channel to `select!` on beside the work. A
+//! readiness probe is [`Client::ping`].
+//!
 //! # Platforms and servers
 //!
 //! Unix only (Linux, macOS, the BSDs; tested on Linux only); a build for another target stops
