@@ -105,6 +105,8 @@
 //! record carries a password or an owner id.
 
 #![forbid(unsafe_code)]
+// On docs.rs (nightly, `--cfg docsrs`), the items of a feature say which.
+#![cfg_attr(docsrs, feature(doc_cfg))]
 #![warn(clippy::missing_errors_doc)]
 
 // The crate runs on Unix (Linux, macOS, the BSDs): its connections use Unix sockets (and the

@@ -47,6 +47,8 @@
 //! Nothing is printed.
 
 #![forbid(unsafe_code)]
+// On docs.rs (nightly, `--cfg docsrs`), the items of a feature say which.
+#![cfg_attr(docsrs, feature(doc_cfg))]
 #![warn(clippy::missing_errors_doc)]
 
 mod clock;

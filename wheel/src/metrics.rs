@@ -26,6 +26,7 @@ pub struct Metrics {
 }
 
 #[cfg(feature = "metrics")]
+#[cfg_attr(docsrs, doc(cfg(feature = "metrics")))]
 impl Metrics {
     /// Publishes this snapshot through the [`metrics`] facade, to whatever recorder (exporter)
     /// the program installed: counters `hashwheel_scheduled_total`, `hashwheel_fired_total`,

@@ -158,6 +158,7 @@ impl ClientBuilder {
     /// scheme), for nodes whose ACLs ask for them. Never shown. Refused on Redis by
     /// [`ClientBuilder::build`].
     #[cfg(feature = "zookeeper")]
+    #[cfg_attr(docsrs, doc(cfg(feature = "zookeeper")))]
     #[must_use = "a setting applies to the builder it returns"]
     pub fn zookeeper_auth(mut self, user: &str, password: &str) -> Self {
         self.common.given.insert("zookeeper_auth");

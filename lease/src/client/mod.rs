@@ -220,6 +220,7 @@ impl Client {
     /// # Ok::<(), redis_lease::Error>(())
     /// ```
     #[cfg(feature = "zookeeper")]
+    #[cfg_attr(docsrs, doc(cfg(feature = "zookeeper")))]
     pub fn zookeeper<I, S>(hosts: I) -> ClientBuilder
     where
         I: IntoIterator<Item = S>,
@@ -356,6 +357,7 @@ impl Client {
     /// renewals and losses are published as they happen, without this call. With the `metrics`
     /// feature.
     #[cfg(feature = "metrics")]
+    #[cfg_attr(docsrs, doc(cfg(feature = "metrics")))]
     pub fn record_metrics(&self) {
         let name = self.core.name();
         self.core.watchdog().metrics().record(name);

@@ -23,6 +23,7 @@ pub struct WatchdogMetrics {
 }
 
 #[cfg(feature = "metrics")]
+#[cfg_attr(docsrs, doc(cfg(feature = "metrics")))]
 impl WatchdogMetrics {
     /// Publishes this snapshot's gauges through the [`metrics`] facade, to whatever recorder
     /// (exporter) the program installed: `redis_lease_watched` and
