@@ -15,14 +15,12 @@ pub mod processes;
 pub mod threads;
 pub mod workload;
 
-/// The Rust examples of the workspace's README and of docs/lease.md, compiled (and run where
-/// they need no server) as doc tests, so that the documentation cannot drift from the API. They
-/// live here, outside the published crates, which do not carry those files.
+/// The Rust examples of the workspace's README, compiled (and run where they need no server) as
+/// doc tests, so that the documentation cannot drift from the API. It lives here, outside the
+/// published crates, which do not carry it; the guides are `redis_lease::guide`'s pages, their
+/// examples that crate's doc tests.
 #[cfg(doctest)]
 mod documentation {
     #[doc = include_str!("../../README.md")]
     struct Readme;
-
-    #[doc = include_str!("../../docs/lease.md")]
-    struct Guide;
 }

@@ -138,6 +138,22 @@ mod watchdog;
 #[doc = include_str!("guarantees.md")]
 pub mod guarantees {}
 
+/// The guides, as pages of this documentation: the library in depth (deployments, keys and
+/// scripts, ACL rules, owners, waiting, the local queue, errors, connections, the watchdog,
+/// RedLock and MultiLock, the other primitives, leader election, metrics), calling it from async
+/// code, and the manual of the `lease` tool (the `lease-cli` crate). What a lease guarantees is
+/// [`guarantees`].
+pub mod guide {
+    #[doc = include_str!("../guide/library.md")]
+    pub mod library {}
+
+    #[doc = include_str!("../guide/asynchronous.md")]
+    pub mod asynchronous {}
+
+    #[doc = include_str!("../guide/tool.md")]
+    pub mod tool {}
+}
+
 pub use cancel::Cancel;
 pub use client::{Client, ClientBuilder};
 /// The channel crate of [`LostSignal`], re-exported so that `select!` over a lost signal and
@@ -170,8 +186,9 @@ pub use stores::redis::conn::redact as redact_url;
 pub use watchdog::WatchdogMetrics;
 
 /// The Rust examples of the crate's README, compiled (and run where they need no server) as doc
-/// tests, so that it cannot drift from the API. The workspace's README and docs/lease.md, which
-/// the published crate does not carry, are tested by the `benches` crate beside it.
+/// tests, so that it cannot drift from the API. The workspace's README, which the published
+/// crate does not carry, is tested by the `benches` crate beside it; the guides are pages of
+/// this documentation ([`guide`]), their examples its doc tests.
 #[cfg(doctest)]
 #[doc = include_str!("../README.md")]
 struct CrateReadme;

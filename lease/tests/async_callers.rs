@@ -1,4 +1,4 @@
-//! From async code (`docs/async.md`): the crate's calls block, so a tokio task runs them on the
+//! From async code (`lease/guide/asynchronous.md`): the crate's calls block, so a tokio task runs them on the
 //! blocking pool, and learns of a lost hold by `on_lost` feeding a oneshot channel, without a
 //! thread parked on the lost signal.
 

@@ -1,5 +1,5 @@
 //! The lock over TLS (a server that requires client certificates) and as an ACL user limited to
-//! the rules docs/lease.md gives: acquiring, renewing, waiting (pub/sub), inspecting and forcing,
+//! the rules lease/guide/library.md gives: acquiring, renewing, waiting (pub/sub), inspecting and forcing,
 //! and the refusals a misconfigured client gets; and the rules for a cluster and for Sentinels,
 //! on a cluster and through Sentinels.
 
@@ -109,7 +109,7 @@ fn certificates_given_in_memory_work_as_files_do_and_the_key_is_never_shown() {
     }
 }
 
-/// The rules docs/lease.md gives for a user of the key prefix `app:`.
+/// The rules lease/guide/library.md gives for a user of the key prefix `app:`.
 const RULES: &[&str] = &[
     "on",
     ">locker-pw",
@@ -166,7 +166,7 @@ fn an_acl_user_with_the_documented_rules_can_do_everything_and_no_more() {
     ));
 }
 
-/// What docs/lease.md adds to [`RULES`] on a cluster.
+/// What lease/guide/library.md adds to [`RULES`] on a cluster.
 const CLUSTER_RULES: &[&str] = &[
     "+spublish",
     "+pubsub|shardnumsub",
@@ -342,7 +342,7 @@ fn a_user_without_wait_and_with_replica_acks_leaves_no_hold() {
     assert_eq!(pttl(&server, "unwaited"), -2, "no hold is left behind");
 }
 
-/// What docs/lease.md adds to [`RULES`] for semaphores, read-write locks and fair locks.
+/// What lease/guide/library.md adds to [`RULES`] for semaphores, read-write locks and fair locks.
 const PRIMITIVE_RULES: &[&str] = &[
     "+zadd",
     "+zrem",

@@ -91,9 +91,9 @@ impl ClientBuilder {
         }
     }
 
-    /// The client's name in its metrics (the label `client`, see docs/lease.md "Metrics"): a
-    /// stable name an operator graphs by, such as the service's. Default: the client's random id,
-    /// new with each process. 1 to 128 bytes.
+    /// The client's name in its metrics (the label `client`; see "Metrics" in
+    /// [`crate::guide::library`]): a stable name an operator graphs by, such as the service's.
+    /// Default: the client's random id, new with each process. 1 to 128 bytes.
     #[must_use = "a setting applies to the builder it returns"]
     pub fn name(mut self, name: impl Into<String>) -> Self {
         self.name = Some(name.into());

@@ -266,6 +266,18 @@ impl Client {
     /// most that long. Fair among fair-lock callers: a plain [`Client::lock`] of the same name
     /// is the same lock, and does not queue. Not offered on RedLock.
     ///
+    /// ```no_run
+    /// use std::time::Duration;
+    /// # let client = redis_lease::Client::open("redis://127.0.0.1:6379")?;
+    /// // Hosts take their turn at the shared printer in the order they asked.
+    /// let printer = client.fair_lock("printer")?;
+    /// if let Some(turn) = printer.try_lock_for(Duration::from_secs(30))? {
+    ///     // ... print ...
+    ///     turn.unlock()?;
+    /// }
+    /// # Ok::<(), redis_lease::Error>(())
+    /// ```
+    ///
     /// # Errors
     ///
     /// As [`Client::lock`], and [`Error::InvalidArgument`](crate::Error::InvalidArgument) on RedLock.

@@ -28,7 +28,8 @@ impl WatchdogMetrics {
     /// Publishes this snapshot's gauges through the [`metrics`] facade, to whatever recorder
     /// (exporter) the program installed: `redis_lease_watched` and
     /// `redis_lease_renewals_in_flight`, each with the label `client` = `name`. The counters
-    /// (renewals, losses) are published as they happen (see docs/lease.md "Metrics").
+    /// (renewals, losses) are published as they happen (see "Metrics" in
+    /// [`crate::guide::library`]).
     pub fn record(&self, name: &str) {
         let labels = [("client", name.to_owned())];
         metrics::gauge!("redis_lease_watched", &labels).set(self.watched as f64);
