@@ -67,6 +67,13 @@ pub use task::UnrunTask;
 pub use timer::{Periodic, Timeout, Timer, TimerBuilder, MAX_PENDING, MAX_SHARDS, MIN_TICK};
 pub use wheel::{Advance, InvalidSlots, Key, Wheel, WheelFull, MAX_LEN, MAX_SLOTS};
 
+/// The guide, as a page of this documentation: how the wheel is laid out, why it never wakes
+/// when idle, what it guarantees and what breaks it.
+pub mod guide {
+    #[doc = include_str!("../guide/design.md")]
+    pub mod design {}
+}
+
 /// The crate's README example, compiled and run as a doc test.
 #[cfg(doctest)]
 #[doc = include_str!("../README.md")]
