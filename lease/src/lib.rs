@@ -141,8 +141,8 @@ pub mod guarantees {}
 /// The guides, as pages of this documentation: the library in depth (deployments, keys and
 /// scripts, ACL rules, owners, waiting, the local queue, errors, connections, the watchdog,
 /// RedLock and MultiLock, the other primitives, leader election, metrics), calling it from async
-/// code, and the manual of the `lease` tool (the `lease-cli` crate). What a lease guarantees is
-/// [`guarantees`].
+/// code, the manual of the `lease` tool (the `lease-cli` crate), and what the crate costs beside
+/// its peers. What a lease guarantees is [`guarantees`].
 pub mod guide {
     #[doc = include_str!("../guide/library.md")]
     pub mod library {}
@@ -152,6 +152,9 @@ pub mod guide {
 
     #[doc = include_str!("../guide/tool.md")]
     pub mod tool {}
+
+    #[doc = include_str!("../guide/benchmarks.md")]
+    pub mod benchmarks {}
 }
 
 pub use cancel::Cancel;

@@ -67,11 +67,14 @@ pub use task::UnrunTask;
 pub use timer::{Periodic, Timeout, Timer, TimerBuilder, MAX_PENDING, MAX_SHARDS, MIN_TICK};
 pub use wheel::{Advance, InvalidSlots, Key, Wheel, WheelFull, MAX_LEN, MAX_SLOTS};
 
-/// The guide, as a page of this documentation: how the wheel is laid out, why it never wakes
-/// when idle, what it guarantees and what breaks it.
+/// The guides, as pages of this documentation: how the wheel is laid out, why it never wakes
+/// when idle, what it guarantees and what breaks it; and what it costs beside its peers.
 pub mod guide {
     #[doc = include_str!("../guide/design.md")]
     pub mod design {}
+
+    #[doc = include_str!("../guide/benchmarks.md")]
+    pub mod benchmarks {}
 }
 
 /// The crate's README example, compiled and run as a doc test.
