@@ -5,6 +5,8 @@
 //! the binary is the example, so the test re-executes itself as two copies of it.
 #![allow(clippy::print_stdout)]
 
+mod support;
+
 #[path = "../examples/leader.rs"]
 mod example;
 
@@ -16,14 +18,8 @@ use testkit::RedisServer;
 const AS_EXAMPLE: &str = "LEADER_AS_EXAMPLE";
 
 fn main() -> ExitCode {
-    if std::env::var_os(AS_EXAMPLE).is_some() {
-        return match example::main() {
-            Ok(()) => ExitCode::SUCCESS,
-            Err(error) => {
-                println!("example failed: {error}");
-                ExitCode::FAILURE
-            }
-        };
+    if let Some(exit) = support::as_example(AS_EXAMPLE, example::main) {
+        return exit;
     }
     print!("test two_copies_of_the_example_take_turns_to_lead ... ");
     two_copies_of_the_example_take_turns_to_lead();

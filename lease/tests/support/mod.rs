@@ -72,3 +72,21 @@ pub fn retried_while_unavailable<T>(
         }
     }
 }
+
+/// For a test that re-executes itself as an example it compiles in: runs the example's `main` if
+/// this process is the example (`var` set in its environment), and gives its exit; `None` in the
+/// test itself.
+#[allow(clippy::print_stdout)] // the example's failure, where the test reads its output
+pub fn as_example(
+    var: &str,
+    main: fn() -> Result<(), Box<dyn std::error::Error>>,
+) -> Option<std::process::ExitCode> {
+    std::env::var_os(var)?;
+    Some(match main() {
+        Ok(()) => std::process::ExitCode::SUCCESS,
+        Err(error) => {
+            println!("example failed: {error}");
+            std::process::ExitCode::FAILURE
+        }
+    })
+}
