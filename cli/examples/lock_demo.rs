@@ -4,7 +4,9 @@
 //! 2. a job three times longer than its lease, kept alive by renewal while others are refused;
 //! 3. five exports on at most two hosts at once: `lease run --permits 2`, a semaphore whose
 //!    permits are leases (on Redis only);
-//! 4. a holder whose Redis freezes: it is told it lost the lease, and its command is stopped.
+//! 4. a holder whose Redis freezes: it is told it lost the lease, and its command is stopped;
+//! 5. two schedulers under `lease run --value`, one leader at a time with rising terms, followed
+//!    by `lease leader --follow`.
 //!
 //! With `cluster` after the tool's path, the same timeline runs on a throwaway Redis Cluster (3
 //! masters, 3 replicas), the tool given its nodes as seeds; step 4 freezes the master of the job's
@@ -130,6 +132,15 @@ impl Run {
             who: who.to_owned(),
             child,
             echoes,
+        }
+    }
+
+    /// Ends a run that would go on by itself (a follower), and reaps it.
+    fn stop(mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+        for echo in self.echoes {
+            let _ = echo.join();
         }
     }
 
@@ -328,16 +339,55 @@ fn main() {
     say("demo", &format!("{frozen} resumed (SIGCONT)"));
     let stopped_in_time = lost.code() == Some(79);
 
+    heading(
+        "5. Two schedulers, one leader at a time: `lease run --value`, `lease leader --follow`",
+    );
+    let follower = Run::start(&tool, &on, "follower", &["leader", "scheduler", "--follow"]);
+    thread::sleep(Duration::from_millis(300));
+    let schedulers: Vec<Run> = ["host-a", "host-b"]
+        .iter()
+        .map(|host| {
+            let run = Run::start(
+                &tool,
+                &on,
+                host,
+                &[
+                    "--lease",
+                    "1s",
+                    "run",
+                    "--value",
+                    host,
+                    "--wait",
+                    "30s",
+                    "scheduler",
+                    "--",
+                    "sh",
+                    "-c",
+                    "echo \"leading, term $LEASE_TOKEN\"; sleep 0.8; echo \"stepping down\"",
+                ],
+            );
+            thread::sleep(Duration::from_millis(100));
+            run
+        })
+        .collect();
+    let leaders_ok = schedulers
+        .into_iter()
+        .map(Run::finish)
+        .all(|status| status.success());
+    thread::sleep(Duration::from_millis(300));
+    follower.stop();
+    say("demo", &format!("each scheduler led in turn: {leaders_ok}"));
+
     println!();
     say(
         "demo",
         &format!(
             "done: workers one at a time {all_ok}, exports two at a time {permits_ok}, lost \
-             lease stopped its command {stopped_in_time}"
+             lease stopped its command {stopped_in_time}, leaders one at a time {leaders_ok}"
         ),
     );
     drop(on);
-    if !(all_ok && permits_ok && stopped_in_time) {
+    if !(all_ok && permits_ok && stopped_in_time && leaders_ok) {
         std::process::exit(1);
     }
 }
