@@ -322,16 +322,8 @@ pub(crate) fn proclaim_on(
     deadline: Instant,
     announce: Announce,
 ) -> Result<bool> {
-    let acks = via.pool.acks();
-    via.call(deadline, |con| {
-        let call = scripts::proclaim(keys, owner, hold, value, announce);
-        let (reply, shortfall) = call.run_acked(con, &keys.lock, acks)?;
-        let proclaimed = scripts::parse_proclaim(&reply)?;
-        match shortfall {
-            Some(shortfall) => Err(shortfall.error(&keys.name)),
-            None => Ok(proclaimed),
-        }
-    })
+    let call = scripts::proclaim(keys, owner, hold, value, announce);
+    acked_on(via, keys, &call, scripts::parse_proclaim, deadline)
 }
 
 /// A semaphore's resizing on the server `via` reaches, acknowledged by replicas as its holds
@@ -342,14 +334,31 @@ pub(crate) fn resize_on(
     permits: u32,
     deadline: Instant,
 ) -> Result<Option<u32>> {
+    acked_on(
+        via,
+        keys,
+        &scripts::resize(keys, permits),
+        scripts::parse_resize,
+        deadline,
+    )
+}
+
+/// `call` on the server `via` reaches, by `deadline`, its reply read by `parse`; a shortfall of
+/// the replica acknowledgements the pool asks for is the call's error.
+fn acked_on<T>(
+    via: Via<'_>,
+    keys: &LockKeys,
+    call: &Call,
+    parse: fn(&redis::Value) -> Result<T>,
+    deadline: Instant,
+) -> Result<T> {
     let acks = via.pool.acks();
     via.call(deadline, |con| {
-        let call = scripts::resize(keys, permits);
         let (reply, shortfall) = call.run_acked(con, &keys.lock, acks)?;
-        let before = scripts::parse_resize(&reply)?;
+        let parsed = parse(&reply)?;
         match shortfall {
             Some(shortfall) => Err(shortfall.error(&keys.name)),
-            None => Ok(before),
+            None => Ok(parsed),
         }
     })
 }
