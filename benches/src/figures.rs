@@ -23,6 +23,15 @@ impl Request {
     }
 }
 
+/// The machine's load (`/proc/loadavg`), printed at a run's start and end: the figures depend
+/// on it.
+pub fn loadavg() -> String {
+    std::fs::read_to_string("/proc/loadavg").map_or_else(
+        |error| format!("unreadable ({error})"),
+        |load| load.trim().to_owned(),
+    )
+}
+
 /// The median of `values` (the upper one of the middle two when their count is even).
 pub fn median(mut values: Vec<f64>) -> f64 {
     values.sort_by(f64::total_cmp);

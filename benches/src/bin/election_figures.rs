@@ -21,7 +21,7 @@
 #![allow(clippy::print_stdout)]
 
 use benches::child::{self, ChildProcess};
-use benches::figures::{quantile, Request};
+use benches::figures::{loadavg, quantile, Request};
 use parking_lot::Mutex;
 use redis_lease::{Client, Election};
 use std::collections::HashMap;
@@ -191,13 +191,6 @@ fn main() {
     }
     println!();
     println!("load at end (/proc/loadavg): {}", loadavg());
-}
-
-fn loadavg() -> String {
-    std::fs::read_to_string("/proc/loadavg").map_or_else(
-        |error| format!("unreadable ({error})"),
-        |load| load.trim().to_owned(),
-    )
 }
 
 /// `rounds` resignations with a candidate waiting: to the next leader, and to every observer

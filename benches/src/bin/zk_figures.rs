@@ -27,7 +27,7 @@
 //! of `scripts/test`); all three figures and both sides unless some are named.
 #![allow(clippy::print_stdout)]
 
-use benches::figures::{quantile, Request};
+use benches::figures::{loadavg, quantile, Request};
 use benches::handoff;
 use parking_lot::Mutex;
 use std::io::{Read, Write};
@@ -165,13 +165,6 @@ fn main() {
     print_tables(&lease, kazoo.as_ref(), &scale, &figures);
     println!();
     println!("load at end (/proc/loadavg): {}", loadavg());
-}
-
-fn loadavg() -> String {
-    std::fs::read_to_string("/proc/loadavg").map_or_else(
-        |error| format!("unreadable ({error})"),
-        |load| load.trim().to_owned(),
-    )
 }
 
 fn client(hosts: &str) -> redis_lease::Client {
