@@ -41,23 +41,28 @@ pub(crate) struct LockKeys {
 impl LockKeys {
     /// The keys of the lock `id`, under `prefix` (checked by the builder: no braces).
     pub(crate) fn of(prefix: &str, id: &LockId) -> LockKeys {
-        let mut base = format!("{prefix}{{{}}}", id.name);
-        if id.kind == Kind::Leader {
+        // Made for every primitive a client hands out: concatenated, not formatted, which
+        // costs several times less.
+        let tail = if id.kind == Kind::Leader {
             // An election is not the lock of the same name: keys of its own, in the same slot.
-            base.push_str(":leader");
-        }
+            "}:leader"
+        } else {
+            "}"
+        };
+        let base = [prefix, "{", &id.name, tail].concat();
+        let key = |suffix: &str| [base.as_str(), suffix].concat();
         LockKeys {
             name: id.name.clone(),
             kind: id.kind,
             scope: id.scope.clone(),
-            lock: base.clone(),
-            queue: format!("{base}:queue"),
-            queue_until: format!("{base}:queue:until"),
-            writer: format!("{base}:writer"),
-            fence: format!("{base}:fence"),
-            released: format!("{base}:released"),
-            channel: format!("{base}:freed"),
-            epoch: format!("{base}:epoch"),
+            queue: key(":queue"),
+            queue_until: key(":queue:until"),
+            writer: key(":writer"),
+            fence: key(":fence"),
+            released: key(":released"),
+            channel: key(":freed"),
+            epoch: key(":epoch"),
+            lock: base,
         }
     }
 
