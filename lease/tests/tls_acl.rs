@@ -342,6 +342,39 @@ fn a_user_without_wait_and_with_replica_acks_leaves_no_hold() {
     assert_eq!(pttl(&server, "unwaited"), -2, "no hold is left behind");
 }
 
+/// Redisson #3474: a managed Redis without `WAIT` (here renamed away, as some services do). A
+/// client that asks for no replica acknowledgements never sends it and locks as usual; one that
+/// asks for them is refused at its first acquisition, with no hold left behind.
+#[test]
+fn a_server_without_wait_locks_without_acks_and_refuses_acks_leaving_no_hold() {
+    let server = RedisServer::start_with(&["--rename-command", "WAIT", "\"\""]);
+    let wait: redis::RedisResult<i64> = redis::cmd("WAIT")
+        .arg(0)
+        .arg(0)
+        .query(&mut server.connection());
+    assert!(wait.is_err(), "WAIT is still there: {wait:?}");
+    let plain = support::client(&server);
+    let guard = plain
+        .lock("waitless")
+        .expect("valid")
+        .try_lock()
+        .expect("reachable")
+        .expect("free");
+    guard.unlock().expect("released");
+
+    let acked = Client::builder(server.url())
+        .command_timeout(Duration::from_secs(1))
+        .replica_acks(1, Duration::from_millis(200))
+        .build()
+        .expect("valid settings");
+    let attempt = acked.lock("waitless").expect("valid").try_lock();
+    assert!(
+        matches!(&attempt, Err(Error::Refused { cause, .. }) if cause.code() == Some("ERR")),
+        "{attempt:?}"
+    );
+    assert_eq!(pttl(&server, "waitless"), -2, "no hold is left behind");
+}
+
 /// What lease/guide/library.md adds to [`RULES`] for semaphores, read-write locks and fair locks.
 const PRIMITIVE_RULES: &[&str] = &[
     "+zadd",

@@ -204,6 +204,56 @@ fn a_deleted_key_is_lost_at_the_next_renewal() {
         .expect("told after the renewal call");
     assert_eq!(told.reason, LostReason::Taken);
     assert!(guard.is_lost());
+    let exists: bool = server.connection().exists("{deleted}").expect("EXISTS");
+    assert!(!exists, "the renewal made the deleted lock again");
+}
+
+/// redis-semaphore #175: a lease that lapsed between two renewals, and that another client took
+/// and released meanwhile, is reported lost at the next renewal, which does not take the lock
+/// again behind everyone's back.
+#[test]
+fn a_lease_that_lapsed_between_renewals_is_lost_and_not_taken_again() {
+    let server = RedisServer::start();
+    let (client, clock, _timer) = manual_client(&server, LEASE);
+    let guard = client
+        .lock("lapsed")
+        .expect("valid name")
+        .lock()
+        .expect("free");
+    let lost = guard.lost_signal();
+    let _: bool = server.connection().pexpire("{lapsed}", 1).expect("PEXPIRE");
+    wait_until("the lease lapses", || {
+        !server
+            .connection()
+            .exists::<_, bool>("{lapsed}")
+            .expect("EXISTS")
+    });
+    let other = support::client(&server);
+    let between = other
+        .lock("lapsed")
+        .expect("valid name")
+        .try_lock()
+        .expect("reachable")
+        .expect("free once the lease lapsed");
+    let between_token = between.fencing_token();
+    assert!(between_token > guard.fencing_token());
+    between.unlock().expect("released");
+
+    clock.advance(THIRD);
+    let told = lost
+        .recv_timeout(Duration::from_secs(10))
+        .expect("told after the renewal call");
+    assert_eq!(told.reason, LostReason::Taken);
+    assert!(guard.is_lost());
+    let exists: bool = server.connection().exists("{lapsed}").expect("EXISTS");
+    assert!(!exists, "the renewal took the lapsed lock again");
+    let next = other
+        .lock("lapsed")
+        .expect("valid name")
+        .try_lock()
+        .expect("reachable")
+        .expect("free: nobody holds it");
+    assert!(next.fencing_token() > between_token);
 }
 
 #[test]
