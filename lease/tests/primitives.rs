@@ -28,6 +28,7 @@ fn primitives_work_on_one_server() {
     semaphore_permits_of_the_dead_come_back(&clients, "s-dead");
     read_write_lock_excludes_writers(&clients, "rw-excl");
     read_write_lock_does_not_starve_writers(&clients, "rw-starve");
+    read_write_lock_passes_a_reader_queued_between_two_writers(&clients, "rw-queued");
     read_write_lock_forgets_writers_that_left(&clients, "rw-left");
     fair_lock_grants_in_order(&clients, "fair-order");
     waits_end_when_cancelled(&clients, "cancel");
@@ -109,6 +110,7 @@ fn primitives_work_on_sentinel() {
     semaphore_bounds_its_holders(&clients, "s-bounds");
     read_write_lock_excludes_writers(&clients, "rw-excl");
     read_write_lock_does_not_starve_writers(&clients, "rw-starve");
+    read_write_lock_passes_a_reader_queued_between_two_writers(&clients, "rw-queued");
     fair_lock_grants_in_order(&clients, "fair-order");
     waits_end_when_cancelled(&clients, "cancel");
 }
@@ -127,6 +129,7 @@ fn primitives_work_on_a_cluster() {
     semaphore_permits_of_the_dead_come_back(&clients, "s-dead");
     read_write_lock_excludes_writers(&clients, "rw-excl");
     read_write_lock_does_not_starve_writers(&clients, "rw-starve");
+    read_write_lock_passes_a_reader_queued_between_two_writers(&clients, "rw-queued");
     fair_lock_grants_in_order(&clients, "fair-order");
     waits_end_when_cancelled(&clients, "cancel");
     primitives_refuse_each_others_keys(&clients, "mixed");

@@ -456,6 +456,7 @@ fn semaphores_and_read_write_locks_work_on_zookeeper() {
     semaphore_permits_of_the_dead_come_back(&clients, "s-dead");
     read_write_lock_excludes_writers(&clients, "rw-excl");
     read_write_lock_does_not_starve_writers(&clients, "rw-starve");
+    read_write_lock_passes_a_reader_queued_between_two_writers(&clients, "rw-queued");
     read_write_lock_forgets_writers_that_left(&clients, "rw-left");
     waits_end_when_cancelled(&clients, "cancel");
 }

@@ -284,6 +284,54 @@ pub fn read_write_lock_does_not_starve_writers(clients: Clients<'_>, name: &str)
     assert!(wrote_at < read_at, "the writer went first");
 }
 
+/// kazoo #649: a writer holds, a reader asks, a second writer asks behind the reader, the first
+/// writer lets go. Both waiters get the lock in turn, never together, and neither waits on the
+/// other for ever (kazoo's reader watched the writer behind it, which watched the reader).
+pub fn read_write_lock_passes_a_reader_queued_between_two_writers(
+    clients: Clients<'_>,
+    name: &str,
+) {
+    let (a, b, c) = (clients(LEASE), clients(LEASE), clients(LEASE));
+    let first = a.read_write_lock(name).expect("valid");
+    let held = first.write_lock().lock().expect("free");
+    let (done, finished) = std::sync::mpsc::channel();
+    let turn = |side: &'static str, rw: redis_lease::ReadWriteLock| {
+        let done = done.clone();
+        thread::spawn(move || {
+            let guard = if side == "reader" {
+                rw.read_lock().lock()
+            } else {
+                rw.write_lock().lock()
+            }
+            .expect("taken in time");
+            let from = Instant::now();
+            thread::sleep(Duration::from_millis(100));
+            let to = Instant::now();
+            guard.unlock().expect("released");
+            let _ = done.send((side, from, to));
+        })
+    };
+    let reader = turn("reader", b.read_write_lock(name).expect("valid"));
+    thread::sleep(Duration::from_millis(200));
+    let second = turn("second writer", c.read_write_lock(name).expect("valid"));
+    thread::sleep(Duration::from_millis(200));
+    held.unlock().expect("released");
+    let mut turns: Vec<(&str, Instant, Instant)> = (0..2)
+        .map(|_| {
+            finished
+                .recv_timeout(Duration::from_secs(10))
+                .expect("both waiters got the lock: neither waits on the other")
+        })
+        .collect();
+    reader.join().expect("no panic");
+    second.join().expect("no panic");
+    turns.sort_by_key(|turn| turn.1);
+    assert!(
+        turns[0].2 <= turns[1].1,
+        "the reader and the second writer held at once: {turns:?}"
+    );
+}
+
 /// A writer that stops waiting withdraws its mark at once, and a vanished one's lapses.
 pub fn read_write_lock_forgets_writers_that_left(clients: Clients<'_>, name: &str) {
     let (a, b) = (clients(LEASE), clients(LEASE));
