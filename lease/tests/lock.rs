@@ -873,3 +873,70 @@ fn both_guards_are_held() {
     assert!(!one.is_locked().expect("reachable"));
     assert!(!both.members()[0].is_locked().expect("reachable"));
 }
+
+/// Redisson #1763: a waiter's attempt finds the lock held, the holder releases before the
+/// waiter's subscription reaches the server, so the release's announcement reaches nobody. The
+/// waiter looks again once it watches, and takes the lock at once rather than at its next
+/// re-check (a second) or its timeout. The waiter's client goes through a proxy that is frozen
+/// as soon as the server has seen its attempt, which holds back its subscription (a fresh
+/// client's first, on a connection of its own) until the release is done.
+#[test]
+fn a_release_before_the_waiters_subscription_arrives_is_not_missed() {
+    let server = RedisServer::start();
+    let holder = client(&server);
+    let channel = |name: &str| format!("{{{name}}}:freed");
+    let mut in_window = 0;
+    for round in 0..10 {
+        let name = format!("window-{round}");
+        let proxy = testkit::Proxy::start(([127, 0, 0, 1], server.port()).into());
+        let waiter = Client::builder(format!("redis://{}", proxy.addr()))
+            .connect_timeout(Duration::from_secs(2))
+            .command_timeout(Duration::from_secs(5))
+            .build()
+            .expect("valid settings");
+        let held = holder
+            .lock(&name)
+            .expect("valid")
+            .try_lock()
+            .expect("reachable")
+            .expect("free");
+        let attempts = server.command_calls("evalsha");
+        let (taken, took) = mpsc::channel();
+        let waiting = {
+            let lock = waiter.lock(&name).expect("valid");
+            thread::spawn(move || {
+                let guard = lock
+                    .try_lock_for(Duration::from_secs(10))
+                    .expect("reachable")
+                    .expect("taken before the timeout");
+                let _ = taken.send(Instant::now());
+                drop(guard);
+            })
+        };
+        let seen = Instant::now() + Duration::from_secs(5);
+        while server.command_calls("evalsha") == attempts {
+            assert!(Instant::now() < seen, "the waiter never made its attempt");
+        }
+        proxy.freeze();
+        let missed = server.subscribers(&channel(&name)) == 0;
+        held.unlock().expect("released");
+        let healed = Instant::now();
+        proxy.heal();
+        let at = took
+            .recv_timeout(Duration::from_secs(10))
+            .expect("the waiter took the lock");
+        waiting.join().expect("no panic");
+        if missed {
+            in_window += 1;
+            assert!(
+                at - healed < Duration::from_millis(500),
+                "round {round}: the waiter took the lock {:?} after its subscription arrived",
+                at - healed
+            );
+        }
+    }
+    assert!(
+        in_window >= 3,
+        "only {in_window} of 10 releases came before the subscription"
+    );
+}
