@@ -63,6 +63,31 @@ fn kill(signal: &str, pid: u32) {
     assert!(sent.success());
 }
 
+/// Consul #2022: when `lease run` finds its lease lost by itself (the server frozen), it stops
+/// the whole job, the worker its shell started too, and before the lease could have lapsed.
+#[test]
+fn a_lost_lease_stops_the_jobs_worker_too_before_the_lease_lapses() {
+    let server = RedisServer::start();
+    let (_dir, beats) = scratch("beats");
+    let (run, worker) = stubborn_job(&server.url(), &beats);
+    let paused_at = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .expect("after 1970")
+        .as_nanos();
+    server.pause();
+    let done = finish(run, Duration::from_secs(15));
+    server.resume();
+    assert_eq!(done.status.code(), Some(LOST), "{done:?}");
+    assert!(gone(&worker), "the job's worker {worker} still runs");
+    let last = *stamps(&beats).last().expect("stamps");
+    // The lease (2 s) was last renewed before the pause, so it lapses 2 s after it at the latest.
+    assert!(
+        last < paused_at + 2_000_000_000,
+        "the worker wrote {} ms after the pause",
+        (last - paused_at) / 1_000_000
+    );
+}
+
 /// Starts a stubborn job under `lease run`, sends `lease` `signal`, and checks that the job
 /// wrote its last beat before a second `lease run` started its copy, and is gone. Hands back the
 /// first `lease` process.
