@@ -84,6 +84,57 @@ fn redis_paused_past_the_lease_is_reported_by_the_deadline_and_not_resurrected()
     assert!(guard.is_lost());
 }
 
+/// etcd #10811: a holder cut off from Redis (its connections closed, new ones refused) while a
+/// rival waits. The rival gets the lock once the holder's lease lapses, never before the holder
+/// is told; back in touch, the old guard cannot release the rival's hold.
+#[test]
+fn a_holder_cut_off_is_told_before_a_waiting_rival_takes_the_lock() {
+    let server = RedisServer::start();
+    let gate = testkit::Gate::start(server.port());
+    let holding = redis_lease::Client::builder(gate.url())
+        .default_lease(LEASE)
+        .connect_timeout(LEASE)
+        .command_timeout(LEASE)
+        .build()
+        .expect("valid settings");
+    let guard = holding
+        .lock("cut")
+        .expect("valid name")
+        .lock()
+        .expect("free");
+    let lost = guard.lost_signal();
+    let rival = client_with_lease(&server, LEASE);
+    gate.close();
+    let taken = rival
+        .lock("cut")
+        .expect("valid name")
+        .try_lock_for(Duration::from_secs(10))
+        .expect("reachable")
+        .expect("the cut-off lease lapses");
+    let taken_at = Instant::now();
+    let told = lost
+        .try_recv()
+        .expect("the holder was told before the rival took the lock");
+    assert!(
+        told.valid_until <= taken_at,
+        "the holder believed itself valid {:?} after the rival took the lock",
+        told.valid_until - taken_at
+    );
+    assert!(taken.fencing_token() > guard.fencing_token());
+    gate.open();
+    let released = guard.unlock();
+    assert!(
+        matches!(released, Err(redis_lease::Error::NotOwner { .. })),
+        "{released:?}"
+    );
+    assert!(!taken.is_lost());
+    let ttl: i64 = redis::cmd("PTTL")
+        .arg("{cut}")
+        .query(&mut server.connection())
+        .expect("PTTL");
+    assert!(ttl > 0, "the old guard released the rival's hold");
+}
+
 fn client_pause(server: &RedisServer, pause: Duration) {
     let () = redis::cmd("CLIENT")
         .arg("PAUSE")
