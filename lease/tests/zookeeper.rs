@@ -185,6 +185,64 @@ fn a_holder_cut_off_is_told_before_its_session_expires_and_only_then_does_anothe
     again.unlock().expect("held");
 }
 
+/// etcd #11456 and #19597: a waiter whose session expires while it waits (cut off from the
+/// ensemble past its session timeout). It never takes the lock while the holder holds (its old
+/// node went with its session, and no answer of the old session counts), and it does not wait
+/// for ever on a node that is gone: once the holder lets go, it holds within a moment, with a
+/// higher token.
+#[test]
+fn a_waiter_whose_session_expires_never_holds_early_and_holds_once_the_lock_is_freed() {
+    let zk = ZooKeeper::start_with(&["forceSync=no"]);
+    let proxy = Proxy::start(zk.connect_string().parse().expect("an address"));
+    let holder = client(&zk.connect_string());
+    let waiter = client(&proxy.addr());
+    let held = holder
+        .lock("expiring-waiter")
+        .expect("valid")
+        .lock()
+        .expect("free");
+    let (done, outcome) = std::sync::mpsc::channel();
+    let waiting = {
+        let lock = waiter.lock("expiring-waiter").expect("valid");
+        thread::spawn(move || {
+            let taken = lock.try_lock_for(Duration::from_secs(20));
+            let _ = done.send((
+                taken.map(|guard| guard.map(|g| (g.fencing_token(), g))),
+                Instant::now(),
+            ));
+        })
+    };
+    thread::sleep(SESSION / 2);
+    proxy.freeze();
+    thread::sleep(SESSION * 3);
+    proxy.heal();
+    thread::sleep(SESSION * 2);
+    assert!(!held.is_lost(), "the holder's session lives");
+    if let Ok((taken, _)) = outcome.try_recv() {
+        assert!(
+            !matches!(taken, Ok(Some(_))),
+            "the waiter held while the holder held: {taken:?}"
+        );
+        panic!("the waiter gave up instead of waiting: {taken:?}");
+    }
+    let token = held.fencing_token();
+    let released_at = Instant::now();
+    held.unlock().expect("released");
+    let (taken, at) = outcome
+        .recv_timeout(Duration::from_secs(5))
+        .expect("the waiter took the lock once it was freed");
+    let (next_token, guard) = taken.expect("reachable").expect("held");
+    assert!(at >= released_at, "the waiter held before the release");
+    assert!(
+        at - released_at < Duration::from_secs(2),
+        "the waiter held {:?} after the release",
+        at - released_at
+    );
+    assert!(next_token > token);
+    guard.unlock().expect("released");
+    waiting.join().expect("no panic");
+}
+
 #[test]
 fn a_leader_cut_off_is_told_before_its_session_expires_and_observers_are_woken_by_watches() {
     let zk = ZooKeeper::start_with(&["forceSync=no"]);
