@@ -243,6 +243,48 @@ fn a_waiter_whose_session_expires_never_holds_early_and_holds_once_the_lock_is_f
     waiting.join().expect("no panic");
 }
 
+/// CURATOR-678 and CURATOR-486: a release cut off on its way (the connection closed before the
+/// delete reached the ensemble), the session living on. The release says it could not be
+/// confirmed; the node it did not delete is not left to block the lock for the session's life:
+/// another client takes the lock, and the same client takes it again afresh.
+#[test]
+fn a_release_cut_off_leaves_no_node_to_block_the_lock() {
+    let zk = ZooKeeper::start_with(&["forceSync=no"]);
+    let proxy = Proxy::start(zk.connect_string().parse().expect("an address"));
+    let cut_off = client_with(&proxy.addr(), Duration::from_secs(4));
+    let other = client(&zk.connect_string());
+    let guard = cut_off
+        .lock("cut-release")
+        .expect("valid")
+        .lock()
+        .expect("free");
+    let token = guard.fencing_token().expect("a token");
+    proxy.cut();
+    let released = guard.unlock();
+    assert!(
+        matches!(released, Err(Error::Unavailable { .. })),
+        "{released:?}"
+    );
+    proxy.heal();
+    // Well within the session's 4 s: the release is finished, not left to the session's end.
+    let next = other
+        .lock("cut-release")
+        .expect("valid")
+        .try_lock_for(Duration::from_secs(3))
+        .expect("reachable")
+        .expect("freed before the session could end");
+    assert!(next.fencing_token().expect("a token") > token);
+    next.unlock().expect("held");
+    let again = cut_off
+        .lock("cut-release")
+        .expect("valid")
+        .try_lock_for(Duration::from_secs(3))
+        .expect("reachable")
+        .expect("free");
+    assert_eq!(again.holds_at_acquire(), 1, "a fresh hold, not a re-entry");
+    again.unlock().expect("held");
+}
+
 #[test]
 fn a_leader_cut_off_is_told_before_its_session_expires_and_observers_are_woken_by_watches() {
     let zk = ZooKeeper::start_with(&["forceSync=no"]);
