@@ -171,8 +171,29 @@ fn a_holder_cut_off_is_told_before_its_session_expires_and_only_then_does_anothe
         lost.valid_until - acquired_at
     );
     assert!(next.fencing_token().expect("a token") > token);
-    // The expired session is never brought back: the old holder's release is refused.
+    // The expired session is never brought back. While the old guard lives and another client
+    // holds, the same owner's attempt is no re-entry of the dead hold (CURATOR-604), and the old
+    // holder's release is refused.
+    // (The first call after the cut may find the session expired and say so: a new session
+    // opens behind it.)
     proxy.heal();
+    let again = cut_off.lock("partition").expect("valid");
+    let mut answered = false;
+    for _ in 0..20 {
+        match again.try_lock() {
+            Ok(reentered) => {
+                assert!(
+                    reentered.is_none(),
+                    "took the lock while another client held it: {reentered:?}"
+                );
+                answered = true;
+                break;
+            }
+            Err(Error::Unavailable { .. }) => thread::sleep(Duration::from_millis(50)),
+            Err(other) => panic!("{other:?}"),
+        }
+    }
+    assert!(answered, "no answer from a new session");
     assert!(matches!(guard.unlock(), Err(Error::NotOwner { .. })));
     next.unlock().expect("held");
     // The cut-off client opens a new session for new acquisitions.
