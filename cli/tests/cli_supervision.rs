@@ -122,6 +122,28 @@ fn a_job_is_stopped_before_a_second_copy_starts_when_lease_is_frozen() {
     assert_eq!(done.status.code(), Some(LOST), "{done:?}");
 }
 
+/// Consul #9788: `lease run` cut off from Redis by a silent network (its connections open,
+/// nothing passing) while a second copy waits on the same lock. The first copy's job, its worker
+/// too, stops before the second starts, and the first `lease` exits with the lost code.
+#[test]
+fn a_job_is_stopped_before_a_second_copy_starts_when_its_lease_is_cut_off() {
+    let server = RedisServer::start();
+    let proxy = testkit::Proxy::start(([127, 0, 0, 1], server.port()).into());
+    let (_dir, beats) = scratch("beats");
+    let (run, worker) = stubborn_job(&format!("redis://{}", proxy.addr()), &beats);
+    proxy.freeze();
+    let second = second_run_starts(&server.url());
+    let last = *stamps(&beats).last().expect("stamps");
+    assert!(
+        last < second,
+        "the first copy wrote {} ms after the second started",
+        (last - second) / 1_000_000
+    );
+    assert!(gone(&worker), "the first copy's worker {worker} still runs");
+    let done = finish(run, Duration::from_secs(10));
+    assert_eq!(done.status.code(), Some(LOST), "{done:?}");
+}
+
 /// A job that says it started in FILE.up, notes its SIGTERM in FILE and exits 0 a moment later,
 /// as a job that cleans up does.
 const CLEANS_UP: &str = "trap 'date +%s%N > FILE; sleep 0.3; exit 0' TERM; \
