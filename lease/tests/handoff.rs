@@ -199,6 +199,43 @@ fn a_lost_hold_is_handed_to_no_waiter() {
     );
 }
 
+/// A hold known valid for less than a third of its lease more is not handed on in memory (its
+/// renewal may never come, and the next holder would have too little of it): the waiter gets a
+/// hold of its own from Redis, past every reserved token.
+#[test]
+fn a_hold_about_to_lapse_is_handed_to_no_waiter() {
+    let server = RedisServer::start();
+    let lease = Duration::from_secs(3);
+    let (client, clock, _timer) = support::manual_client(&server, lease);
+    let observer = support::client(&server).lock("lapsing").expect("valid");
+    let lock = client.lock("lapsing").expect("valid");
+    let first = lock.lock().expect("free");
+    let first_token = first.fencing_token().expect("tokens");
+    let got = waiter(&lock);
+    support::wait_until("tokens are reserved", || {
+        last_token(&observer) > first_token
+    });
+    let reserved_up_to = last_token(&observer);
+    server.pause();
+    clock.advance(lease / 3);
+    support::wait_until("the renewal is on its way", || {
+        client.watchdog_metrics().in_flight == 1
+    });
+    clock.advance(first.valid_until() - clock.now() - Duration::from_millis(200));
+    let releasing = thread::spawn(move || first.unlock());
+    server.resume();
+    let next = got
+        .recv_timeout(Duration::from_secs(10))
+        .expect("the waiter acquired")
+        .expect("from Redis");
+    let token = next.fencing_token().expect("tokens");
+    assert!(
+        token > reserved_up_to,
+        "handed on in memory with {token}, not taken from Redis past {reserved_up_to}"
+    );
+    let _ = releasing.join().expect("no panic");
+}
+
 #[test]
 fn a_waiter_with_another_lease_is_granted_the_lock_by_redis() {
     let server = RedisServer::start();

@@ -142,6 +142,7 @@ fn scripts_naming_an_old_hold_leave_the_owners_new_hold_alone() {
     let script = |name: &str| {
         let body = match name {
             "release" => include_str!("../src/stores/redis/scripts/release.lua"),
+            "acquire" => include_str!("../src/stores/redis/scripts/acquire.lua"),
             _ => include_str!("../src/stores/redis/scripts/renew.lua"),
         };
         redis::Script::new(
@@ -175,6 +176,21 @@ fn scripts_naming_an_old_hold_leave_the_owners_new_hold_alone() {
         .invoke(&mut con)
         .expect("ran");
     assert_eq!(renewed, vec![0]);
+    // A re-entry naming the old hold is no re-entry of the new one: the lock is busy.
+    let reentered: Vec<i64> = script("acquire")
+        .key("{named}")
+        .key("{named}:fence")
+        .key("{named}:epoch")
+        .arg(999_000)
+        .arg("o")
+        .arg("a-new-acquisition")
+        .arg("an-old-hold")
+        .arg("")
+        .arg("")
+        .arg(0)
+        .invoke(&mut con)
+        .expect("ran");
+    assert_eq!(reentered.first(), Some(&0), "busy: {reentered:?}");
     let ttl: i64 = con.pttl("{named}").expect("PTTL");
     assert!(
         ttl <= 10_000,

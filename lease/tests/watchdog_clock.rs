@@ -50,6 +50,33 @@ fn renews_every_third_of_the_lease_and_moves_the_deadline() {
     guard.unlock().expect("held");
 }
 
+/// A renewal answered late (the server frozen meanwhile, the clock moving on) counts the hold's
+/// new deadline from when it was sent, not from when its answer came: the server may have
+/// extended the lease at any moment in between.
+#[test]
+fn a_renewal_answered_late_counts_its_deadline_from_when_it_was_sent() {
+    let server = RedisServer::start();
+    let (client, clock, _timer) = manual_client(&server, LEASE);
+    let start = clock.now();
+    let guard = client
+        .lock("late-answer")
+        .expect("valid name")
+        .lock()
+        .expect("free");
+    server.pause();
+    clock.advance(THIRD);
+    wait_until("the renewal is on its way", || {
+        client.watchdog_metrics().in_flight == 1
+    });
+    clock.advance(Duration::from_secs(5));
+    server.resume();
+    wait_until("the renewal is confirmed", || {
+        client.watchdog_metrics().renewed == 1
+    });
+    assert_eq!(guard.valid_until(), start + THIRD + LEASE - DRIFT);
+    guard.unlock().expect("held");
+}
+
 #[test]
 fn a_renewal_never_cuts_short_a_longer_lease_taken_by_a_reentry() {
     let server = RedisServer::start();
