@@ -132,6 +132,7 @@ mod rwlock;
 mod semaphore;
 mod state;
 mod stores;
+mod sync;
 mod waiters;
 mod watchdog;
 

@@ -4,7 +4,7 @@
 //! is the hand-off's (`lock/handoff.rs`).
 
 use crate::cancel::Cancel;
-use parking_lot::{Condvar, Mutex};
+use crate::sync::{Condvar, Mutex};
 use std::collections::{HashMap, VecDeque};
 use std::sync::Arc;
 use std::time::Instant;
@@ -217,5 +217,57 @@ mod tests {
             queues.enter("b", Some(Instant::now()), None).is_ok(),
             "other names are separate"
         );
+    }
+}
+
+/// The queue under every interleaving `shuttle` tries (`RUSTFLAGS="--cfg shuttle" cargo test -p
+/// redis-lease --lib interleavings`, as `scripts/test` runs it).
+#[cfg(all(shuttle, test))]
+mod interleavings {
+    use super::*;
+    use shuttle::sync::atomic::{AtomicUsize, Ordering};
+    use std::time::Duration;
+
+    /// The holder lets go while a waiter with a deadline may give up at any moment (at, before
+    /// or after its turn arrives) and another waits without one. Never two turns at once; a
+    /// waiter that gives up as its turn arrives passes it on, so the last waiter always gets
+    /// its turn (a lost turn would leave it waiting for ever, which the checker reports as a
+    /// deadlock); and the name is free at the end.
+    fn turns_are_exclusive_and_none_is_lost() {
+        let queues = Arc::new(LocalQueues::new(8));
+        let inside = Arc::new(AtomicUsize::new(1));
+        let first = queues.enter("a", None, None).expect("free");
+        let waiters: Vec<_> = [Some(Instant::now() + Duration::from_secs(3600)), None]
+            .into_iter()
+            .map(|deadline| {
+                let (queues, inside) = (Arc::clone(&queues), Arc::clone(&inside));
+                shuttle::thread::spawn(move || {
+                    if let Ok(turn) = queues.enter("a", deadline, None) {
+                        assert_eq!(inside.fetch_add(1, Ordering::SeqCst), 0, "two turns");
+                        shuttle::thread::yield_now();
+                        inside.fetch_sub(1, Ordering::SeqCst);
+                        drop(turn);
+                    } else {
+                        assert!(deadline.is_some(), "a waiter without a deadline refused");
+                    }
+                })
+            })
+            .collect();
+        shuttle::thread::yield_now();
+        inside.fetch_sub(1, Ordering::SeqCst);
+        drop(first);
+        for waiter in waiters {
+            waiter.join().expect("no panic");
+        }
+        assert!(
+            queues.enter("a", Some(Instant::now()), None).is_ok(),
+            "a turn was left behind"
+        );
+    }
+
+    #[test]
+    fn turns_are_exclusive_and_none_is_lost_under_any_interleaving() {
+        shuttle::check_random(turns_are_exclusive_and_none_is_lost, 20_000);
+        shuttle::check_pct(turns_are_exclusive_and_none_is_lost, 20_000, 3);
     }
 }
