@@ -67,6 +67,10 @@ mod checked {
     pub(crate) struct Condvar(shuttle::sync::Condvar);
 
     impl Condvar {
+        pub(crate) fn new() -> Condvar {
+            Condvar(shuttle::sync::Condvar::new())
+        }
+
         pub(crate) fn notify_one(&self) {
             self.0.notify_one();
         }

@@ -24,8 +24,8 @@
 use super::baton::Passed;
 use crate::backend::{Grant, GrantFate, Place, Released, Reserved, Rivals};
 use crate::error::Result;
+use crate::sync::{Condvar, Mutex};
 use crate::watchdog;
-use parking_lot::{Condvar, Mutex};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -439,5 +439,74 @@ mod tests {
         assert!(matches!(lane.claim(true), Claiming::Keep), "claimed once");
         drop(claim);
         assert_eq!(offer.close(Duration::ZERO).0, OfferState::Unknown);
+    }
+}
+
+/// The grant hand-off under every interleaving `shuttle` tries (`RUSTFLAGS="--cfg shuttle" cargo
+/// test -p redis-lease --lib interleavings`, as `scripts/test` runs it).
+#[cfg(all(shuttle, test))]
+mod interleavings {
+    use super::*;
+    use crate::backend::Released;
+    use shuttle::rand::{thread_rng, RngCore};
+    use shuttle::sync::atomic::{AtomicBool, Ordering};
+
+    /// A releaser claims the sleeping contender's offer and grants it the lock, or is refused,
+    /// or gets no answer, while the contender closes its offer to try by itself (its wait for a
+    /// claim in progress ending at the checker's choice). The contender never misses a grant
+    /// that went through (it sees it, or learns that it must ask the store), and never sees one
+    /// that was not made.
+    fn a_grant_is_never_missed_nor_made_up() {
+        let taker = Taker {
+            owner: "owner".into(),
+            lease: Duration::from_secs(1),
+            renewed: true,
+            max_hold: None,
+        };
+        let offer = Offer::new(taker, Arc::from("hold"));
+        offer.open(Instant::now());
+        let lane = Arc::new(Mutex::new(Lane::default()));
+        lane.lock().offered(Arc::clone(&offer));
+        let granted = Arc::new(AtomicBool::new(false));
+        let releaser = {
+            let (lane, granted) = (Arc::clone(&lane), Arc::clone(&granted));
+            shuttle::thread::spawn(move || {
+                let Claiming::Grant(claim) = lane.lock().claim(true) else {
+                    return;
+                };
+                shuttle::thread::yield_now();
+                let now = Instant::now();
+                match thread_rng().next_u32() % 3 {
+                    0 => {
+                        granted.store(true, Ordering::SeqCst);
+                        let released = Ok(Released::Granted {
+                            token: Some(1),
+                            rivals: Rivals::None,
+                            reserved: None,
+                        });
+                        claim.resolve(&released, true, now);
+                    }
+                    1 => {
+                        claim.resolve(&Ok(Released::NotOwner), true, now);
+                    }
+                    // No answer: what became of the grant is for the store to say.
+                    _ => drop(claim),
+                }
+            })
+        };
+        let (seen, _, _) = offer.close(Duration::from_secs(1));
+        releaser.join().expect("no panic");
+        let granted = granted.load(Ordering::SeqCst);
+        match seen {
+            OfferState::Granted { .. } => assert!(granted, "a grant made up"),
+            OfferState::Unknown => {}
+            other => assert!(!granted, "a grant missed: the contender saw {other:?}"),
+        }
+    }
+
+    #[test]
+    fn a_grant_is_never_missed_nor_made_up_under_any_interleaving() {
+        shuttle::check_random(a_grant_is_never_missed_nor_made_up, 20_000);
+        shuttle::check_pct(a_grant_is_never_missed_nor_made_up, 20_000, 3);
     }
 }
