@@ -407,31 +407,19 @@ impl LeaseModel {
                 sent,
                 ok,
             } => {
-                let index = usize::from(thread);
                 let deadline = self.deadline(sent, now);
-                if let Phase::Holding {
-                    token: held,
-                    until,
-                    reserved,
-                    renewals,
-                    ..
-                } = world.threads[index].phase
-                {
-                    if held != token {
-                        return;
+                let phase = &mut world.threads[usize::from(thread)].phase;
+                match phase {
+                    Phase::Holding { token: held, .. } if *held != token => {}
+                    Phase::Holding {
+                        until, renewing, ..
+                    } if ok => {
+                        *until = (*until).max(deadline);
+                        *renewing = false;
                     }
-                    world.threads[index].phase = if ok {
-                        Phase::Holding {
-                            token,
-                            until: until.max(deadline),
-                            reserved,
-                            renewing: false,
-                            renewals,
-                        }
-                    } else {
-                        // Told it is lost.
-                        Phase::Idle
-                    };
+                    // Told it is lost.
+                    Phase::Holding { .. } => *phase = Phase::Idle,
+                    _ => {}
                 }
             }
             Message::Release { client, token } => {
@@ -571,30 +559,21 @@ impl Model for LeaseModel {
                 );
             }
             Step::Renew(thread) => {
-                let index = usize::from(thread);
                 if let Phase::Holding {
                     token,
-                    until,
-                    reserved,
+                    renewing,
                     renewals,
                     ..
-                } = world.threads[index].phase
+                } = &mut world.threads[usize::from(thread)].phase
                 {
-                    world.threads[index].phase = Phase::Holding {
-                        token,
-                        until,
-                        reserved,
-                        renewing: true,
-                        renewals: renewals - 1,
+                    *renewing = true;
+                    *renewals -= 1;
+                    let renew = Message::Renew {
+                        thread,
+                        token: *token,
+                        sent: world.now,
                     };
-                    insert(
-                        &mut world.network,
-                        Message::Renew {
-                            thread,
-                            token,
-                            sent: world.now,
-                        },
-                    );
+                    insert(&mut world.network, renew);
                 }
             }
             Step::Release(thread) => {
