@@ -378,7 +378,7 @@ mod tests {
     use super::*;
 
     /// A lane whose contender sleeps with an open offer.
-    fn lane_with_open_offer() -> (Lane, Arc<Offer>) {
+    pub(super) fn lane_with_open_offer() -> (Lane, Arc<Offer>) {
         let taker = Taker {
             owner: "owner".into(),
             lease: Duration::from_secs(1),
@@ -457,16 +457,8 @@ mod interleavings {
     /// that went through (it sees it, or learns that it must ask the store), and never sees one
     /// that was not made.
     fn a_grant_is_never_missed_nor_made_up() {
-        let taker = Taker {
-            owner: "owner".into(),
-            lease: Duration::from_secs(1),
-            renewed: true,
-            max_hold: None,
-        };
-        let offer = Offer::new(taker, Arc::from("hold"));
-        offer.open(Instant::now());
-        let lane = Arc::new(Mutex::new(Lane::default()));
-        lane.lock().offered(Arc::clone(&offer));
+        let (lane, offer) = super::tests::lane_with_open_offer();
+        let lane = Arc::new(Mutex::new(lane));
         let granted = Arc::new(AtomicBool::new(false));
         let releaser = {
             let (lane, granted) = (Arc::clone(&lane), Arc::clone(&granted));
