@@ -88,13 +88,17 @@ fn a_lost_lease_stops_the_jobs_worker_too_before_the_lease_lapses() {
     );
 }
 
-/// Starts a stubborn job under `lease run`, sends `lease` `signal`, and checks that the job
-/// wrote its last beat before a second `lease run` started its copy, and is gone. Hands back the
-/// first `lease` process.
-fn first_copy_stops_before_a_second_starts(server: &RedisServer, signal: &str) -> Child {
+/// Starts a stubborn job under `lease run` reaching Redis at `url`, does `fault` to the first
+/// `lease` process, and checks that the job wrote its last beat before a second `lease run`
+/// (on `server` directly) started its copy, and is gone. Hands back the first `lease` process.
+fn first_copy_stops_before_a_second_starts(
+    server: &RedisServer,
+    url: &str,
+    fault: impl FnOnce(&Child),
+) -> Child {
     let (_dir, beats) = scratch("beats");
-    let (run, worker) = stubborn_job(&server.url(), &beats);
-    kill(signal, run.id());
+    let (run, worker) = stubborn_job(url, &beats);
+    fault(&run);
     let second = second_run_starts(&server.url());
     let last = *stamps(&beats).last().expect("stamps");
     assert!(
@@ -109,14 +113,18 @@ fn first_copy_stops_before_a_second_starts(server: &RedisServer, signal: &str) -
 #[test]
 fn a_job_is_stopped_before_a_second_copy_starts_when_lease_is_killed() {
     let server = RedisServer::start();
-    let mut run = first_copy_stops_before_a_second_starts(&server, "-KILL");
+    let mut run = first_copy_stops_before_a_second_starts(&server, &server.url(), |run| {
+        kill("-KILL", run.id())
+    });
     run.wait().expect("the killed lease reaped");
 }
 
 #[test]
 fn a_job_is_stopped_before_a_second_copy_starts_when_lease_is_frozen() {
     let server = RedisServer::start();
-    let run = first_copy_stops_before_a_second_starts(&server, "-STOP");
+    let run = first_copy_stops_before_a_second_starts(&server, &server.url(), |run| {
+        kill("-STOP", run.id())
+    });
     // The dead-man's switch woke the frozen `lease`, which found its lease lost.
     let done = finish(run, Duration::from_secs(10));
     assert_eq!(done.status.code(), Some(LOST), "{done:?}");
@@ -129,17 +137,8 @@ fn a_job_is_stopped_before_a_second_copy_starts_when_lease_is_frozen() {
 fn a_job_is_stopped_before_a_second_copy_starts_when_its_lease_is_cut_off() {
     let server = RedisServer::start();
     let proxy = testkit::Proxy::start(([127, 0, 0, 1], server.port()).into());
-    let (_dir, beats) = scratch("beats");
-    let (run, worker) = stubborn_job(&format!("redis://{}", proxy.addr()), &beats);
-    proxy.freeze();
-    let second = second_run_starts(&server.url());
-    let last = *stamps(&beats).last().expect("stamps");
-    assert!(
-        last < second,
-        "the first copy wrote {} ms after the second started",
-        (last - second) / 1_000_000
-    );
-    assert!(gone(&worker), "the first copy's worker {worker} still runs");
+    let url = format!("redis://{}", proxy.addr());
+    let run = first_copy_stops_before_a_second_starts(&server, &url, |_| proxy.freeze());
     let done = finish(run, Duration::from_secs(10));
     assert_eq!(done.status.code(), Some(LOST), "{done:?}");
 }
