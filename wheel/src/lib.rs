@@ -55,6 +55,7 @@ mod clock;
 mod error;
 mod fast_now;
 mod metrics;
+mod sync;
 mod task;
 mod tick;
 mod timer;
@@ -63,6 +64,9 @@ mod wheel;
 pub use clock::ManualClock;
 pub use error::{BuildError, ScheduleError};
 pub use metrics::Metrics;
+#[cfg(shuttle)]
+#[doc(hidden)]
+pub use sync::checked;
 pub use task::UnrunTask;
 pub use timer::{Periodic, Timeout, Timer, TimerBuilder, MAX_PENDING, MAX_SHARDS, MIN_TICK};
 pub use wheel::{Advance, InvalidSlots, Key, Wheel, WheelFull, MAX_LEN, MAX_SLOTS};

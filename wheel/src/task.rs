@@ -1,8 +1,9 @@
 //! What a timer stores in its wheel: a boxed job, run once or again and again.
 
 use crate::clock::Clock;
+use crate::sync::{AtomicBool, AtomicU64};
 use crate::wheel::Key;
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 

@@ -4,9 +4,10 @@
 //! reference and its task's key: creating and dropping one changes no reference count.
 
 use super::shard::Shard;
+use crate::sync::AtomicU64;
 use crate::task::PeriodicState;
 use crate::wheel::Key;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use std::time::Instant;
 

@@ -1,6 +1,8 @@
 //! [`Timer`]: shards of [`Wheel`]s advanced by one worker thread, and its builder.
 
 mod handle;
+#[cfg(all(shuttle, test))]
+mod interleavings;
 mod limit;
 mod pool;
 mod priority;
@@ -488,7 +490,7 @@ impl TimerBuilder {
         }
         let worker_shared = Arc::clone(&shared);
         let nice = self.worker_nice;
-        thread::Builder::new()
+        crate::sync::Builder::new()
             .name(self.thread_name)
             .spawn(move || {
                 if let Some(nice) = nice {

@@ -25,13 +25,13 @@
 //!   [`ScheduleError::Stopped`](crate::ScheduleError::Stopped).
 
 use super::limit::PendingLimit;
+use crate::sync::{AtomicU64, Mutex};
 use crate::task::Job;
 use crate::tick::{Ticks, NEVER};
 use crate::wheel::{InvalidSlots, Key, Wheel};
-use parking_lot::Mutex;
 use std::cell::Cell;
 use std::collections::HashSet;
-use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 
 /// A task as a shard stores it.

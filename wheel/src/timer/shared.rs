@@ -25,11 +25,11 @@ use super::shard::{caller_number, Shard, Stored};
 use super::sleep::Sleep;
 use crate::clock::{Clock, Follower};
 use crate::metrics::Metrics;
+use crate::sync::{self, AtomicBool, ThreadId};
 use crate::tick::Ticks;
 use crate::wheel::Key;
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, OnceLock};
-use std::thread::{self, ThreadId};
 use std::time::{Duration, Instant};
 
 /// Tasks a stop took out, with their keys and deadline ticks.
@@ -101,7 +101,7 @@ impl Shared {
     }
 
     pub(crate) fn on_worker(&self) -> bool {
-        self.worker.get() == Some(&thread::current().id())
+        self.worker.get() == Some(&sync::current().id())
     }
 
     /// Marks the timer stopped, takes every pending task out of every shard and wakes the

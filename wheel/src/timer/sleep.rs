@@ -20,8 +20,8 @@
 //!   while it plans waits for it to be asleep, and wakes it.
 //! * Everything in [`SleepState`] changes only under its lock.
 
-use parking_lot::{Condvar, Mutex};
-use std::sync::atomic::{AtomicU64, Ordering};
+use crate::sync::{AtomicU64, Condvar, Mutex};
+use std::sync::atomic::Ordering;
 use std::time::Instant;
 
 /// `wake_at` while the worker is awake.

@@ -38,7 +38,7 @@ struct Outcome {
 }
 
 pub(crate) fn run(shared: Arc<Shared>) {
-    let _ = shared.worker.set(std::thread::current().id());
+    let _ = shared.worker.set(crate::sync::current().id());
     log::debug!(
         "timer worker started, tick {:?}, {} shards",
         shared.ticks.tick(),

@@ -1,0 +1,132 @@
+//! The locks, condition variables, atomics and threads the timer is built of: `parking_lot`'s and
+//! the standard library's, or, in a build with `RUSTFLAGS="--cfg shuttle"`, the same API over
+//! `shuttle`'s, so that the checker controls every interleaving of the worker and the threads
+//! that schedule and cancel (the checks are this crate's `interleavings` tests, and the watchdog's
+//! in `redis-lease`). `shuttle` never times a wait out, so a timed wait here lets the other threads
+//! run and then, by the checker's choice, says its deadline passed or returns as a spurious
+//! wake-up would. Nothing here is used outside a check in that build.
+
+#[cfg(not(shuttle))]
+pub(crate) use parking_lot::{Condvar, Mutex};
+#[cfg(not(shuttle))]
+pub(crate) use std::sync::atomic::{AtomicBool, AtomicU64};
+#[cfg(not(shuttle))]
+pub(crate) use std::thread::{current, Builder, ThreadId};
+
+#[cfg(shuttle)]
+pub(crate) use checked::{Condvar, Mutex};
+#[cfg(shuttle)]
+pub(crate) use shuttle::sync::atomic::{AtomicBool, AtomicU64};
+#[cfg(shuttle)]
+pub(crate) use shuttle::thread::{current, Builder, ThreadId};
+
+/// The checked twins of `parking_lot`'s lock and condition variable, public (and hidden) in the
+/// `shuttle` build only, so that `redis-lease`'s checks use them too.
+#[cfg(shuttle)]
+pub mod checked {
+    use shuttle::rand::{thread_rng, RngCore};
+    use std::ops::{Deref, DerefMut};
+    use std::time::{Duration, Instant};
+
+    /// How far away a deadline must be for a check never to reach it.
+    const UNREACHED: Duration = Duration::from_secs(24 * 3600);
+
+    /// `parking_lot::Mutex`'s API over `shuttle`'s.
+    #[derive(Default)]
+    pub struct Mutex<T>(shuttle::sync::Mutex<T>);
+
+    impl<T> Mutex<T> {
+        /// An unlocked lock holding `value`.
+        pub fn new(value: T) -> Mutex<T> {
+            Mutex(shuttle::sync::Mutex::new(value))
+        }
+
+        /// Takes the lock, waiting for it as the checker schedules.
+        pub fn lock(&self) -> MutexGuard<'_, T> {
+            MutexGuard {
+                mutex: &self.0,
+                guard: Some(self.0.lock().expect("never poisoned in a check")),
+            }
+        }
+
+        /// Takes the lock if it is free now.
+        pub fn try_lock(&self) -> Option<MutexGuard<'_, T>> {
+            let guard = self.0.try_lock().ok()?;
+            Some(MutexGuard {
+                mutex: &self.0,
+                guard: Some(guard),
+            })
+        }
+    }
+
+    /// A held [`Mutex`]; a wait releases and takes it again in place.
+    pub struct MutexGuard<'a, T> {
+        mutex: &'a shuttle::sync::Mutex<T>,
+        guard: Option<shuttle::sync::MutexGuard<'a, T>>,
+    }
+
+    impl<T> Deref for MutexGuard<'_, T> {
+        type Target = T;
+        fn deref(&self) -> &T {
+            self.guard.as_ref().expect("held")
+        }
+    }
+
+    impl<T> DerefMut for MutexGuard<'_, T> {
+        fn deref_mut(&mut self) -> &mut T {
+            self.guard.as_mut().expect("held")
+        }
+    }
+
+    /// Whether a timed wait ended at its deadline.
+    pub struct WaitTimeoutResult(bool);
+
+    impl WaitTimeoutResult {
+        /// Whether the wait ended at its deadline.
+        pub fn timed_out(&self) -> bool {
+            self.0
+        }
+    }
+
+    /// `parking_lot::Condvar`'s API over `shuttle`'s.
+    #[derive(Default)]
+    pub struct Condvar(shuttle::sync::Condvar);
+
+    impl Condvar {
+        /// A condition variable nobody waits on.
+        pub fn new() -> Condvar {
+            Condvar(shuttle::sync::Condvar::new())
+        }
+
+        /// Wakes one waiter.
+        pub fn notify_one(&self) {
+            self.0.notify_one();
+        }
+
+        /// Wakes every waiter.
+        pub fn notify_all(&self) {
+            self.0.notify_all();
+        }
+
+        /// Releases the lock until notified, then takes it again.
+        pub fn wait<T>(&self, guard: &mut MutexGuard<'_, T>) {
+            let held = guard.guard.take().expect("held");
+            guard.guard = Some(self.0.wait(held).expect("never poisoned in a check"));
+        }
+
+        /// Releases the lock, lets the other threads run, takes it again, and says by the
+        /// checker's choice whether the deadline passed. A deadline a day or more away stands
+        /// for one no check reaches: it never passes.
+        pub fn wait_until<T>(
+            &self,
+            guard: &mut MutexGuard<'_, T>,
+            deadline: Instant,
+        ) -> WaitTimeoutResult {
+            drop(guard.guard.take());
+            shuttle::thread::yield_now();
+            guard.guard = Some(guard.mutex.lock().expect("never poisoned in a check"));
+            let reachable = deadline.saturating_duration_since(Instant::now()) < UNREACHED;
+            WaitTimeoutResult(reachable && thread_rng().next_u32() & 1 == 1)
+        }
+    }
+}
