@@ -233,16 +233,12 @@ impl Watchdog {
         if found.guards > 0 {
             return;
         }
-        found.state = match found.state {
-            EntryState::Renewing => EntryState::Releasing,
-            _ => EntryState::Released,
-        };
+        found.state = EntryState::Released;
         table.forget(entry);
         if let Some(limit) = release_by {
-            while table
-                .get(entry)
-                .is_some_and(|found| found.state == EntryState::Releasing)
-            {
+            // A renewal call still out names the hold even if it was lost meanwhile: wait
+            // for it, whatever the state.
+            while table.get(entry).is_some_and(|found| found.renewal_out) {
                 if shared.settled.wait_until(&mut table, limit).timed_out() {
                     log::warn!("a renewal call is still out at the release's deadline");
                     break;

@@ -10,7 +10,7 @@ use crate::backend::{Renewal, Renewed, Renewer};
 use crate::error::{Error, Result};
 use crate::events::RenewOutcome;
 use crate::lost::LostReason;
-use crossbeam_channel::Receiver;
+use crate::sync::Receiver;
 use std::sync::{Arc, Weak};
 use std::time::{Duration, Instant};
 
@@ -88,6 +88,7 @@ impl WatchdogShared {
                 continue;
             }
             found.state = EntryState::Renewing;
+            found.renewal_out = true;
             pending.push(Pending {
                 entry,
                 address: Arc::clone(&found.address),
@@ -125,12 +126,9 @@ impl WatchdogShared {
             let Some(found) = table.get_mut(pending.entry) else {
                 continue;
             };
+            found.renewal_out = false;
             match found.state {
                 EntryState::Renewing => found.state = EntryState::Held,
-                EntryState::Releasing => {
-                    found.state = EntryState::Released;
-                    continue;
-                }
                 _ => continue,
             }
             let scheduled = match outcome.get(index).copied().unwrap_or(Renewed::Failed) {

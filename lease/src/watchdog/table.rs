@@ -13,14 +13,17 @@
 //!   Held --renewal due--> Queued --taken by the renewal thread--> Renewing
 //!   Renewing --confirmed or failed--> Held        Held --max_hold reached--> Expiring
 //!   Held | Queued | Renewing | Expiring --deadline passed, or Redis says gone--> Lost
-//!   any but Renewing --last guard gone--> Released
-//!   Renewing --last guard gone--> Releasing --the call's outcome applied--> Released
+//!   any --last guard gone--> Released
 //!   ```
 //!
 //!   A hold taken with a fixed lease stays `Held` until it is lost or released: it is never
 //!   queued.
-//! * Nothing is sent for an entry that is `Lost`, `Releasing` or `Released`; a late renewal
-//!   reply never makes a lost hold valid again.
+//! * `renewal_out` is set while a renewal call naming the hold is out, from the moment the
+//!   renewal thread takes it until the call's outcome is applied, whatever the state meanwhile:
+//!   a hold lost or released during the call is still named by it. A release waits for it to
+//!   clear, so that no renewal of the lease it frees lands after it.
+//! * Nothing is sent for an entry that is `Lost` or `Released`; a late renewal reply never makes
+//!   a lost hold valid again.
 //! * `Released` entries leave the table at once; `Lost` ones stay until their last guard goes, so
 //!   that a guard of the hold still finds it lost.
 
@@ -53,8 +56,6 @@ pub(super) enum EntryState {
     Expiring,
     /// Lost: the holder was told. Final, until the last guard goes.
     Lost,
-    /// The last guard went while a renewal call was out: the entry goes once it is back.
-    Releasing,
     /// The last guard went: nothing may be sent for it any more.
     Released,
 }
@@ -63,6 +64,8 @@ pub(super) enum EntryState {
 pub(super) struct Entry {
     id: u64,
     pub(super) state: EntryState,
+    /// A renewal call naming the hold is out (see the ground rules).
+    pub(super) renewal_out: bool,
     /// The lock's name, for messages.
     pub(super) name: Arc<str>,
     /// Where the hold lives, as its place named it for renewals.
@@ -153,6 +156,7 @@ impl Table {
         let slot = self.entries.insert(Entry {
             id,
             state: EntryState::Held,
+            renewal_out: false,
             status: Arc::new(Status::new(new.valid_until)),
             name: new.name,
             address: new.address,
