@@ -21,6 +21,8 @@
 
 mod deadline_task;
 mod grid;
+#[cfg(all(shuttle, test))]
+mod interleavings;
 mod metrics;
 mod renewal;
 mod table;
@@ -34,11 +36,11 @@ use crate::backend::Renewer;
 use crate::error::{Error, Result};
 use crate::events::Events;
 use crate::lost::{Lost, LostReason, Status};
+use crate::sync::{self, Condvar, Mutex};
 use crossbeam_channel::{Receiver, Sender};
 use deadline_task::DeadlineTask;
 use grid::Grid;
 use hashwheel::Timer;
-use parking_lot::{Condvar, Mutex};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 use table::{EntryState, NewEntry, Table};
@@ -68,7 +70,7 @@ struct WatchdogShared {
     table: Mutex<Table>,
     /// Signalled whenever a renewal call's outcome has been applied.
     settled: Condvar,
-    queue: Sender<EntryRef>,
+    queue: sync::Sender<EntryRef>,
     /// When renewals and deadlines fall.
     grid: Grid,
 }
@@ -140,7 +142,7 @@ impl Watchdog {
         thread_name: String,
         events: Events,
     ) -> Result<Watchdog> {
-        let (queue, requests) = crossbeam_channel::unbounded();
+        let (queue, requests) = sync::unbounded();
         let origin = timer.now();
         let shared = Arc::new(WatchdogShared {
             grid: Grid::new(origin, timer.tick_floor(origin), timer.tick()),
@@ -150,7 +152,7 @@ impl Watchdog {
             queue,
         });
         let weak = Arc::downgrade(&shared);
-        std::thread::Builder::new()
+        sync::Builder::new()
             .name(thread_name)
             .spawn(move || renewal::run(weak, requests, renewer, batch))
             .map_err(Error::Spawn)?;
