@@ -1,5 +1,5 @@
-//! The locks, condition variables, atomics and threads the timer is built of: `parking_lot`'s and
-//! the standard library's, or, in a build with `RUSTFLAGS="--cfg shuttle"`, the same API over
+//! The locks, condition variables, atomics and threads the timer is built of: the shards' own
+//! lock (below), `parking_lot`'s and the standard library's, or, in a build with `RUSTFLAGS="--cfg shuttle"`, the same API over
 //! `shuttle`'s, so that the checker controls every interleaving of the worker and the threads
 //! that schedule and cancel (the checks are this crate's `interleavings` tests, and the watchdog's
 //! in `redis-lease`). `shuttle` never times a wait out, so a timed wait here lets the other threads
@@ -9,16 +9,74 @@
 #[cfg(not(shuttle))]
 pub(crate) use parking_lot::{Condvar, Mutex};
 #[cfg(not(shuttle))]
+pub(crate) use spinning::ShardMutex;
+#[cfg(not(shuttle))]
 pub(crate) use std::sync::atomic::{AtomicBool, AtomicU64};
 #[cfg(not(shuttle))]
 pub(crate) use std::thread::{current, Builder, ThreadId};
 
 #[cfg(shuttle)]
-pub(crate) use checked::{Condvar, Mutex};
+pub(crate) use checked::{Condvar, Mutex, Mutex as ShardMutex};
 #[cfg(shuttle)]
 pub(crate) use shuttle::sync::atomic::{AtomicBool, AtomicU64};
 #[cfg(shuttle)]
 pub(crate) use shuttle::thread::{current, Builder, ThreadId};
+
+/// The lock of a shard: `spin`'s lock, taken with one atomic read-modify-write and released with
+/// a plain store, against two read-modify-writes for `parking_lot`'s, whose release must look for
+/// sleeping waiters (4 to 5 ns of a schedule's 42 and of a cancel's 17 on one thread,
+/// `docs/benchmarks.md`). A shard's lock is held for a few dozen nanoseconds (a schedule, a
+/// cancel) or for one batch of the worker's (at most `BATCH` tasks taken out), and each thread
+/// schedules on a shard of its own while there are as many shards as threads. A thread that finds
+/// it held spins a little, yields its core a few times, then naps 20 µs at a time until it is
+/// free: `spin`'s own waiting either spins or yields without end, and burns a core while a
+/// preempted holder waits for one. Written here for that waiting only.
+#[cfg(not(shuttle))]
+mod spinning {
+    use spin::mutex::{SpinMutex, SpinMutexGuard};
+
+    /// Spins before yielding: about as long as a schedule holds the lock.
+    const SPINS: u32 = 64;
+    /// Yields before napping.
+    const YIELDS: u32 = 8;
+    const NAP: std::time::Duration = std::time::Duration::from_micros(20);
+
+    pub(crate) struct ShardMutex<T>(SpinMutex<T>);
+
+    impl<T> ShardMutex<T> {
+        pub(crate) fn new(value: T) -> Self {
+            ShardMutex(SpinMutex::new(value))
+        }
+
+        #[inline]
+        pub(crate) fn lock(&self) -> SpinMutexGuard<'_, T> {
+            match self.0.try_lock() {
+                Some(guard) => guard,
+                None => self.lock_contended(),
+            }
+        }
+
+        #[cold]
+        fn lock_contended(&self) -> SpinMutexGuard<'_, T> {
+            let mut tries = 0u32;
+            loop {
+                if !self.0.is_locked() {
+                    if let Some(guard) = self.0.try_lock() {
+                        return guard;
+                    }
+                }
+                tries += 1;
+                if tries < SPINS {
+                    std::hint::spin_loop();
+                } else if tries < SPINS + YIELDS {
+                    std::thread::yield_now();
+                } else {
+                    std::thread::sleep(NAP);
+                }
+            }
+        }
+    }
+}
 
 /// The checked twins of `parking_lot`'s lock and condition variable, public (and hidden) in the
 /// `shuttle` build only, so that `redis-lease`'s checks use them too.

@@ -25,7 +25,7 @@
 //!   [`ScheduleError::Stopped`](crate::ScheduleError::Stopped).
 
 use super::limit::PendingLimit;
-use crate::sync::{AtomicU64, Mutex};
+use crate::sync::{AtomicU64, ShardMutex as Mutex};
 use crate::task::Job;
 use crate::tick::{Ticks, NEVER};
 use crate::wheel::{InvalidSlots, Key, Wheel};
