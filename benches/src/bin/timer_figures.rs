@@ -5,7 +5,7 @@
 //! Run: `cargo run --release -p benches --bin timer_figures [quick] [SECTION...]`, sections being
 //! `loop`, `burst`, `deadline`, `lateness`, `idle`, `threads` (many threads scheduling
 //! into one timer; `wheel-threads` runs its `hashwheel` rows alone) and `busy` (the deadline and lateness figures while two threads schedule and
-//! cancel at full speed); all by default. Each figure is the median of three runs unless marked
+//! cancel at full speed), `one-shard` (threads sharing one shard's lock); all by default. Each figure is the median of three runs unless marked
 //! otherwise. `quick` shrinks every workload, for a smoke test.
 //!
 //! A full run also draws charts into `docs/plots/`: `timer_threads_schedule.svg` and
@@ -43,6 +43,8 @@ struct Scale {
     repeats: usize,
     /// Whether to draw charts into `docs/plots/` (full runs only).
     plots: bool,
+    /// How long each run of the `one-shard` section lasts.
+    contended: Duration,
 }
 
 fn main() {
@@ -61,6 +63,7 @@ fn main() {
             operations: 40_000,
             repeats: 2,
             plots: false,
+            contended: Duration::from_millis(200),
         }
     } else {
         Scale {
@@ -73,6 +76,7 @@ fn main() {
             operations: 1_000_000,
             repeats: 5,
             plots: true,
+            contended: Duration::from_secs(3),
         }
     };
     println!("# timer figures ({})", if quick { "quick" } else { "full" });
@@ -80,7 +84,7 @@ fn main() {
     if wanted("wheel-threads") && !wanted("threads") {
         wheel_threads(&scale);
     }
-    let all: [(&str, Section); 7] = [
+    let all: [(&str, Section); 8] = [
         ("loop", tight_loop),
         ("burst", expiry_bursts),
         ("deadline", one_deadline),
@@ -88,6 +92,7 @@ fn main() {
         ("idle", idle),
         ("threads", threads),
         ("busy", busy),
+        ("one-shard", one_shard),
     ];
     for (name, section) in all {
         if wanted(name) {
@@ -578,4 +583,68 @@ fn busy(scale: &Scale) {
     let rate = load.stop();
     println!("| {} | {row} | {:.1} |", Wheel::NAME, rate / 1e6);
     println!();
+}
+
+/// Threads that share one shard's lock: a timer of one shard, 1 ms tick; each thread schedules
+/// timeouts 0.1 to 20 ms away and cancels three of every four at once, as fast as it can.
+fn one_shard(scale: &Scale) {
+    println!(
+        "## threads sharing one shard (1 ms tick; each cancels 3 of every 4 timeouts at once)"
+    );
+    println!("schedules per second, all threads together; median of 3 runs");
+    println!("| threads | M schedules/s | runs |");
+    println!("|---|---|---|");
+    for threads in [1, 2, 4, 16] {
+        let runs: Vec<f64> = (0..3)
+            .map(|_| contended_rate(threads, scale.contended))
+            .collect();
+        println!(
+            "| {threads} | {:.2} | {} |",
+            median(runs.clone()) / 1e6,
+            runs.iter()
+                .map(|rate| format!("{:.2}", rate / 1e6))
+                .collect::<Vec<_>>()
+                .join(" / ")
+        );
+    }
+    println!();
+}
+
+/// Schedules per second made by `threads` threads on a timer of one shard for `length`.
+fn contended_rate(threads: usize, length: Duration) -> f64 {
+    let timer = hashwheel::Timer::builder()
+        .shards(1)
+        .tick(Duration::from_millis(1))
+        .build()
+        .expect("valid settings");
+    let stop = Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let start = Instant::now();
+    let workers: Vec<_> = (0..threads as u64)
+        .map(|thread| {
+            let (timer, stop) = (timer.clone(), Arc::clone(&stop));
+            thread::spawn(move || {
+                let mut made = 0u64;
+                while !stop.load(std::sync::atomic::Ordering::Relaxed) {
+                    for call in 0..1_000u64 {
+                        let micros = (call * 7_919 + thread * 104_729) % 20_000 + 100;
+                        let timeout = timer
+                            .schedule(Duration::from_micros(micros), noop)
+                            .expect("running");
+                        if call % 4 != 0 {
+                            timeout.cancel();
+                        }
+                    }
+                    made += 1_000;
+                }
+                made
+            })
+        })
+        .collect();
+    thread::sleep(length);
+    stop.store(true, std::sync::atomic::Ordering::Relaxed);
+    let made: u64 = workers
+        .into_iter()
+        .map(|worker| worker.join().expect("no panic"))
+        .sum();
+    made as f64 / start.elapsed().as_secs_f64()
 }
