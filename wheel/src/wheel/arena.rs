@@ -2,19 +2,33 @@
 //! intrusive doubly linked lists (one list per bucket, and the free list).
 //!
 //! A slot's value, deadline and generation sit together in one vector, its two list links in a
-//! second vector beside it, indexed alike. Taking an entry out of a list rewrites the links of its
+//! second vector beside it, indexed alike. A deadline is kept as its low 32 bits: every stored
+//! deadline is at or after the wheel's cursor, so it is the one tick of those bits in the 2^32
+//! ticks from the cursor on. A deadline further than that from the cursor when it is stored (a
+//! month and a half of 1 ms ticks) is kept whole in a map beside, and marked in its slot. Taking an entry out of a list rewrites the links of its
 //! neighbours, which are anywhere in the arena: in the links vector (8 bytes an entry, a fifth of
 //! the slots' size) those writes land in far fewer cache lines, and more often in a cache, than
-//! they would in whole slots. Indices are `u32` so that an entry stays small (32 + 8 bytes for a
+//! they would in whole slots. Indices are `u32` so that an entry stays small (24 + 8 bytes for a
 //! boxed closure); [`NIL`] marks the end of a list. A slot's generation is bumped every time its
 //! value is removed, so a [`Key`] kept after its entry expired or was cancelled never matches the
 //! slot's next occupant.
+
+use std::collections::HashMap;
+
+/// The deadline whose low 32 bits are `low`, in the 2^32 ticks from `cursor` on.
+#[inline]
+fn near_deadline(low: u32, cursor: u64) -> u64 {
+    cursor.wrapping_add(u64::from(low.wrapping_sub(cursor as u32)))
+}
 
 /// The end of a list.
 pub(crate) const NIL: u32 = u32::MAX;
 
 /// Generations count modulo 2^31, so that the top bit of a raw key is free for callers' flags.
 const GENERATION_MASK: u32 = u32::MAX >> 1;
+
+/// Set in a slot's generation word while its deadline is kept whole in the far map.
+const FAR: u32 = 1 << 31;
 
 /// A handle to one entry of a [`Wheel`](super::Wheel): the slot index and the generation it was
 /// inserted under. A key whose entry has left the wheel refers to nothing, even after its slot is
@@ -49,8 +63,16 @@ impl Key {
 struct Slot<T> {
     /// `None` while the slot is on the free list.
     value: Option<T>,
-    deadline: u64,
+    /// The deadline's low 32 bits (see the module's notes).
+    deadline: u32,
+    /// The generation, and [`FAR`] while the deadline is in the far map.
     generation: u32,
+}
+
+impl<T> Slot<T> {
+    fn generation(&self) -> u32 {
+        self.generation & GENERATION_MASK
+    }
 }
 
 /// A slot's place in its list.
@@ -96,6 +118,8 @@ pub(crate) struct Arena<T> {
     links: Vec<Links>,
     /// Head of the list of vacant slots, linked through `next`.
     free: u32,
+    /// The deadlines too far from the cursor for 32 bits, by slot.
+    far: HashMap<u32, u64>,
     len: usize,
     /// The generation a slot starts with when it is first pushed.
     first_generation: u32,
@@ -107,6 +131,7 @@ impl<T> Arena<T> {
             slots: Vec::new(),
             links: Vec::new(),
             free: NIL,
+            far: HashMap::new(),
             len: 0,
             first_generation: 0,
         }
@@ -119,7 +144,7 @@ impl<T> Arena<T> {
         let latest = self
             .slots
             .iter()
-            .map(|slot| slot.generation.wrapping_sub(self.first_generation) & GENERATION_MASK)
+            .map(|slot| slot.generation().wrapping_sub(self.first_generation) & GENERATION_MASK)
             .max()
             .unwrap_or(0);
         Arena {
@@ -133,8 +158,11 @@ impl<T> Arena<T> {
         self.len
     }
 
-    /// Stores a node that belongs to no list yet. Hands the value back when every index is taken.
-    pub(crate) fn insert(&mut self, deadline: u64, value: T) -> Result<(Key, u32), T> {
+    /// Stores a node that belongs to no list yet, due at `deadline`, which must be at or after
+    /// `cursor`. Hands the value back when every index is taken.
+    pub(crate) fn insert(&mut self, deadline: u64, cursor: u64, value: T) -> Result<(Key, u32), T> {
+        debug_assert!(deadline >= cursor, "a deadline before the cursor");
+        let far = deadline - cursor > u64::from(u32::MAX);
         let index = if self.free != NIL {
             let index = self.free;
             let links = &mut self.links[index as usize];
@@ -142,7 +170,7 @@ impl<T> Arena<T> {
             *links = Links::NONE;
             let slot = &mut self.slots[index as usize];
             slot.value = Some(value);
-            slot.deadline = deadline;
+            slot.deadline = deadline as u32;
             index
         } else {
             let Ok(index) = u32::try_from(self.slots.len()) else {
@@ -153,25 +181,50 @@ impl<T> Arena<T> {
             }
             self.slots.push(Slot {
                 value: Some(value),
-                deadline,
+                deadline: deadline as u32,
                 generation: self.first_generation,
             });
             self.links.push(Links::NONE);
             index
         };
         self.len += 1;
-        let generation = self.slots[index as usize].generation;
+        if far {
+            self.mark_far(index, deadline);
+        }
+        let generation = self.slots[index as usize].generation();
         Ok((Key::new(index, generation), index))
     }
 
     /// The index a key refers to, if its entry is still stored.
     pub(crate) fn resolve(&self, key: Key) -> Option<u32> {
         let slot = self.slots.get(key.index() as usize)?;
-        (slot.generation == key.generation() && slot.value.is_some()).then_some(key.index())
+        (slot.generation() == key.generation() && slot.value.is_some()).then_some(key.index())
     }
 
-    pub(crate) fn deadline(&self, index: u32) -> u64 {
-        self.slots[index as usize].deadline
+    /// A stored node's deadline, given the cursor (which it is at or after).
+    #[inline]
+    pub(crate) fn deadline(&self, index: u32, cursor: u64) -> u64 {
+        let slot = &self.slots[index as usize];
+        if slot.generation & FAR != 0 {
+            return self.far_deadline(index);
+        }
+        near_deadline(slot.deadline, cursor)
+    }
+
+    #[cold]
+    fn mark_far(&mut self, index: u32, deadline: u64) {
+        self.slots[index as usize].generation |= FAR;
+        self.far.insert(index, deadline);
+    }
+
+    #[cold]
+    fn far_deadline(&self, index: u32) -> u64 {
+        self.far.get(&index).copied().unwrap_or(u64::MAX)
+    }
+
+    #[cold]
+    fn forget_far(&mut self, index: u32) -> u64 {
+        self.far.remove(&index).unwrap_or(u64::MAX)
     }
 
     pub(crate) fn value(&self, index: u32) -> Option<&T> {
@@ -180,11 +233,18 @@ impl<T> Arena<T> {
 
     /// Takes a node's value out and frees its slot. The node must already be unlinked from its
     /// bucket list. `None` if the slot was vacant.
-    pub(crate) fn remove(&mut self, index: u32) -> Option<(u64, T)> {
+    #[inline]
+    pub(crate) fn remove(&mut self, index: u32, cursor: u64) -> Option<(u64, T)> {
         let slot = &mut self.slots[index as usize];
         let value = slot.value.take()?;
-        slot.generation = slot.generation.wrapping_add(1) & GENERATION_MASK;
-        let deadline = slot.deadline;
+        let far = slot.generation & FAR != 0;
+        let low = slot.deadline;
+        slot.generation = slot.generation().wrapping_add(1) & GENERATION_MASK;
+        let deadline = if far {
+            self.forget_far(index)
+        } else {
+            near_deadline(low, cursor)
+        };
         self.links[index as usize].next = self.free;
         self.free = index;
         self.len -= 1;
@@ -242,11 +302,11 @@ impl<T> Arena<T> {
 
     /// Removes every stored value, returning each with the key it had and its deadline. The
     /// caller resets every list that pointed into the arena.
-    pub(crate) fn drain(&mut self) -> Vec<(Key, u64, T)> {
+    pub(crate) fn drain(&mut self, cursor: u64) -> Vec<(Key, u64, T)> {
         let mut drained = Vec::with_capacity(self.len);
         for index in 0..self.slots.len() as u32 {
-            let generation = self.slots[index as usize].generation;
-            if let Some((deadline, value)) = self.remove(index) {
+            let generation = self.slots[index as usize].generation();
+            if let Some((deadline, value)) = self.remove(index, cursor) {
                 drained.push((Key::new(index, generation), deadline, value));
             }
         }
@@ -259,9 +319,53 @@ mod tests {
     use super::*;
 
     #[test]
-    fn an_entry_for_a_boxed_closure_is_forty_bytes() {
+    fn an_entry_for_a_boxed_closure_is_thirty_two_bytes() {
         let slot = std::mem::size_of::<Slot<Box<dyn FnOnce() + Send>>>();
-        assert_eq!(slot + std::mem::size_of::<Links>(), 40);
+        assert_eq!(slot + std::mem::size_of::<Links>(), 32);
+    }
+
+    #[test]
+    fn deadlines_near_and_far_from_the_cursor_come_back_whole() {
+        let mut arena = Arena::new();
+        let cursor = (1u64 << 32) - 3;
+        let deadlines = [
+            cursor,
+            cursor + 5,
+            cursor + u64::from(u32::MAX),
+            cursor + u64::from(u32::MAX) + 1,
+            u64::MAX,
+        ];
+        let stored: Vec<(Key, u32)> = deadlines
+            .iter()
+            .map(|&deadline| arena.insert(deadline, cursor, deadline).expect("room"))
+            .collect();
+        assert_eq!(arena.far.len(), 2, "the last two do not fit in 32 bits");
+        for (&deadline, &(key, index)) in deadlines.iter().zip(&stored) {
+            assert_eq!(
+                arena.resolve(key),
+                Some(index),
+                "the far mark is no part of a key"
+            );
+            assert_eq!(arena.deadline(index, cursor), deadline);
+            // Later, with the cursor moved on as far as the deadline allows.
+            assert_eq!(arena.deadline(index, deadline.min(cursor + 6)), deadline);
+        }
+        let (far_key, far_index) = stored[3];
+        assert_eq!(
+            arena.remove(far_index, cursor + 7),
+            Some((deadlines[3], deadlines[3]))
+        );
+        assert_eq!(arena.resolve(far_key), None);
+        let (again, reused) = arena.insert(cursor + 9, cursor + 8, 0).expect("room");
+        assert_eq!(reused, far_index);
+        assert_eq!(
+            arena.deadline(reused, cursor + 8),
+            cursor + 9,
+            "the far mark went"
+        );
+        assert!(arena.resolve(again).is_some());
+        assert_eq!(arena.drain(cursor + 8).len(), 5);
+        assert!(arena.far.is_empty());
     }
 
     #[test]
@@ -269,28 +373,28 @@ mod tests {
         let mut arena = Arena::new();
         let mut keys = Vec::new();
         for round in 0..5 {
-            let (key, index) = arena.insert(round, round).expect("room");
+            let (key, index) = arena.insert(round, 0, round).expect("room");
             keys.push(key);
             if round % 2 == 0 {
-                arena.remove(index);
+                arena.remove(index, 0);
             }
         }
         let mut next = arena.succeed();
         for round in 0..10 {
-            let (key, index) = next.insert(round, round).expect("room");
+            let (key, index) = next.insert(round, 0, round).expect("room");
             assert!(keys.iter().all(|&old| next.resolve(old).is_none()));
             assert!(!keys.contains(&key));
-            next.remove(index);
+            next.remove(index, 0);
         }
     }
 
     #[test]
     fn freed_slots_are_reused_with_a_new_generation() {
         let mut arena = Arena::new();
-        let (first, index) = arena.insert(1, "a").expect("room");
-        assert_eq!(arena.remove(index), Some((1, "a")));
+        let (first, index) = arena.insert(1, 0, "a").expect("room");
+        assert_eq!(arena.remove(index, 0), Some((1, "a")));
         assert_eq!(arena.resolve(first), None);
-        let (second, reused) = arena.insert(2, "b").expect("room");
+        let (second, reused) = arena.insert(2, 0, "b").expect("room");
         assert_eq!(reused, index);
         assert_ne!(first, second);
         assert_eq!(arena.resolve(second), Some(index));

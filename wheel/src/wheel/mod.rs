@@ -152,7 +152,10 @@ impl<T> Wheel<T> {
     /// [`WheelFull`], with `value` handed back, when the wheel holds [`MAX_LEN`] entries.
     pub fn insert(&mut self, deadline: u64, value: T) -> Result<Key, WheelFull<T>> {
         let deadline = deadline.max(self.now);
-        let (key, index) = self.arena.insert(deadline, value).map_err(WheelFull)?;
+        let (key, index) = self
+            .arena
+            .insert(deadline, self.cursor, value)
+            .map_err(WheelFull)?;
         self.link(index, deadline);
         Ok(key)
     }
@@ -160,7 +163,7 @@ impl<T> Wheel<T> {
     /// Removes an entry before it expires. `None` if the key's entry has already left the wheel.
     pub fn cancel(&mut self, key: Key) -> Option<T> {
         let index = self.arena.resolve(key)?;
-        match self.locate(self.arena.deadline(index)) {
+        match self.locate(self.arena.deadline(index, self.cursor)) {
             Place::Expired => self.arena.unlink(&mut self.expired, index),
             Place::Bucket { level, slot } => {
                 let level = &mut self.levels[level];
@@ -168,7 +171,9 @@ impl<T> Wheel<T> {
                 level.sync_occupied(slot);
             }
         }
-        self.arena.remove(index).map(|(_, value)| value)
+        self.arena
+            .remove(index, self.cursor)
+            .map(|(_, value)| value)
     }
 
     /// Whether the key's entry is still stored.
@@ -183,7 +188,7 @@ impl<T> Wheel<T> {
 
     /// The deadline of a stored entry (clamped to the tick it was inserted at).
     pub fn deadline(&self, key: Key) -> Option<u64> {
-        Some(self.arena.deadline(self.arena.resolve(key)?))
+        Some(self.arena.deadline(self.arena.resolve(key)?, self.cursor))
     }
 
     /// Moves time forward to `to` (never back) and yields every entry whose deadline is at or before
@@ -202,7 +207,7 @@ impl<T> Wheel<T> {
     /// it is the tick where that entry's bucket moves inward, which may come before the deadline.
     pub fn next_due(&self) -> Option<u64> {
         if let Some(head) = self.expired.head() {
-            return Some(self.arena.deadline(head));
+            return Some(self.arena.deadline(head, self.cursor));
         }
         self.next_bucket().map(|(_, _, start)| start)
     }
@@ -218,7 +223,7 @@ impl<T> Wheel<T> {
             }
         }
         self.expired = List::EMPTY;
-        let mut drained = self.arena.drain();
+        let mut drained = self.arena.drain(self.cursor);
         drained.sort_by_key(|&(_, deadline, _)| deadline);
         drained
     }
@@ -271,7 +276,7 @@ impl<T> Wheel<T> {
             return;
         }
         while let Some(index) = self.arena.pop_front(&mut bucket) {
-            self.link(index, self.arena.deadline(index));
+            self.link(index, self.arena.deadline(index, self.cursor));
         }
     }
 
@@ -279,7 +284,7 @@ impl<T> Wheel<T> {
         let to = self.now;
         loop {
             if let Some(index) = self.arena.pop_front(&mut self.expired) {
-                if let Some(expired) = self.arena.remove(index) {
+                if let Some(expired) = self.arena.remove(index, self.cursor) {
                     return Some(expired);
                 }
                 continue;
@@ -372,6 +377,47 @@ mod tests {
         }
         assert_eq!(seen, vec![5, 17, 64, 65, 1000, 4096]);
         assert_eq!(drain_to(&mut wheel, 1 << 40), vec![(1 << 40, 1 << 40)]);
+    }
+
+    /// Deadlines are kept as their low 32 bits relative to the cursor: across the tick where
+    /// those bits wrap, and for deadlines too far for them, each still expires on its tick.
+    #[test]
+    fn deadlines_expire_on_their_tick_across_the_32_bit_wrap_and_beyond_it() {
+        let mut wheel = Wheel::new(64).expect("valid");
+        let start = (1u64 << 32) - 10;
+        assert!(drain_to(&mut wheel, start).is_empty());
+        let offsets = [
+            0,
+            5,
+            9,
+            10,
+            11,
+            300,
+            70_000,
+            1 << 32,
+            (1 << 32) + 1,
+            1 << 33,
+        ];
+        let keys: Vec<Key> = offsets
+            .iter()
+            .map(|&offset| wheel.insert(start + offset, offset).expect("room"))
+            .collect();
+        for (&offset, &key) in offsets.iter().zip(&keys) {
+            assert_eq!(wheel.deadline(key), Some(start + offset));
+        }
+        assert_eq!(wheel.cancel(keys[8]), Some((1 << 32) + 1));
+        let mut seen = Vec::new();
+        let mut tick = start;
+        while let Some(due) = wheel.next_due() {
+            assert!(due >= tick, "the next due tick never goes back");
+            tick = due;
+            for (deadline, offset) in wheel.advance(tick) {
+                assert_eq!(deadline, start + offset, "expired exactly on its tick");
+                assert_eq!(deadline, tick);
+                seen.push(offset);
+            }
+        }
+        assert_eq!(seen, vec![0, 5, 9, 10, 11, 300, 70_000, 1 << 32, 1 << 33]);
     }
 
     #[test]
