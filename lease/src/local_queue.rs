@@ -267,7 +267,6 @@ mod interleavings {
 
     #[test]
     fn turns_are_exclusive_and_none_is_lost_under_any_interleaving() {
-        shuttle::check_random(turns_are_exclusive_and_none_is_lost, 20_000);
-        shuttle::check_pct(turns_are_exclusive_and_none_is_lost, 20_000, 3);
+        hashwheel::checks::explore(turns_are_exclusive_and_none_is_lost, 20_000);
     }
 }

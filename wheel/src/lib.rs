@@ -66,6 +66,9 @@ pub use error::{BuildError, ScheduleError};
 pub use metrics::Metrics;
 #[cfg(shuttle)]
 #[doc(hidden)]
+pub mod checks;
+#[cfg(shuttle)]
+#[doc(hidden)]
 pub use sync::checked;
 pub use task::UnrunTask;
 pub use timer::{Periodic, Timeout, Timer, TimerBuilder, MAX_PENDING, MAX_SHARDS, MIN_TICK};

@@ -1,6 +1,6 @@
 //! The locks, condition variables, atomics and threads the timer is built of: the shards' own
-//! lock (below), `parking_lot`'s and the standard library's, or, in a build with `RUSTFLAGS="--cfg shuttle"`, the same API over
-//! `shuttle`'s, so that the checker controls every interleaving of the worker and the threads
+//! lock (below), `parking_lot`'s and the standard library's, or, in a build with
+//! `RUSTFLAGS="--cfg shuttle"`, the same API over `shuttle`'s, so that the checker controls every interleaving of the worker and the threads
 //! that schedule and cancel (the checks are this crate's `interleavings` tests, and the watchdog's
 //! in `redis-lease`). `shuttle` never times a wait out, so a timed wait here lets the other threads
 //! run and then, by the checker's choice, says its deadline passed or returns as a spurious
@@ -82,12 +82,10 @@ mod spinning {
 /// `shuttle` build only, so that `redis-lease`'s checks use them too.
 #[cfg(shuttle)]
 pub mod checked {
+    use crate::checks::UNREACHED;
     use shuttle::rand::{thread_rng, RngCore};
     use std::ops::{Deref, DerefMut};
-    use std::time::{Duration, Instant};
-
-    /// How far away a deadline must be for a check never to reach it.
-    const UNREACHED: Duration = Duration::from_secs(24 * 3600);
+    use std::time::Instant;
 
     /// `parking_lot::Mutex`'s API over `shuttle`'s.
     #[derive(Default)]
@@ -173,8 +171,8 @@ pub mod checked {
         }
 
         /// Releases the lock, lets the other threads run, takes it again, and says by the
-        /// checker's choice whether the deadline passed. A deadline a day or more away stands
-        /// for one no check reaches: it never passes.
+        /// checker's choice whether the deadline passed. A deadline [`UNREACHED`] or more away
+        /// stands for one no check reaches: it never passes.
         pub fn wait_until<T>(
             &self,
             guard: &mut MutexGuard<'_, T>,

@@ -498,7 +498,6 @@ mod interleavings {
 
     #[test]
     fn a_grant_is_never_missed_nor_made_up_under_any_interleaving() {
-        shuttle::check_random(a_grant_is_never_missed_nor_made_up, 20_000);
-        shuttle::check_pct(a_grant_is_never_missed_nor_made_up, 20_000, 3);
+        hashwheel::checks::explore(a_grant_is_never_missed_nor_made_up, 20_000);
     }
 }

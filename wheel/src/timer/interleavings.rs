@@ -2,23 +2,13 @@
 //! hashwheel --lib interleavings`, as `scripts/test` runs it): the worker, a clock that moves,
 //! and the threads that cancel and stop, each switching at every lock and atomic.
 
-use crate::{ManualClock, Timer};
+use crate::checks::{await_exit, explore, timer, TICK};
+use crate::ManualClock;
 use shuttle::sync::mpsc;
 use shuttle::thread;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
-
-const TICK: Duration = Duration::from_millis(1);
-
-fn timer(clock: &ManualClock) -> Timer {
-    Timer::builder()
-        .clock(clock.clone())
-        .tick(TICK)
-        .shards(1)
-        .build()
-        .expect("valid settings")
-}
 
 /// Counts its own drop: a task holding one is dropped when the task is.
 struct Dropped(Arc<AtomicUsize>);
@@ -29,10 +19,34 @@ impl Drop for Dropped {
     }
 }
 
-/// Waits, letting the other threads run, until the worker has exited after a stop.
-fn await_exit(timer: &Timer) {
-    while !timer.await_termination(Duration::from_secs(1)) {
-        thread::yield_now();
+/// What a task counts: its runs, and its drops through the [`Dropped`] it holds.
+#[derive(Clone, Default)]
+struct Tally {
+    runs: Arc<AtomicUsize>,
+    drops: Arc<AtomicUsize>,
+}
+
+impl Tally {
+    /// What the task holds, to be counted dropped when it is.
+    fn dropped(&self) -> Dropped {
+        Dropped(Arc::clone(&self.drops))
+    }
+
+    /// Called by the task as it runs.
+    fn ran(&self) {
+        self.runs.fetch_add(1, Ordering::SeqCst);
+    }
+
+    fn runs(&self) -> usize {
+        self.runs.load(Ordering::SeqCst)
+    }
+
+    fn assert_dropped_once(&self) {
+        assert_eq!(
+            self.drops.load(Ordering::SeqCst),
+            1,
+            "the task was not dropped once"
+        );
     }
 }
 
@@ -42,13 +56,12 @@ fn await_exit(timer: &Timer) {
 fn cancel_expiry_and_stop_take_the_task_once() {
     let clock = ManualClock::new();
     let timer = timer(&clock);
-    let (runs, drops) = (Arc::new(AtomicUsize::new(0)), Arc::new(AtomicUsize::new(0)));
-    let dropped = Dropped(Arc::clone(&drops));
-    let ran = Arc::clone(&runs);
+    let tally = Tally::default();
+    let (counted, dropped) = (tally.clone(), tally.dropped());
     let timeout = timer
         .schedule(TICK, move || {
             let _dropped = dropped;
-            ran.fetch_add(1, Ordering::SeqCst);
+            counted.ran();
         })
         .expect("running");
     let timeout = Arc::new(timeout);
@@ -68,18 +81,14 @@ fn cancel_expiry_and_stop_take_the_task_once() {
     mover.join().expect("no panic");
     let unrun = stopper.join().expect("no panic");
     await_exit(&timer);
-    let runs = runs.load(Ordering::SeqCst);
+    let runs = tally.runs();
     assert_eq!(
         runs + usize::from(cancelled) + unrun,
         1,
         "ran {runs}, cancelled {cancelled}, handed back {unrun}"
     );
     assert_eq!(timeout.is_cancelled(), cancelled);
-    assert_eq!(
-        drops.load(Ordering::SeqCst),
-        1,
-        "the task was not dropped once"
-    );
+    tally.assert_dropped_once();
 }
 
 /// A recurring task runs while its handle cancels it and the clock moves on: no run starts
@@ -88,13 +97,12 @@ fn cancel_expiry_and_stop_take_the_task_once() {
 fn a_cancelled_recurring_task_never_starts_again() {
     let clock = ManualClock::new();
     let timer = timer(&clock);
-    let (runs, drops) = (Arc::new(AtomicUsize::new(0)), Arc::new(AtomicUsize::new(0)));
-    let dropped = Dropped(Arc::clone(&drops));
-    let ran = Arc::clone(&runs);
+    let tally = Tally::default();
+    let (counted, dropped) = (tally.clone(), tally.dropped());
     let periodic = timer
         .schedule_fixed_rate(TICK, TICK, move || {
             let _kept = &dropped;
-            ran.fetch_add(1, Ordering::SeqCst);
+            counted.ran();
         })
         .expect("running");
     let mover = thread::spawn({
@@ -106,7 +114,7 @@ fn a_cancelled_recurring_task_never_starts_again() {
         }
     });
     let cancelled = periodic.cancel();
-    let runs_then = runs.load(Ordering::SeqCst);
+    let runs_then = tally.runs();
     mover.join().expect("no panic");
     clock.advance(TICK);
     clock.advance(TICK);
@@ -114,16 +122,12 @@ fn a_cancelled_recurring_task_never_starts_again() {
     assert!(!periodic.cancel(), "a second cancel finds it stopped");
     timer.stop();
     await_exit(&timer);
-    let runs_now = runs.load(Ordering::SeqCst);
+    let runs_now = tally.runs();
     assert!(
         runs_now <= runs_then + 1,
         "{runs_now} runs, {runs_then} when cancel returned"
     );
-    assert_eq!(
-        drops.load(Ordering::SeqCst),
-        1,
-        "the task was not dropped once"
-    );
+    tally.assert_dropped_once();
 }
 
 /// A task due at once is scheduled while the worker may be choosing how long to sleep: the
@@ -151,18 +155,15 @@ fn a_task_due_at_once_wakes_the_worker() {
 
 #[test]
 fn cancel_expiry_and_stop_take_the_task_once_under_any_interleaving() {
-    shuttle::check_random(cancel_expiry_and_stop_take_the_task_once, 3_000);
-    shuttle::check_pct(cancel_expiry_and_stop_take_the_task_once, 3_000, 3);
+    explore(cancel_expiry_and_stop_take_the_task_once, 3_000);
 }
 
 #[test]
 fn a_cancelled_recurring_task_never_starts_again_under_any_interleaving() {
-    shuttle::check_random(a_cancelled_recurring_task_never_starts_again, 2_000);
-    shuttle::check_pct(a_cancelled_recurring_task_never_starts_again, 2_000, 3);
+    explore(a_cancelled_recurring_task_never_starts_again, 2_000);
 }
 
 #[test]
 fn a_task_due_at_once_wakes_the_worker_under_any_interleaving() {
-    shuttle::check_random(a_task_due_at_once_wakes_the_worker, 3_000);
-    shuttle::check_pct(a_task_due_at_once_wakes_the_worker, 3_000, 3);
+    explore(a_task_due_at_once_wakes_the_worker, 3_000);
 }
