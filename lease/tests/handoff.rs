@@ -38,6 +38,40 @@ fn waiter(lock: &Lock) -> mpsc::Receiver<redis_lease::Result<LeaseGuard>> {
     got
 }
 
+/// Takes `lock` and starts a waiter of the same client: the hold, the waiter, and the last token
+/// reserved once the waiter has reserved its block for the hold.
+fn held_with_a_reserving_waiter(
+    lock: &Lock,
+    observer: &Lock,
+) -> (
+    LeaseGuard,
+    mpsc::Receiver<redis_lease::Result<LeaseGuard>>,
+    u64,
+) {
+    let first = lock.lock().expect("free");
+    let first_token = first.fencing_token().expect("tokens");
+    let got = waiter(lock);
+    support::wait_until("tokens are reserved", || last_token(observer) > first_token);
+    (first, got, last_token(observer))
+}
+
+/// The waiter's guard, which must be a hold of its own from Redis, past every reserved token.
+fn taken_from_redis_past(
+    got: &mpsc::Receiver<redis_lease::Result<LeaseGuard>>,
+    reserved_up_to: u64,
+) -> LeaseGuard {
+    let next = got
+        .recv_timeout(Duration::from_secs(10))
+        .expect("the waiter acquired")
+        .expect("from Redis");
+    let token = next.fencing_token().expect("tokens");
+    assert!(
+        token > reserved_up_to,
+        "handed on in memory with {token}, not a new hold from Redis past {reserved_up_to}"
+    );
+    next
+}
+
 /// Takes `lock`, lets a waiter of the same client reserve tokens for the hold, and releases: the
 /// first holder's token and owner, and the waiter's guard, from a round in which the hold was
 /// handed on in memory. The waiter reserves its tokens in Redis, then records them: a release
@@ -45,11 +79,9 @@ fn waiter(lock: &Lock) -> mpsc::Receiver<redis_lease::Result<LeaseGuard>> {
 /// waiter then takes a new hold above the block); such a round is set aside and played again.
 fn handed_on_once(lock: &Lock, observer: &Lock) -> (u64, String, LeaseGuard) {
     for _ in 0..5 {
-        let first = lock.lock().expect("free");
+        let (first, got, _) = held_with_a_reserving_waiter(lock, observer);
         let first_token = first.fencing_token().expect("tokens");
         let first_owner = first.owner().to_owned();
-        let got = waiter(lock);
-        support::wait_until("tokens are reserved", || last_token(observer) > first_token);
         first.unlock().expect("held");
         let second = got
             .recv_timeout(Duration::from_secs(10))
@@ -173,29 +205,15 @@ fn a_lost_hold_is_handed_to_no_waiter() {
     let (client, clock, _timer) = support::manual_client(&server, lease);
     let observer = support::client(&server).lock("lost").expect("valid");
     let lock = client.lock("lost").expect("valid");
-    let first = lock.lock().expect("free");
-    let first_token = first.fencing_token().expect("tokens");
-    let got = waiter(&lock);
-    support::wait_until("tokens are reserved", || {
-        last_token(&observer) > first_token
-    });
-    let reserved_up_to = last_token(&observer);
+    let (first, got, reserved_up_to) = held_with_a_reserving_waiter(&lock, &observer);
     clock.advance(lease);
     support::wait_until("the holder is told", || first.is_lost());
     let _ = first.unlock();
-    let next = got
-        .recv_timeout(Duration::from_secs(10))
-        .expect("the waiter acquired")
-        .expect("from Redis");
-    let token = next.fencing_token().expect("tokens");
-    assert!(
-        token > reserved_up_to,
-        "a new hold from Redis, past every reserved token: {token} <= {reserved_up_to}"
-    );
+    let next = taken_from_redis_past(&got, reserved_up_to);
     assert!(!next.is_lost());
     assert_eq!(
         observer.inspect().expect("reachable").hold_token,
-        Some(token)
+        next.fencing_token()
     );
 }
 
@@ -209,13 +227,7 @@ fn a_hold_about_to_lapse_is_handed_to_no_waiter() {
     let (client, clock, _timer) = support::manual_client(&server, lease);
     let observer = support::client(&server).lock("lapsing").expect("valid");
     let lock = client.lock("lapsing").expect("valid");
-    let first = lock.lock().expect("free");
-    let first_token = first.fencing_token().expect("tokens");
-    let got = waiter(&lock);
-    support::wait_until("tokens are reserved", || {
-        last_token(&observer) > first_token
-    });
-    let reserved_up_to = last_token(&observer);
+    let (first, got, reserved_up_to) = held_with_a_reserving_waiter(&lock, &observer);
     server.pause();
     clock.advance(lease / 3);
     support::wait_until("the renewal is on its way", || {
@@ -224,15 +236,7 @@ fn a_hold_about_to_lapse_is_handed_to_no_waiter() {
     clock.advance(first.valid_until() - clock.now() - Duration::from_millis(200));
     let releasing = thread::spawn(move || first.unlock());
     server.resume();
-    let next = got
-        .recv_timeout(Duration::from_secs(10))
-        .expect("the waiter acquired")
-        .expect("from Redis");
-    let token = next.fencing_token().expect("tokens");
-    assert!(
-        token > reserved_up_to,
-        "handed on in memory with {token}, not taken from Redis past {reserved_up_to}"
-    );
+    let _next = taken_from_redis_past(&got, reserved_up_to);
     let _ = releasing.join().expect("no panic");
 }
 
