@@ -23,6 +23,7 @@ use benches::workload::{
     burst_done, burst_reset, burst_task, burst_times, delays, expiry_burst, noop,
 };
 use parking_lot::Mutex;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::thread;
 use std::time::{Duration, Instant};
@@ -617,14 +618,14 @@ fn contended_rate(threads: usize, length: Duration) -> f64 {
         .tick(Duration::from_millis(1))
         .build()
         .expect("valid settings");
-    let stop = Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let stop = Arc::new(AtomicBool::new(false));
     let start = Instant::now();
     let workers: Vec<_> = (0..threads as u64)
         .map(|thread| {
             let (timer, stop) = (timer.clone(), Arc::clone(&stop));
             thread::spawn(move || {
                 let mut made = 0u64;
-                while !stop.load(std::sync::atomic::Ordering::Relaxed) {
+                while !stop.load(Ordering::Relaxed) {
                     for call in 0..1_000u64 {
                         let micros = (call * 7_919 + thread * 104_729) % 20_000 + 100;
                         let timeout = timer
@@ -641,7 +642,7 @@ fn contended_rate(threads: usize, length: Duration) -> f64 {
         })
         .collect();
     thread::sleep(length);
-    stop.store(true, std::sync::atomic::Ordering::Relaxed);
+    stop.store(true, Ordering::Relaxed);
     let made: u64 = workers
         .into_iter()
         .map(|worker| worker.join().expect("no panic"))

@@ -5,10 +5,11 @@
 //! second vector beside it, indexed alike. A deadline is kept as its low 32 bits: every stored
 //! deadline is at or after the wheel's cursor, so it is the one tick of those bits in the 2^32
 //! ticks from the cursor on. A deadline further than that from the cursor when it is stored (a
-//! month and a half of 1 ms ticks) is kept whole in a map beside, and marked in its slot. Taking an entry out of a list rewrites the links of its
-//! neighbours, which are anywhere in the arena: in the links vector (8 bytes an entry, a fifth of
-//! the slots' size) those writes land in far fewer cache lines, and more often in a cache, than
-//! they would in whole slots. Indices are `u32` so that an entry stays small (24 + 8 bytes for a
+//! month and a half of 1 ms ticks) is kept whole in a map beside, and marked in its slot.
+//!
+//! Taking an entry out of a list rewrites the links of its neighbours, which are anywhere in the
+//! arena: in the links vector (8 bytes an entry, a third of the slots' size) those writes land in
+//! far fewer cache lines, and more often in a cache, than they would in whole slots. Indices are `u32` so that an entry stays small (24 + 8 bytes for a
 //! boxed closure); [`NIL`] marks the end of a list. A slot's generation is bumped every time its
 //! value is removed, so a [`Key`] kept after its entry expired or was cancelled never matches the
 //! slot's next occupant.
