@@ -52,6 +52,19 @@ fn runs_lead_one_at_a_time_with_rising_terms_and_leader_shows_them() {
             let _ = sent.send(line);
         }
     });
+    let parse = |line: String| -> (Option<u64>, Option<String>) {
+        let json: serde_json::Value = serde_json::from_str(&line).expect("json");
+        (
+            json["term"].as_u64(),
+            json["value"].as_str().map(str::to_owned),
+        )
+    };
+    // The follower's first look, before any run starts: what it saw before the first leader.
+    let mut seen = vec![parse(
+        followed
+            .recv_timeout(Duration::from_secs(10))
+            .expect("the follower prints what it sees first"),
+    )];
 
     let script = "echo start $LEASE_TOKEN >> FILE; sleep 0.5; echo end $LEASE_TOKEN >> FILE";
     let first = leading_run(&server, "host-a", script, &log);
@@ -92,7 +105,6 @@ fn runs_lead_one_at_a_time_with_rising_terms_and_leader_shows_them() {
 
     // The follower saw no leader, host-a's term, host-b's higher term (with no leader between
     // them if it looked in time), and no leader: in order.
-    let mut seen = Vec::new();
     let host_b = |seen: &[(Option<u64>, Option<String>)]| {
         seen.iter()
             .any(|(_, value)| value.as_deref() == Some("host-b"))
@@ -101,11 +113,7 @@ fn runs_lead_one_at_a_time_with_rising_terms_and_leader_shows_them() {
         let line = followed
             .recv_timeout(Duration::from_secs(10))
             .unwrap_or_else(|_| panic!("the follower prints: {seen:?}"));
-        let json: serde_json::Value = serde_json::from_str(&line).expect("json");
-        seen.push((
-            json["term"].as_u64(),
-            json["value"].as_str().map(str::to_owned),
-        ));
+        seen.push(parse(line));
     }
     let _ = follower.kill();
     let _ = follower.wait();
