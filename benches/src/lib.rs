@@ -13,6 +13,7 @@ pub mod peers;
 pub mod plot;
 pub mod processes;
 pub mod threads;
+pub mod wake_floors;
 pub mod workload;
 
 /// The Rust examples of the workspace's README, compiled (and run where they need no server) as

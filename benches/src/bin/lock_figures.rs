@@ -14,11 +14,15 @@
 //! with as many connections (the floor), on one server and on the cluster, with how many cores
 //! the servers and the client (or `redis-benchmark`) kept busy.
 //!
+//! The floors of a hand-off by pub/sub (`wakes`): raw commands, no lock library, each way the news
+//! of a release could reach the next holder (`benches/src/wake_floors.rs`), beside the spinning
+//! floor and `redis-lease` across two processes, in one run.
+//!
 //! With a primary and a replica (`acks`): the latency of a lock + unlock pair without and with
 //! replica acknowledgements.
 //!
 //! Run: `cargo run --release -p benches --bin lock_figures [quick] [single] [redlock] [cluster]
-//! [names] [acks]`. A full run of `single` also charts the hand-off latency's percentiles into
+//! [names] [wakes] [acks]`. A full run of `single` also charts the hand-off latency's percentiles into
 //! `docs/plots/lock_handoff.svg`.
 #![allow(clippy::print_stdout)]
 
@@ -31,6 +35,7 @@ use benches::lock_peers::{
 use benches::names;
 use benches::plot;
 use benches::processes;
+use benches::wake_floors;
 use parking_lot::Mutex;
 
 use std::process::{Command, Stdio};
@@ -92,8 +97,34 @@ fn main() {
     if wanted("names") {
         many_names(quick);
     }
+    if wanted("wakes") {
+        wake_floors(&scale);
+    }
     if wanted("acks") {
         acks(scale.rounds * 10);
+    }
+}
+
+/// The hand-off floors by pub/sub beside the spinning floor and `redis-lease` across processes.
+fn wake_floors(scale: &Scale) {
+    let server = RedisServer::start();
+    let url = server.url();
+    println!();
+    println!(
+        "## hand-off floors by pub/sub ({} rounds, holder keeps it {:?})",
+        scale.rounds, scale.hold
+    );
+    println!("| lock | where | p50 ms | p99 ms | max ms |");
+    println!("|---|---|---|---|---|");
+    handoff_in_process::<Raw>(std::slice::from_ref(&url), scale);
+    handoff_across_processes(&url, scale);
+    for wake in wake_floors::Wake::ALL {
+        let samples = wake_floors::samples(&url, wake, scale.rounds, scale.hold);
+        let (p50, p99, max) = percentiles(samples);
+        println!(
+            "| {} | one process | {p50:.3} | {p99:.3} | {max:.3} |",
+            wake.name()
+        );
     }
 }
 
