@@ -5,6 +5,7 @@
 pub mod baseline;
 pub mod callers;
 pub mod child;
+pub mod cold_calls;
 pub mod figures;
 pub mod handoff;
 pub mod lock_peers;

@@ -18,14 +18,18 @@
 //! of a release could reach the next holder (`benches/src/wake_floors.rs`), beside the spinning
 //! floor and `redis-lease` across two processes, in one run.
 //!
+//! One call after 10 ms idle (`cold`): a lock, its unlock and the raw floor's two commands, timed
+//! by the caller and by the server's slow log (`benches/src/cold_calls.rs`).
+//!
 //! With a primary and a replica (`acks`): the latency of a lock + unlock pair without and with
 //! replica acknowledgements.
 //!
 //! Run: `cargo run --release -p benches --bin lock_figures [quick] [single] [redlock] [cluster]
-//! [names] [wakes] [acks]`. A full run of `single` also charts the hand-off latency's percentiles into
+//! [names] [wakes] [cold] [acks]`. A full run of `single` also charts the hand-off latency's percentiles into
 //! `docs/plots/lock_handoff.svg`.
 #![allow(clippy::print_stdout)]
 
+use benches::cold_calls;
 use benches::figures::{quantile, Request};
 use benches::handoff;
 use benches::lock_peers::{
@@ -100,6 +104,9 @@ fn main() {
     if wanted("wakes") {
         wake_floors(&scale);
     }
+    if wanted("cold") {
+        cold_calls(scale.rounds);
+    }
     if wanted("acks") {
         acks(scale.rounds * 10);
     }
@@ -125,6 +132,24 @@ fn wake_floors(scale: &Scale) {
             "| {} | one process | {p50:.3} | {p99:.3} | {max:.3} |",
             wake.name()
         );
+    }
+}
+
+/// Each call after 10 ms idle: the caller's time and the server's.
+fn cold_calls(rounds: usize) {
+    let server = RedisServer::start();
+    println!();
+    println!(
+        "## one call after {:?} idle ({rounds} rounds; server: SLOWLOG, a script with the commands it calls)",
+        cold_calls::IDLE
+    );
+    println!("| call | caller p50 µs | server p50 µs |");
+    println!("|---|---|---|");
+    for figure in cold_calls::figures(&server.url(), rounds) {
+        let server = figure
+            .server_us
+            .map_or_else(|| "-".to_owned(), |micros| micros.to_string());
+        println!("| {} | {:.0} | {server} |", figure.call, figure.caller_us);
     }
 }
 
