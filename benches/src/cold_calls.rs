@@ -3,7 +3,7 @@
 //! hold). Timed by the caller, and on the server by `SLOWLOG` (with a threshold of 0 it logs every
 //! command's execution time, a script's with the commands it calls).
 
-use crate::lock_peers::CHECK_AND_DELETE_LUA;
+use crate::lock_peers::{check_and_delete, set_nx_px};
 use redis::Value;
 use std::collections::BTreeMap;
 use std::thread;
@@ -39,7 +39,7 @@ pub fn figures(url: &str, rounds: usize) -> Vec<Figure> {
             .query(&mut con)
             .expect("CONFIG SET");
     }
-    let delete = redis::Script::new(CHECK_AND_DELETE_LUA);
+    let delete = check_and_delete();
     // Loaded, so that the floor's calls are single EVALSHAs.
     let _: i64 = delete
         .key("cold:raw")
@@ -67,14 +67,7 @@ pub fn figures(url: &str, rounds: usize) -> Vec<Figure> {
             }
         });
         timed(sets, &mut || {
-            let _: Option<String> = redis::cmd("SET")
-                .arg("cold:raw")
-                .arg("x")
-                .arg("NX")
-                .arg("PX")
-                .arg(30_000)
-                .query(&mut con)
-                .expect("SET");
+            set_nx_px(&mut con, "cold:raw", "x", 30_000);
         });
         timed(deletes, &mut || {
             let _: i64 = delete

@@ -126,6 +126,24 @@ pub fn check_and_delete() -> &'static Script {
 static CHECK_AND_DELETE: std::sync::LazyLock<Script> =
     std::sync::LazyLock::new(|| Script::new(CHECK_AND_DELETE_LUA));
 
+/// The raw floor's take: `SET name value NX PX ms`; whether it took the key.
+pub fn set_nx_px(
+    con: &mut redis::Connection,
+    name: &str,
+    value: impl redis::ToRedisArgs,
+    ms: u64,
+) -> bool {
+    let set: Option<String> = redis::cmd("SET")
+        .arg(name)
+        .arg(value)
+        .arg("NX")
+        .arg("PX")
+        .arg(ms)
+        .query(con)
+        .expect("SET");
+    set.is_some()
+}
+
 /// The floor: SET NX PX to take, a Lua check-and-delete to release, one connection per thread;
 /// contended, it spins on SET NX without pausing.
 pub struct Raw {
@@ -147,19 +165,7 @@ impl LockPeer for Raw {
     }
     fn with_lock(&mut self, name: &str, critical: &mut dyn FnMut()) {
         self.token += 1;
-        loop {
-            let set: Option<String> = redis::cmd("SET")
-                .arg(name)
-                .arg(self.token)
-                .arg("NX")
-                .arg("PX")
-                .arg(LEASE.as_millis() as u64)
-                .query(&mut self.con)
-                .expect("SET");
-            if set.is_some() {
-                break;
-            }
-        }
+        while !set_nx_px(&mut self.con, name, self.token, LEASE.as_millis() as u64) {}
         critical();
         let _: i64 = CHECK_AND_DELETE
             .key(name)

@@ -13,6 +13,7 @@
 //! - `freed, subscriber wakes the waiter`: the same with a subscriber thread that wakes a waiting
 //!   thread, which sends the `SET NX` (the shape of a client whose threads share a subscriber).
 
+use crate::lock_peers::set_nx_px;
 use std::sync::mpsc::{sync_channel as bounded, Receiver, SyncSender as Sender};
 use std::thread;
 use std::time::{Duration, Instant};
@@ -167,18 +168,7 @@ fn waiter_side(
                     .expect("a string"),
                 None => news.recv().expect("subscriber alive"),
             };
-            if payload == WAITER {
-                break;
-            }
-            let set: Option<String> = redis::cmd("SET")
-                .arg(KEY)
-                .arg(WAITER)
-                .arg("NX")
-                .arg("PX")
-                .arg(30_000)
-                .query(&mut own)
-                .expect("SET");
-            if set.is_some() {
+            if payload == WAITER || set_nx_px(&mut own, KEY, WAITER, 30_000) {
                 break;
             }
         }
