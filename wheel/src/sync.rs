@@ -1,8 +1,8 @@
 //! The locks, condition variables, atomics and threads the timer is built of: the shards' own
 //! lock (below), `parking_lot`'s and the standard library's, or, in a build with
-//! `RUSTFLAGS="--cfg shuttle"`, the same API over `shuttle`'s, so that the checker controls every interleaving of the worker and the threads
-//! that schedule and cancel (the checks are this crate's `interleavings` tests, and the watchdog's
-//! in `redis-lease`). `shuttle` never times a wait out, so a timed wait here lets the other threads
+//! `RUSTFLAGS="--cfg shuttle"`, the same API over `shuttle`'s, so that the checker controls every
+//! interleaving of the worker and the threads that schedule and cancel (the checks are this
+//! crate's `interleavings` tests, and the watchdog's in `redis-lease`). `shuttle` never times a wait out, so a timed wait here lets the other threads
 //! run and then, by the checker's choice, says its deadline passed or returns as a spurious
 //! wake-up would. Nothing here is used outside a check in that build.
 

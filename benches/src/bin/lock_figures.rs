@@ -25,8 +25,8 @@
 //! replica acknowledgements.
 //!
 //! Run: `cargo run --release -p benches --bin lock_figures [quick] [single] [redlock] [cluster]
-//! [names] [wakes] [cold] [acks]`. A full run of `single` also charts the hand-off latency's percentiles into
-//! `docs/plots/lock_handoff.svg`.
+//! [names] [wakes] [cold] [acks]`. A full run of `single` also charts the hand-off latency's
+//! percentiles into `docs/plots/lock_handoff.svg`.
 #![allow(clippy::print_stdout)]
 
 use benches::cold_calls;

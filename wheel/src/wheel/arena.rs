@@ -9,10 +9,10 @@
 //!
 //! Taking an entry out of a list rewrites the links of its neighbours, which are anywhere in the
 //! arena: in the links vector (8 bytes an entry, a third of the slots' size) those writes land in
-//! far fewer cache lines, and more often in a cache, than they would in whole slots. Indices are `u32` so that an entry stays small (24 + 8 bytes for a
-//! boxed closure); [`NIL`] marks the end of a list. A slot's generation is bumped every time its
-//! value is removed, so a [`Key`] kept after its entry expired or was cancelled never matches the
-//! slot's next occupant.
+//! far fewer cache lines, and more often in a cache, than they would in whole slots. Indices are
+//! `u32` so that an entry stays small (24 + 8 bytes for a boxed closure); [`NIL`] marks the end of
+//! a list. A slot's generation is bumped every time its value is removed, so a [`Key`] kept after
+//! its entry expired or was cancelled never matches the slot's next occupant.
 
 use std::collections::HashMap;
 
