@@ -72,13 +72,6 @@ impl fmt::Display for Cause {
     }
 }
 
-/// A cause shows the store's error itself, so its source is that error's own (an I/O error,
-/// say): a chain of sources says each thing once.
-impl std::error::Error for Cause {
-    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
-        match &self.kind {
-            Kind::Redis(error) => error.source(),
-            Kind::Text(_) => None,
-        }
-    }
-}
+/// A cause shows the store's error whole (an I/O error's text included), so it has no source of
+/// its own: a chain of sources says each thing once.
+impl std::error::Error for Cause {}

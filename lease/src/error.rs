@@ -3,6 +3,11 @@
 //! refuses (retrying will not help until someone changes a setting), a lease that is not the
 //! caller's, data in the store that is not what a lock keeps, and bad input. No variant names a
 //! store: what the server said is a [`Cause`], which knows.
+//!
+//! Each error's message is whole: it says its cause in its own words, and
+//! [`source`](std::error::Error::source) returns nothing, so that a report that walks the chain of
+//! sources (`anyhow`'s `{:#}`, `eyre`'s) says each thing once. The cause itself stays at hand in
+//! the variant's field ([`Cause::as_redis`] for the `redis` crate's error).
 
 pub use crate::cause::Cause;
 use std::time::Duration;
@@ -42,7 +47,6 @@ pub enum Error {
         /// The server the call went to (see [`Error::server`]).
         server: Option<String>,
         /// What went wrong, as the store's client tells it.
-        #[source]
         cause: Cause,
     },
     /// The store refused the call for a reason that retrying will not fix until a setting
@@ -56,7 +60,6 @@ pub enum Error {
         server: Option<String>,
         /// The refusal, as the store's client tells it ([`Cause::code`]: `NOPERM`, `OOM`, ...;
         /// `TLS` for a TLS handshake refused by either side).
-        #[source]
         cause: Cause,
     },
     /// The lease is not held by this hold (it expired, was released, or was force-unlocked).
@@ -102,7 +105,7 @@ pub enum Error {
     InvalidArgument(String),
     /// A thread the client needs could not be started.
     #[error("could not start a thread: {0}")]
-    Spawn(#[source] std::io::Error),
+    Spawn(std::io::Error),
     /// The lock was acquired but its watchdog could not take it on (its timer was stopped or is
     /// full), so the hold was given back.
     #[error("the watchdog could not watch lock {name:?}: {reason}")]
@@ -236,5 +239,60 @@ mod tests {
         assert_eq!(refused.at("10.0.0.2:2181").server(), Some("10.0.0.1:2181"));
         let wrong = Error::WrongType { key: "k".into() }.at("10.0.0.1:6379");
         assert_eq!(wrong.server(), None);
+    }
+
+    /// Each message in an error's chain of sources, outermost first.
+    fn chain(error: &(dyn std::error::Error + 'static)) -> Vec<String> {
+        let mut texts = vec![error.to_string()];
+        let mut next = error.source();
+        while let Some(source) = next {
+            texts.push(source.to_string());
+            next = source.source();
+        }
+        texts
+    }
+
+    #[test]
+    fn a_report_of_the_chain_says_each_cause_once() {
+        let io = || std::io::Error::new(std::io::ErrorKind::ConnectionRefused, "refused by peer");
+        let errors = [
+            Error::Unavailable {
+                server: Some("10.0.0.1:6379".into()),
+                cause: Cause::redis(redis::RedisError::from(io())),
+            },
+            Error::Refused {
+                server: None,
+                cause: Cause::redis(redis::RedisError::from((
+                    redis::ErrorKind::Server(redis::ServerErrorKind::ResponseError),
+                    "NOPERM",
+                    "no rights".to_owned(),
+                ))),
+            },
+            Error::Unavailable {
+                server: None,
+                cause: Cause::text("zookeeper", "the session expired"),
+            },
+            Error::Spawn(io()),
+            Error::Watchdog {
+                name: "a".into(),
+                reason: crate::LostReason::TimerStopped,
+            },
+        ];
+        for error in &errors {
+            let texts = chain(error);
+            for (i, text) in texts.iter().enumerate().skip(1) {
+                assert!(
+                    !texts[..i].iter().any(|outer| outer.contains(text.as_str())),
+                    "{texts:?}"
+                );
+            }
+            assert!(
+                texts[0].contains("refused by peer")
+                    || texts[0].contains("no rights")
+                    || texts[0].contains("expired")
+                    || texts[0].contains("watchdog"),
+                "the message says its cause: {texts:?}"
+            );
+        }
     }
 }

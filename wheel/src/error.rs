@@ -28,9 +28,10 @@ pub enum BuildError {
         /// The count asked for.
         given: usize,
     },
-    /// The worker thread could not be started.
+    /// The worker thread could not be started. The message includes the system's; the error has
+    /// no [`source`](std::error::Error::source), so that a report of the chain says it once.
     #[error("could not start the timer thread: {0}")]
-    Spawn(#[from] std::io::Error),
+    Spawn(std::io::Error),
 }
 
 /// A task was not scheduled. Each variant hands the task back.
@@ -81,3 +82,42 @@ impl<F> fmt::Display for ScheduleError<F> {
 }
 
 impl<F> std::error::Error for ScheduleError<F> {}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::error::Error as _;
+
+    /// Each message in an error's chain of sources, outermost first.
+    fn chain(error: &(dyn std::error::Error + 'static)) -> Vec<String> {
+        let mut texts = vec![error.to_string()];
+        let mut next = error.source();
+        while let Some(source) = next {
+            texts.push(source.to_string());
+            next = source.source();
+        }
+        texts
+    }
+
+    #[test]
+    fn a_report_of_the_chain_says_each_cause_once() {
+        let errors = [
+            BuildError::Spawn(std::io::Error::other("no more threads")),
+            BuildError::TickTooShort {
+                given: Duration::ZERO,
+            },
+            BuildError::ZeroMaxPending,
+        ];
+        for error in &errors {
+            let texts = chain(error);
+            for (i, text) in texts.iter().enumerate().skip(1) {
+                assert!(
+                    !texts[..i].iter().any(|outer| outer.contains(text.as_str())),
+                    "{texts:?}"
+                );
+            }
+        }
+        assert!(errors[0].to_string().contains("no more threads"));
+        assert!(errors[0].source().is_none());
+    }
+}

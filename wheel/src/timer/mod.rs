@@ -497,7 +497,8 @@ impl TimerBuilder {
                     priority::set_worker_nice(nice);
                 }
                 worker::run(worker_shared)
-            })?;
+            })
+            .map_err(BuildError::Spawn)?;
         Ok(Timer {
             _owner: Arc::new(Owner {
                 shared: Arc::clone(&shared),
