@@ -196,3 +196,88 @@ pub use watchdog::WatchdogMetrics;
 #[cfg(doctest)]
 #[doc = include_str!("../README.md")]
 struct CrateReadme;
+
+/// A setting that chains returns a new handle and leaves the one it is called on unchanged, so
+/// one called alone is a mistake the compiler reports: each of these fails to build.
+///
+/// ```compile_fail
+/// #![deny(unused_must_use)]
+/// fn set_up(lock: &redis_lease::Lock) {
+///     lock.owned_by("job");
+/// }
+/// ```
+///
+/// ```compile_fail
+/// #![deny(unused_must_use)]
+/// fn set_up(lock: &redis_lease::Lock) {
+///     lock.max_hold(std::time::Duration::from_secs(1));
+/// }
+/// ```
+///
+/// ```compile_fail
+/// #![deny(unused_must_use)]
+/// fn set_up(lock: &redis_lease::Lock) {
+///     lock.with_lease(std::time::Duration::from_secs(1));
+/// }
+/// ```
+///
+/// ```compile_fail
+/// #![deny(unused_must_use)]
+/// fn set_up(lock: &redis_lease::Lock) {
+///     lock.cancel_on(&redis_lease::Cancel::new());
+/// }
+/// ```
+///
+/// ```compile_fail
+/// #![deny(unused_must_use)]
+/// fn set_up(semaphore: &redis_lease::Semaphore) {
+///     semaphore.owned_by("job");
+/// }
+/// ```
+///
+/// ```compile_fail
+/// #![deny(unused_must_use)]
+/// fn set_up(semaphore: &redis_lease::Semaphore) {
+///     semaphore.max_hold(std::time::Duration::from_secs(1));
+/// }
+/// ```
+///
+/// ```compile_fail
+/// #![deny(unused_must_use)]
+/// fn set_up(semaphore: &redis_lease::Semaphore) {
+///     semaphore.with_lease(std::time::Duration::from_secs(1));
+/// }
+/// ```
+///
+/// ```compile_fail
+/// #![deny(unused_must_use)]
+/// fn set_up(semaphore: &redis_lease::Semaphore) {
+///     semaphore.cancel_on(&redis_lease::Cancel::new());
+/// }
+/// ```
+///
+/// ```compile_fail
+/// #![deny(unused_must_use)]
+/// fn set_up(rw: &redis_lease::ReadWriteLock) {
+///     rw.owned_by("job");
+/// }
+/// ```
+///
+/// ```compile_fail
+/// #![deny(unused_must_use)]
+/// fn set_up(election: &redis_lease::Election) {
+///     election.cancel_on(&redis_lease::Cancel::new());
+/// }
+/// ```
+///
+/// The same settings, kept, build:
+///
+/// ```
+/// #![deny(unused_must_use)]
+/// fn set_up(lock: &redis_lease::Lock, semaphore: &redis_lease::Semaphore) {
+///     let _job = lock.owned_by("job").max_hold(std::time::Duration::from_secs(1));
+///     let _taken = semaphore.with_lease(std::time::Duration::from_secs(1));
+/// }
+/// ```
+#[cfg(doctest)]
+struct SettingsChain;

@@ -64,9 +64,11 @@ impl ReadWriteLock {
     /// The same lock, both sides held on behalf of `owner` (see [`Lock::owned_by`]; an owner id
     /// it refuses fails every acquisition of either side with
     /// [`Error::InvalidArgument`](crate::Error::InvalidArgument)).
-    pub fn owned_by(&self, owner: &str) -> ReadWriteLock {
+    #[must_use = "this returns a new handle with the setting; the one it is called on is unchanged"]
+    pub fn owned_by(&self, owner: impl Into<String>) -> ReadWriteLock {
+        let owner = owner.into();
         ReadWriteLock {
-            read: self.read.owned_by(owner),
+            read: self.read.owned_by(owner.clone()),
             write: self.write.owned_by(owner),
         }
     }

@@ -99,24 +99,28 @@ impl Semaphore {
 
     /// The same semaphore, its permits held on behalf of `owner` (see [`Lock::owned_by`]; an
     /// owner id it refuses fails every acquisition with [`Error::InvalidArgument`]).
+    #[must_use = "this returns a new handle with the setting; the one it is called on is unchanged"]
     pub fn owned_by(&self, owner: impl Into<String>) -> Semaphore {
         self.with_lock(self.lock.owned_by(owner))
     }
 
     /// The same semaphore, each hold renewed for at most `max_hold` (see [`Lock::max_hold`]; a
     /// zero `max_hold` fails every acquisition with [`Error::InvalidArgument`]).
+    #[must_use = "this returns a new handle with the setting; the one it is called on is unchanged"]
     pub fn max_hold(&self, max_hold: Duration) -> Semaphore {
         self.with_lock(self.lock.max_hold(max_hold))
     }
 
     /// The same semaphore, its permits taken with this lease, never renewed (see
     /// [`Lock::with_lease`]).
+    #[must_use = "this returns a new handle with the setting; the one it is called on is unchanged"]
     pub fn with_lease(&self, lease: Duration) -> Semaphore {
         self.with_lock(self.lock.with_lease(lease))
     }
 
     /// The same semaphore, its waits ended from another thread by `cancel` (see
     /// [`Lock::cancel_on`]).
+    #[must_use = "this returns a new handle with the setting; the one it is called on is unchanged"]
     pub fn cancel_on(&self, cancel: &Cancel) -> Semaphore {
         self.with_lock(self.lock.cancel_on(cancel))
     }

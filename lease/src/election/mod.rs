@@ -85,6 +85,7 @@ impl Election {
     /// The same election, its campaigns' waits ended from another thread by `cancel`: a waiting
     /// campaign returns [`Error::Cancelled`] soon after [`Cancel::cancel`], within one command
     /// timeout.
+    #[must_use = "this returns a new handle with the setting; the one it is called on is unchanged"]
     pub fn cancel_on(&self, cancel: &Cancel) -> Election {
         Election {
             lock: self.lock.cancel_on(cancel),

@@ -95,6 +95,7 @@ impl Lock {
     /// taken.
     ///
     /// [`LostReason::MaxHold`]: crate::LostReason::MaxHold
+    #[must_use = "this returns a new handle with the setting; the one it is called on is unchanged"]
     pub fn max_hold(&self, max_hold: Duration) -> Lock {
         Lock {
             max_hold: Some(max_hold),
@@ -121,6 +122,7 @@ impl Lock {
     /// # Ok(())
     /// # }
     /// ```
+    #[must_use = "this returns a new handle with the setting; the one it is called on is unchanged"]
     pub fn owned_by(&self, owner: impl Into<String>) -> Lock {
         Lock {
             owner: OwnerPolicy::Fixed(owner.into().into()),
@@ -134,6 +136,7 @@ impl Lock {
     /// lock, with [`Error::InvalidArgument`].
     ///
     /// [`LostReason::Expired`]: crate::LostReason::Expired
+    #[must_use = "this returns a new handle with the setting; the one it is called on is unchanged"]
     pub fn with_lease(&self, lease: Duration) -> Lock {
         Lock {
             lease: LeaseKind::Fixed(lease),
@@ -144,6 +147,7 @@ impl Lock {
     /// The same lock, its waits ended from another thread by `cancel`: a waiting acquisition
     /// returns [`Error::Cancelled`] soon after [`Cancel::cancel`], within one command timeout (a
     /// wait whose attempt took the lock in the meantime returns the guard).
+    #[must_use = "this returns a new handle with the setting; the one it is called on is unchanged"]
     pub fn cancel_on(&self, cancel: &Cancel) -> Lock {
         Lock {
             cancel: Some(cancel.clone()),
