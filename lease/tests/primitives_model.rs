@@ -150,7 +150,7 @@ proptest! {
         let name = fresh("rw");
         let rw = client.read_write_lock(&name).expect("valid");
         let sides: Vec<_> = (0..OWNERS)
-            .map(|owner| rw.owned_by(&format!("owner-{owner}")))
+            .map(|owner| rw.owned_by(format!("owner-{owner}")))
             .collect();
         // Per owner: its guards, newest last, each marked as a write or a read.
         let mut guards: Vec<Vec<(bool, LeaseGuard)>> = (0..OWNERS).map(|_| Vec::new()).collect();
