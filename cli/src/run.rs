@@ -228,7 +228,7 @@ fn lead(client: &Client, args: &RunArgs, value: &str) -> Result<Held, Failure> {
     let led = match args.wait() {
         None => Some(election.campaign(value)?),
         Some(wait) if wait.is_zero() => election.try_campaign(value)?,
-        Some(wait) => election.campaign_for(wait, value)?,
+        Some(wait) => election.try_campaign_for(wait, value)?,
     };
     led.map(Held::Leader).ok_or_else(|| not_acquired(args))
 }

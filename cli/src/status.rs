@@ -45,7 +45,9 @@ pub struct ResizeArgs {
 
 /// Makes N the semaphore's number of permits, whoever holds permits now.
 pub fn resize(client: &Client, args: ResizeArgs) -> Result<ExitCode, Failure> {
-    let before = client.semaphore(&args.name, args.permits)?.resize()?;
+    let before = client
+        .semaphore(&args.name, args.permits)?
+        .resize(args.permits)?;
     let was = before.map_or_else(|| "none stored before".to_owned(), |n| format!("was {n}"));
     Ok(printed(out(&format!(
         "{:?}: {} permits ({was})",

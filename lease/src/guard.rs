@@ -1,12 +1,13 @@
-//! [`Guard`]: what every guard offers, so that code can take a lock's guard or a `MultiLock`'s
-//! alike.
+//! [`Guard`]: what every hold offers, so that code can take a lock's guard, a `MultiLock`'s or
+//! an election's leadership alike.
 
 use crate::error::Result;
 use crate::lost::{Lost, LostSignal};
 use std::time::Instant;
 
-/// What a guard offers, whichever lock made it: a [`LeaseGuard`](crate::LeaseGuard) or a
-/// [`MultiGuard`](crate::MultiGuard). The inherent methods of each say more.
+/// What a hold offers, whichever primitive made it: a [`LeaseGuard`](crate::LeaseGuard) (a lock,
+/// a semaphore's permits, a side of a read-write lock), a [`MultiGuard`](crate::MultiGuard) or a
+/// [`Leadership`](crate::Leadership). The inherent methods of each say more.
 ///
 /// ```no_run
 /// use redis_lease::Guard;
@@ -38,7 +39,13 @@ pub trait Guard {
     /// A receiver told when the hold is lost.
     fn lost_signal(&self) -> LostSignal;
 
-    /// Releases the hold and reports the outcome.
+    /// Calls `told` once when the hold is lost, on the watchdog's thread (at once if it is lost
+    /// already); dropped uncalled if the hold ends without being lost.
+    fn on_lost(&self, told: impl FnOnce(Lost) + Send + 'static)
+    where
+        Self: Sized;
+
+    /// Releases the hold (a leadership resigns) and reports the outcome.
     ///
     /// # Errors
     ///
@@ -65,6 +72,10 @@ impl Guard for crate::LeaseGuard {
         crate::LeaseGuard::lost_signal(self)
     }
 
+    fn on_lost(&self, told: impl FnOnce(Lost) + Send + 'static) {
+        crate::LeaseGuard::on_lost(self, told);
+    }
+
     fn unlock(self) -> Result<()> {
         crate::LeaseGuard::unlock(self)
     }
@@ -87,7 +98,44 @@ impl Guard for crate::MultiGuard {
         crate::MultiGuard::lost_signal(self)
     }
 
+    fn on_lost(&self, told: impl FnOnce(Lost) + Send + 'static) {
+        crate::MultiGuard::on_lost(self, told);
+    }
+
     fn unlock(self) -> Result<()> {
         crate::MultiGuard::unlock(self)
+    }
+}
+
+impl Guard for crate::Leadership {
+    fn is_lost(&self) -> bool {
+        crate::Leadership::is_lost(self)
+    }
+
+    fn lost(&self) -> Option<Lost> {
+        crate::Leadership::lost(self)
+    }
+
+    fn valid_until(&self) -> Instant {
+        crate::Leadership::valid_until(self)
+    }
+
+    fn lost_signal(&self) -> LostSignal {
+        crate::Leadership::lost_signal(self)
+    }
+
+    fn on_lost(&self, told: impl FnOnce(Lost) + Send + 'static) {
+        crate::Leadership::on_lost(self, told);
+    }
+
+    /// Resigns once: a resignation that fails is not sent again on drop (the term ends when its
+    /// lease lapses), as a guard's failed unlock is not.
+    fn unlock(self) -> Result<()> {
+        let mut leadership = self;
+        let resigned = leadership.resign();
+        if resigned.is_err() {
+            leadership.abandon();
+        }
+        resigned
     }
 }

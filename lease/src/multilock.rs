@@ -219,6 +219,22 @@ impl MultiGuard {
         told
     }
 
+    /// Calls `told` once, with the first loss, when any member is lost (at once, on this
+    /// thread, if one is lost already), as [`LeaseGuard::on_lost`] does for one hold: on the
+    /// watchdog's thread, so it must return at once. Dropped uncalled if every member ends
+    /// without being lost.
+    pub fn on_lost(&self, told: impl FnOnce(Lost) + Send + 'static) {
+        let told = std::sync::Arc::new(parking_lot::Mutex::new(Some(told)));
+        for guard in &self.guards {
+            let told = std::sync::Arc::clone(&told);
+            guard.on_lost(move |lost| {
+                if let Some(told) = told.lock().take() {
+                    told(lost);
+                }
+            });
+        }
+    }
+
     /// Releases every member (in reverse order) and reports the first failure.
     ///
     /// # Errors

@@ -211,16 +211,18 @@ impl Semaphore {
         self.lock.inspect()
     }
 
-    /// Makes this handle's number of permits the semaphore's, whoever holds permits now, and
+    /// Makes `permits` the semaphore's stored number of permits, whoever holds permits now, and
     /// returns the number stored before, if one was: from now on every acquisition must declare
-    /// it while anyone holds a permit. Holds in excess of a lower number keep their permits
-    /// until they end. Within the command timeout.
+    /// it while anyone holds a permit (a handle declaring another number is refused; take one
+    /// that declares it with [`Semaphore::with_permits`]). Holds in excess of a lower number keep
+    /// their permits until they end. Within the command timeout.
     ///
     /// ```no_run
     /// # fn main() -> redis_lease::Result<()> {
     /// # let client = redis_lease::Client::open("redis://127.0.0.1/")?;
     /// // Hosts still declaring 3 are refused from now on, until they declare 5 too.
-    /// let before = client.semaphore("exports", 5)?.resize()?;
+    /// let exports = client.semaphore("exports", 5)?;
+    /// let before = exports.resize(5)?;
     /// assert!(before.is_none_or(|before| before <= 5));
     /// # Ok(())
     /// # }
@@ -228,11 +230,12 @@ impl Semaphore {
     ///
     /// # Errors
     ///
-    /// As [`Lock::inspect`]; [`Error::WrongType`] if the name is another primitive's.
-    pub fn resize(&self) -> Result<Option<u32>> {
+    /// As [`Lock::inspect`]; [`Error::InvalidArgument`] for permits out of range (1 to
+    /// [`MAX_PERMITS`]); [`Error::WrongType`] if the name is another primitive's.
+    pub fn resize(&self, permits: u32) -> Result<Option<u32>> {
+        check_permits(permits)?;
         let lock = &self.lock;
-        lock.place()
-            .resize(self.permits, lock.core().call_deadline())
+        lock.place().resize(permits, lock.core().call_deadline())
     }
 
     /// Ends every hold of the semaphore whoever holds it, and wakes its waiters; the holders are
@@ -241,7 +244,7 @@ impl Semaphore {
     /// # Errors
     ///
     /// As [`Lock::inspect`].
-    pub fn force_release(&self) -> Result<bool> {
+    pub fn force_unlock(&self) -> Result<bool> {
         self.lock.force_unlock()
     }
 }

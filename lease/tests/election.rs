@@ -175,7 +175,7 @@ fn a_frozen_leader_is_past_its_deadline_before_the_next_term_and_its_late_write_
     let leadership = rival
         .election("frozen")
         .expect("valid")
-        .campaign_for(Duration::from_secs(10), "rival")
+        .try_campaign_for(Duration::from_secs(10), "rival")
         .expect("reachable")
         .expect("the frozen term lapses");
     let led_at = unix_micros(Instant::now());
@@ -218,7 +218,7 @@ fn a_killed_leader_is_followed_by_a_higher_term_and_observers_never_go_back() {
     killed.signal("-KILL");
     let started = Instant::now();
     let leadership = election
-        .campaign_for(Duration::from_secs(10), "next")
+        .try_campaign_for(Duration::from_secs(10), "next")
         .expect("reachable")
         .expect("the killed term lapses");
     assert!(
@@ -300,7 +300,7 @@ fn a_resignation_that_never_arrived_ends_the_term_by_its_lease_and_a_later_call_
         Some(leadership.term())
     );
     let next = election
-        .campaign_for(Duration::from_secs(10), "b")
+        .try_campaign_for(Duration::from_secs(10), "b")
         .expect("reachable")
         .expect("the term lapses");
     assert!(failed_at.elapsed() < LEASE * 3, "{:?}", failed_at.elapsed());
@@ -329,7 +329,7 @@ fn a_campaign_cut_off_mid_request_leaves_no_term_behind() {
     let leadership = other
         .election("mid")
         .expect("valid")
-        .campaign_for(Duration::from_secs(5), "b")
+        .try_campaign_for(Duration::from_secs(5), "b")
         .expect("reachable")
         .expect("nothing left behind");
     assert!(
@@ -355,7 +355,7 @@ fn cut_off_leader(cut_for: Duration) -> (Leadership, Option<Leadership>, Gate, R
     let rival_led = rival
         .election("cut")
         .expect("valid")
-        .campaign_for(cut_for, "rival")
+        .try_campaign_for(cut_for, "rival")
         .expect("reachable");
     gate.open();
     // Keep the client alive with its leadership.

@@ -128,7 +128,7 @@ proptest! {
                 SemaphoreOp::Declare(n) => permits = n,
                 SemaphoreOp::Resize => {
                     let in_use: u32 = held.iter().flatten().map(|(n, _)| n).sum();
-                    let before = client.semaphore(&name, permits).expect("valid").resize().expect("reachable");
+                    let before = client.semaphore(&name, permits).expect("valid").resize(permits).expect("reachable");
                     if in_use > 0 {
                         prop_assert_eq!(before, stored);
                     }

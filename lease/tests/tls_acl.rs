@@ -418,7 +418,7 @@ fn an_acl_user_with_the_documented_primitive_rules_takes_every_primitive() {
     );
     drop(first);
     assert!(waiter.join().expect("no panic").expect("reachable"));
-    assert!(semaphore.force_release().expect("reachable"));
+    assert!(semaphore.force_unlock().expect("reachable"));
     drop(second);
 
     let rw = client.read_write_lock("table").expect("valid");

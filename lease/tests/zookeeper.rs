@@ -328,7 +328,7 @@ fn a_leader_cut_off_is_told_before_its_session_expires_and_observers_are_woken_b
     assert_eq!((first.term, first.value.as_str()), (leadership.term(), "a"));
     proxy.freeze();
     let next = election
-        .campaign_for(Duration::from_secs(10), "b")
+        .try_campaign_for(Duration::from_secs(10), "b")
         .expect("reachable")
         .expect("leads once the session expired");
     let led_at = Instant::now();

@@ -279,7 +279,7 @@ fn run(
             )
         }
     };
-    let owner = lock.owner();
+    let owner = lock.owner().into_owned();
     let name = name.to_owned();
     recorder.record(&Event::Start {
         t: now_ns(),
@@ -310,7 +310,7 @@ fn run(
         let writes = primitive.exclusive(side);
         let acquired = match &election {
             Some(election) => election
-                .campaign_for(WAIT, name.as_str())
+                .try_campaign_for(WAIT, name.as_str())
                 .map(|led| led.map(Held::Leader)),
             None => taken.try_lock_for(WAIT).map(|held| held.map(Held::Guard)),
         };

@@ -45,8 +45,8 @@ fn check_value(value: &str) -> Result<()> {
 /// [`guarantees`](crate::guarantees)), and observers see its leader. Cheap to clone.
 ///
 /// A campaign waits for the leadership as [`Lock::lock`] waits for a lock, in the same four
-/// forms: [`Election::campaign`], [`Election::try_campaign`], [`Election::campaign_for`] and
-/// [`Election::campaign_until`], ended from another thread by [`Election::cancel_on`]. Each
+/// forms: [`Election::campaign`], [`Election::try_campaign`], [`Election::try_campaign_for`] and
+/// [`Election::try_campaign_until`], ended from another thread by [`Election::cancel_on`]. Each
 /// campaign is an owner of its own: two campaigns of one thread or one process compete as two
 /// processes would, and a campaign never re-enters a leadership that stands.
 ///
@@ -122,20 +122,20 @@ impl Election {
     ///
     /// As [`Election::campaign`]; an attempt that fails for a reason that may pass is made
     /// again until the deadline, as [`Lock::try_lock_for`] does.
-    pub fn campaign_for(
+    pub fn try_campaign_for(
         &self,
         wait: Duration,
         value: impl Into<String>,
     ) -> Result<Option<Leadership>> {
-        self.campaign_until(after(wait), value)
+        self.try_campaign_until(after(wait), value)
     }
 
     /// Campaigns until `deadline`; `Ok(None)` if another campaign led all along.
     ///
     /// # Errors
     ///
-    /// As [`Election::campaign_for`].
-    pub fn campaign_until(
+    /// As [`Election::try_campaign_for`].
+    pub fn try_campaign_until(
         &self,
         deadline: Instant,
         value: impl Into<String>,

@@ -21,6 +21,7 @@ use crate::cancel::Cancel;
 use crate::error::{Error, Result};
 use crate::policy::{after, LeaseKind, Wait};
 use crate::state::LockState;
+use std::borrow::Cow;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -174,7 +175,7 @@ impl Lock {
         Ok(Request {
             core: &self.core,
             place: &self.place,
-            owner: self.owner(),
+            owner: self.owner().into_owned(),
             lease: self.lease,
             max_hold: self.max_hold,
             cancel: self.cancel.as_ref(),
@@ -217,11 +218,12 @@ impl Lock {
         &self.place.id().name
     }
 
-    /// The owner id the calling thread acts as.
-    pub fn owner(&self) -> String {
+    /// The owner id the calling thread acts as: the one given to [`Lock::owned_by`], or the
+    /// client's id and the calling thread's (made for the call).
+    pub fn owner(&self) -> Cow<'_, str> {
         match &self.owner {
-            OwnerPolicy::Thread => self.core.thread_owner(),
-            OwnerPolicy::Fixed(owner) => owner.to_string(),
+            OwnerPolicy::Thread => Cow::Owned(self.core.thread_owner()),
+            OwnerPolicy::Fixed(owner) => Cow::Borrowed(owner),
         }
     }
 

@@ -2,7 +2,7 @@
 //! terms, proclamations, resignations (and their retries), and an observer whose history follows
 //! them in order.
 
-use redis_lease::{Client, Error, Leader, Observer};
+use redis_lease::{Client, Error, Guard, Leader, Observer};
 use std::sync::mpsc;
 use std::thread;
 use std::time::Duration;
@@ -102,9 +102,9 @@ pub fn an_election_works(first: &Client, second: &Client, name: &str) {
     let skipped = until_reported(&observer, &leader(b.term(), "b"));
     assert!(skipped.iter().all(Option::is_none), "{skipped:?}");
 
-    // Dropped, a leadership resigns.
+    // Ended as any hold is (the `Guard` trait), a leadership resigns at once.
     let term_b = b.term();
-    drop(b);
+    end_hold(b).expect("resigned");
     assert_eq!(next_change(&observer), None);
     let c = election.campaign("c").expect("free");
     assert!(c.term() > term_b);
@@ -113,7 +113,14 @@ pub fn an_election_works(first: &Client, second: &Client, name: &str) {
         election.campaign("x".repeat(redis_lease::election::MAX_VALUE + 1)),
         Err(Error::InvalidArgument(_))
     ));
+    // Dropped, a leadership resigns.
     drop(c);
     assert_eq!(next_change(&observer), None);
     assert!(observer.leader().is_none());
+}
+
+/// Ends `hold`, whichever primitive made it.
+fn end_hold(hold: impl Guard) -> redis_lease::Result<()> {
+    assert!(!hold.is_lost() && hold.lost().is_none());
+    hold.unlock()
 }

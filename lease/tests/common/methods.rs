@@ -1,6 +1,7 @@
 //! Every public method of a lock and its guard, on whatever deployment the client talks to.
 
-use redis_lease::{Client, Error, MultiLock};
+use redis_lease::{Client, Error, Guard, LostReason, MultiLock};
+use std::sync::mpsc::Sender;
 use std::thread;
 use std::time::{Duration, Instant};
 
@@ -142,6 +143,25 @@ pub fn every_public_method(client: &Client, offers: Offers) {
         .expect("free")
         .unlock()
         .is_ok());
+    // A MultiGuard tells of its first loss once, through the `Guard` trait as any hold does.
+    let bounded = MultiLock::new(
+        names
+            .iter()
+            .map(|name| client.lock(name).expect("valid").with_lease(lease)),
+    )
+    .expect("distinct")
+    .lock()
+    .expect("all free");
+    let (tell, told) = std::sync::mpsc::channel();
+    tell_when_lost(&bounded, tell);
+    let first = told.recv_timeout(lease * 10).expect("told of the loss");
+    assert_eq!(first, LostReason::Expired);
+    assert!(
+        told.recv_timeout(lease * 2).is_err(),
+        "told once, not once per member"
+    );
+    drop(bounded);
+
     if fenced {
         let tokens: Vec<u64> = (0..3)
             .map(|_| {
@@ -156,4 +176,11 @@ pub fn every_public_method(client: &Client, offers: Offers) {
             "{tokens:?}"
         );
     }
+}
+
+/// Sends the reason of `hold`'s loss to `tell` when it is lost, whichever primitive made it.
+fn tell_when_lost(hold: &impl Guard, tell: Sender<LostReason>) {
+    hold.on_lost(move |lost| {
+        let _ = tell.send(lost.reason);
+    });
 }

@@ -106,7 +106,7 @@ pub fn semaphore_permits_change_while_held(clients: Clients<'_>, name: &str) {
     refused(two.try_acquire_for(Duration::from_millis(300)), 4, 2);
     assert_eq!(four.available_permits().expect("reachable"), 0);
     // Resized, the old number is the one refused.
-    assert_eq!(two.resize().expect("reachable"), Some(4));
+    assert_eq!(two.resize(2).expect("reachable"), Some(4));
     refused(four.try_acquire(), 2, 4);
     assert!(two.try_acquire().expect("reachable").is_none());
     let mut held = held.into_iter();
@@ -128,7 +128,7 @@ pub fn semaphore_permits_change_while_held(clients: Clients<'_>, name: &str) {
     let last = held.next().expect("four");
     let three = two.with_permits(3).expect("valid");
     refused(three.try_acquire(), 2, 3);
-    assert_eq!(three.resize().expect("reachable"), Some(2));
+    assert_eq!(three.resize(3).expect("reachable"), Some(2));
     let got = three
         .try_acquire_for(Duration::from_secs(5))
         .expect("reachable");
@@ -232,7 +232,7 @@ pub fn read_write_lock_excludes_writers(clients: Clients<'_>, name: &str) {
     let reading = rw_c.read_lock().inspect().expect("reachable");
     assert_eq!(
         reading.holders,
-        [(rw_b.read_lock().owner(), 1)],
+        [(rw_b.read_lock().owner().into_owned(), 1)],
         "the writer's own read holds the read side"
     );
     drop((w, w2));
