@@ -87,6 +87,18 @@
 //! every hold's lease, the holder node's creation zxid as its fencing token. Consensus keeps the
 //! holds through a leader's failure; see [`guarantees`].
 //!
+//! # Features
+//!
+//! * `tls` (default): `rediss://` servers over rustls with the `ring` provider, which needs a C
+//!   compiler to build; without it, a `rediss://` URL is refused with a message naming the
+//!   feature.
+//! * `zookeeper`: `Client::zookeeper`, every primitive on a ZooKeeper ensemble.
+//! * `metrics`: the client's events through the `metrics` facade, and
+//!   `Client::record_metrics`.
+//!
+//! The crate's examples (`primitives`, `leader`, `flash_sale`) are listed in
+//! [the guide](guide::library#examples).
+//!
 //! # Threads
 //!
 //! A client runs three threads whatever the number of locks: the watchdog's timer (unless one is
