@@ -10,11 +10,12 @@ use crate::events::Events;
 use crate::lock::core::{Core, Parts};
 use crate::owner;
 use crate::policy::{check_lease, check_timeout};
-use crate::stores::redis::conn::{redact, Pem};
+use crate::stores::redis::conn::redact;
 use crate::stores::redis::scripts::Acks;
 use crate::stores::redis::settings::RedisSettings;
 use crate::stores::redis::topology::Topology as Redis;
 use crate::watchdog::{self, Watchdog};
+use deadline_net::tls::Pem;
 use hashwheel::Timer;
 use std::time::Duration;
 

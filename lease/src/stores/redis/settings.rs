@@ -3,9 +3,10 @@
 
 use crate::backend::Settings;
 use crate::error::{Error, Result};
-use crate::stores::redis::conn::{tls_config, Endpoint, TlsFiles};
+use crate::stores::redis::conn::{tls_config, Endpoint};
 use crate::stores::redis::pool::{Pool, Target};
 use crate::stores::redis::scripts::Acks;
+use deadline_net::tls::TlsFiles;
 use std::ops::Deref;
 use std::time::Duration;
 

@@ -2,7 +2,7 @@
 //!
 //! The `redis` crate's blocking connection bounds each read of its socket, not a call: a server
 //! that drips one byte at a time keeps a call going for as long as it likes, and the socket is not
-//! exposed to close it from outside. So this crate keeps its own socket ([`stream::Stream`]) and
+//! exposed to close it from outside. So this crate keeps its own socket (`deadline_net`'s `Stream`) and
 //! lends the rest from the `redis` crate: its RESP parser, its command and pipeline encoding, its
 //! URL parsing, and, through [`redis::ConnectionLike`], `Script` (EVALSHA, reloaded on NOSCRIPT),
 //! `Pipeline` and the typed commands.
@@ -13,28 +13,20 @@
 
 mod endpoint;
 mod link;
-mod open;
 mod redact;
-mod resolve;
-mod stream;
 mod tls;
 
 pub(crate) use endpoint::{Addr, Endpoint};
 pub(crate) use link::{split_commands, transaction_replies, Link};
 pub use redact::redact;
-#[cfg(feature = "zookeeper")]
-pub(crate) use resolve::resolve;
-#[cfg(feature = "zookeeper")]
-pub(crate) use stream::Socket;
-pub(crate) use stream::Timed;
-pub(crate) use tls::{config as tls_config, Config as TlsConfig, Pem, TlsFiles};
+pub(crate) use tls::{config as tls_config, Config as TlsConfig};
 
 use crate::stores::redis::fencing::Epoch;
+use deadline_net::{Socket, Stream, Timed};
 use redis::{ConnectionLike, RedisError, RedisResult, Value};
 use std::io::{self, Write};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
-use stream::Stream;
 
 /// Whether `reply` says the server is a replica (`READONLY`, `MASTERDOWN`: a primary turned
 /// replica by a failover, its clients not cut off). No lock call can succeed on that
@@ -99,7 +91,12 @@ impl Conn {
 
     /// Connects and logs in (AUTH, SELECT), all by `deadline`.
     pub(crate) fn open(endpoint: &Endpoint, deadline: Instant) -> RedisResult<Conn> {
-        let socket = open::connect(&endpoint.addr, deadline)?;
+        let socket = match &endpoint.addr {
+            Addr::Tcp { host, port } | Addr::Tls { host, port } => {
+                Socket::Tcp(deadline_net::connect_tcp(host, *port, deadline)?)
+            }
+            Addr::Unix(path) => Socket::Unix(deadline_net::connect_unix(path, deadline)?),
+        };
         let timed = Timed::new(socket, deadline);
         let stream = match &endpoint.addr {
             Addr::Tls { host, .. } => Stream::Tls(Box::new(tls::handshake(endpoint, host, timed)?)),

@@ -20,8 +20,9 @@
 
 mod queue;
 
-use crate::stores::redis::conn::{io_error, Halves, Timed};
+use crate::stores::redis::conn::{io_error, Halves};
 use crate::stores::redis::fencing::Epoch;
+use deadline_net::Timed;
 use parking_lot::{Mutex, MutexGuard};
 use queue::{Failure, Queue, Slot};
 use redis::{RedisResult, Value};

@@ -13,8 +13,8 @@
 use super::proto::{code, Reply};
 use super::session::{Call, Pending, Phase, SessionShared};
 use super::ZkError;
-use crate::stores::redis::conn::Timed;
 use crossbeam_channel::{Receiver, RecvTimeoutError};
+use deadline_net::Timed;
 use std::io::{self, Write};
 use std::time::Instant;
 

@@ -6,7 +6,7 @@
 use super::jute::{Reader, MAX_FRAME};
 use super::proto::{self, ConnectResponse};
 use super::ZkError;
-use crate::stores::redis::conn::{resolve, Socket, Timed};
+use deadline_net::{Socket, Timed};
 use std::io::{self, Read, Write};
 use std::net::TcpStream;
 use std::time::Instant;
@@ -166,30 +166,7 @@ pub(crate) fn host_and_port(server: &str) -> Option<(&str, u16)> {
 fn open_socket(server: &str, deadline: Instant) -> Result<TcpStream, ZkError> {
     let (host, port) =
         host_and_port(server).ok_or_else(|| unavailable(server, "not a host:port"))?;
-    let addresses = resolve(host, port, deadline).map_err(|error| unavailable(server, error))?;
-    let mut last_error = None;
-    for address in addresses {
-        let left = deadline.saturating_duration_since(Instant::now());
-        if left.is_zero() {
-            return Err(unavailable(
-                server,
-                "connecting took longer than the deadline",
-            ));
-        }
-        match TcpStream::connect_timeout(&address, left) {
-            Ok(socket) => {
-                socket
-                    .set_nodelay(true)
-                    .map_err(|error| unavailable(server, error))?;
-                return Ok(socket);
-            }
-            Err(error) => last_error = Some(error),
-        }
-    }
-    Err(match last_error {
-        Some(error) => unavailable(server, error),
-        None => unavailable(server, "the name has no address"),
-    })
+    deadline_net::connect_tcp(host, port, deadline).map_err(|error| unavailable(server, error))
 }
 
 /// Connects to `server` and does the handshake by `deadline`: the session of `credentials`

@@ -1,9 +1,8 @@
-//! A socket whose reads and writes end by one deadline for a whole call, however the server
-//! feeds it: a server that sends one byte every half second cannot stretch a call past its
+//! [`Timed`]: a socket whose reads and writes end by one deadline for a whole call, however the
+//! server feeds it: a server that sends one byte every half second cannot stretch a call past its
 //! deadline, because each read is given only the time left. TLS runs over the same socket, so the
 //! handshake and every record it reads obey the deadline too.
 
-use super::tls::TlsStream;
 use std::io::{self, Read, Write};
 use std::net::TcpStream;
 use std::os::unix::net::UnixStream;
@@ -13,13 +12,20 @@ use std::time::{Duration, Instant};
 /// costs a system call, so it is left alone while a read could overrun the deadline by no more.
 const SLACK: Duration = Duration::from_micros(500);
 
-pub(crate) enum Socket {
+/// A connected stream socket.
+#[derive(Debug)]
+pub enum Socket {
+    /// A TCP connection.
     Tcp(TcpStream),
+    /// A Unix domain socket's connection.
     Unix(UnixStream),
 }
 
-/// A socket with a deadline for whatever is read or written until the deadline changes.
-pub(crate) struct Timed {
+/// A socket with a deadline for whatever is read or written until the deadline changes. A read
+/// or write past the deadline fails with [`io::ErrorKind::TimedOut`]; one interrupted by a signal
+/// (`EINTR`) is made again.
+#[derive(Debug)]
+pub struct Timed {
     socket: Socket,
     deadline: Instant,
     /// The timeouts set on the socket now (read, write).
@@ -37,7 +43,8 @@ fn timed_out() -> io::Error {
 }
 
 impl Timed {
-    pub(crate) fn new(socket: Socket, deadline: Instant) -> Timed {
+    /// `socket`, its calls ending by `deadline` until it is set again.
+    pub fn new(socket: Socket, deadline: Instant) -> Timed {
         Timed {
             socket,
             deadline,
@@ -48,33 +55,31 @@ impl Timed {
     }
 
     /// The deadline of whatever is read or written now.
-    #[cfg(feature = "tls")]
-    pub(crate) fn deadline(&self) -> Instant {
+    pub fn deadline(&self) -> Instant {
         self.deadline
     }
 
     /// How many bytes were read from the socket.
-    #[cfg(any(feature = "tls", feature = "zookeeper"))]
-    pub(crate) fn received(&self) -> u64 {
+    pub fn received(&self) -> u64 {
         self.received
     }
 
     /// The TCP peer's address, for a TCP socket.
-    #[cfg(feature = "tls")]
-    pub(crate) fn tcp_peer(&self) -> Option<std::net::SocketAddr> {
+    pub fn tcp_peer(&self) -> Option<std::net::SocketAddr> {
         match &self.socket {
             Socket::Tcp(socket) => socket.peer_addr().ok(),
             Socket::Unix(_) => None,
         }
     }
 
-    pub(crate) fn set_deadline(&mut self, deadline: Instant) {
+    /// Sets the deadline of whatever is read or written from now on.
+    pub fn set_deadline(&mut self, deadline: Instant) {
         self.deadline = deadline;
     }
 
     /// A second handle to the same socket, with timeouts of its own to set: one thread may read
     /// through one handle while another writes through the other.
-    pub(crate) fn try_clone(&self) -> io::Result<Timed> {
+    pub fn try_clone(&self) -> io::Result<Timed> {
         let socket = match &self.socket {
             Socket::Tcp(socket) => Socket::Tcp(socket.try_clone()?),
             Socket::Unix(socket) => Socket::Unix(socket.try_clone()?),
@@ -83,7 +88,7 @@ impl Timed {
     }
 
     /// Closes the socket for every handle to it: a read blocked on it returns at once.
-    pub(crate) fn shutdown(&self) {
+    pub fn shutdown(&self) {
         let _ = match &self.socket {
             Socket::Tcp(socket) => socket.shutdown(std::net::Shutdown::Both),
             Socket::Unix(socket) => socket.shutdown(std::net::Shutdown::Both),
@@ -135,7 +140,8 @@ impl Timed {
         )
     }
 
-    pub(crate) fn peer(&self) -> Option<String> {
+    /// The peer's address as text: `host:port`, or a Unix socket's path.
+    pub fn peer(&self) -> Option<String> {
         match &self.socket {
             Socket::Tcp(socket) => socket.peer_addr().ok().map(|addr| addr.to_string()),
             Socket::Unix(socket) => socket
@@ -192,62 +198,38 @@ impl Write for Timed {
     }
 }
 
-/// What a connection reads and writes: the timed socket, or TLS over it.
-pub(crate) enum Stream {
-    Plain(Timed),
-    Tls(Box<TlsStream>),
-}
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::net::TcpListener;
+    use std::thread;
 
-impl Stream {
-    fn timed(&self) -> &Timed {
-        match self {
-            Stream::Plain(timed) => timed,
-            Stream::Tls(tls) => tls.timed(),
-        }
-    }
-
-    /// Why the server or the client refused the TLS session, if one of them did (the server
-    /// tells of a certificate it does not accept only after the handshake, at the first read).
-    pub(crate) fn refusal(&self) -> Option<&str> {
-        match self {
-            Stream::Plain(_) => None,
-            Stream::Tls(tls) => tls.refusal(),
-        }
-    }
-
-    pub(crate) fn set_deadline(&mut self, deadline: Instant) {
-        match self {
-            Stream::Plain(timed) => timed.set_deadline(deadline),
-            Stream::Tls(tls) => tls.set_deadline(deadline),
-        }
-    }
-
-    pub(crate) fn peer(&self) -> Option<String> {
-        self.timed().peer()
-    }
-}
-
-impl Read for Stream {
-    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
-        match self {
-            Stream::Plain(timed) => timed.read(buf),
-            Stream::Tls(tls) => tls.read(buf),
-        }
-    }
-}
-
-impl Write for Stream {
-    fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
-        match self {
-            Stream::Plain(timed) => timed.write(buf),
-            Stream::Tls(tls) => tls.write(buf),
-        }
-    }
-
-    fn flush(&mut self) -> io::Result<()> {
-        match self {
-            Stream::Plain(timed) => timed.flush(),
-            Stream::Tls(tls) => tls.flush(),
-        }
+    #[test]
+    fn a_peer_that_drips_bytes_cannot_stretch_a_call_past_its_deadline() {
+        let listener = TcpListener::bind("127.0.0.1:0").expect("a free port");
+        let port = listener.local_addr().expect("bound").port();
+        let dripping = thread::spawn(move || {
+            let (mut peer, _) = listener.accept().expect("a client");
+            for _ in 0..40 {
+                if peer.write_all(b"x").is_err() {
+                    break;
+                }
+                thread::sleep(Duration::from_millis(50));
+            }
+        });
+        let started = Instant::now();
+        let socket = crate::connect_tcp("127.0.0.1", port, started + Duration::from_secs(5))
+            .expect("listening");
+        let mut timed = Timed::new(Socket::Tcp(socket), started + Duration::from_millis(300));
+        let mut call = [0; 100];
+        let error = timed
+            .read_exact(&mut call)
+            .expect_err("100 bytes never come in time");
+        assert_eq!(error.kind(), io::ErrorKind::TimedOut);
+        let took = started.elapsed();
+        assert!(took < Duration::from_millis(1500), "{took:?}");
+        assert!(timed.received() >= 1, "some bytes came");
+        timed.shutdown();
+        dripping.join().expect("no panic");
     }
 }

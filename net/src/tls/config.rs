@@ -1,15 +1,13 @@
-//! The rustls client configuration a builder's TLS settings make: the system's root
+//! The rustls client configuration a client's TLS settings make: the system's root
 //! certificates and any CA given, and a client certificate if one is given.
 
-use super::{Pem, TlsFiles};
-use crate::error::{Error, Result};
+use super::{ConfigError, Pem, TlsFiles};
 use rustls::pki_types::pem::PemObject;
 use rustls::pki_types::{CertificateDer, PrivateKeyDer};
 use rustls::{ClientConfig, RootCertStore};
 use std::sync::Arc;
 
-/// The configuration every TLS session of a client shares.
-pub(crate) type Config = ClientConfig;
+type Result<T> = std::result::Result<T, ConfigError>;
 
 /// The certificates in `pem`.
 fn certificates(pem: &Pem, what: &str) -> Result<Vec<CertificateDer<'static>>> {
@@ -31,13 +29,17 @@ fn key(pem: &Pem) -> Result<PrivateKeyDer<'static>> {
     .map_err(|error| invalid("client key", pem, error))
 }
 
-fn invalid(what: &str, pem: &Pem, error: impl std::fmt::Display) -> Error {
-    Error::InvalidArgument(format!("{what} {pem:?}: {error}"))
+fn invalid(what: &str, pem: &Pem, error: impl std::fmt::Display) -> ConfigError {
+    ConfigError(format!("{what} {pem:?}: {error}"))
 }
 
-/// The client configuration for `files`, read now (a missing or malformed file is an
-/// `InvalidArgument` when the client is built, not a failure of its first call).
-pub(crate) fn config(files: &TlsFiles) -> Result<Arc<ClientConfig>> {
+/// The client configuration for `files`, read now, so that a missing or malformed file fails
+/// when a client is built rather than at its first call. Certificates are always verified.
+///
+/// # Errors
+///
+/// A [`ConfigError`] naming the file (or the PEM text, by its length) and what is wrong with it.
+pub fn client_config(files: &TlsFiles) -> Result<Arc<ClientConfig>> {
     let mut roots = RootCertStore::empty();
     let native = rustls_native_certs::load_native_certs();
     for cert in native.certs {
@@ -58,7 +60,7 @@ pub(crate) fn config(files: &TlsFiles) -> Result<Arc<ClientConfig>> {
     let provider = Arc::new(rustls::crypto::ring::default_provider());
     let builder = ClientConfig::builder_with_provider(provider)
         .with_safe_default_protocol_versions()
-        .map_err(|error| Error::InvalidArgument(format!("TLS: {error}")))?
+        .map_err(|error| ConfigError(format!("TLS: {error}")))?
         .with_root_certificates(roots);
     let config = match &files.client_cert {
         None => builder.with_no_client_auth(),

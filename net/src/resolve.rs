@@ -1,12 +1,17 @@
-//! Host name resolution within a deadline. The system resolver cannot be interrupted, so a name
+//! [`resolve`]: host name resolution within a deadline. The system resolver cannot be interrupted, so a name
 //! that is not an IP address is resolved on a helper thread that is left behind if it overruns.
 
 use std::io;
 use std::net::{IpAddr, SocketAddr, ToSocketAddrs};
 use std::time::Instant;
 
-/// The addresses of `host:port`, or an error once `deadline` passes.
-pub(crate) fn resolve(host: &str, port: u16, deadline: Instant) -> io::Result<Vec<SocketAddr>> {
+/// The addresses of `host:port` (an IP address is taken as it is, IPv6 in brackets or not), or
+/// an error once `deadline` passes.
+///
+/// # Errors
+///
+/// The resolver's, or [`io::ErrorKind::TimedOut`] once the deadline passes.
+pub fn resolve(host: &str, port: u16, deadline: Instant) -> io::Result<Vec<SocketAddr>> {
     let literal = host.trim_start_matches('[').trim_end_matches(']');
     if let Ok(ip) = literal.parse::<IpAddr>() {
         return Ok(vec![SocketAddr::new(ip, port)]);
@@ -14,7 +19,7 @@ pub(crate) fn resolve(host: &str, port: u16, deadline: Instant) -> io::Result<Ve
     let (tell, told) = crossbeam_channel::bounded(1);
     let name = host.to_owned();
     std::thread::Builder::new()
-        .name("lease-resolve".into())
+        .name("net-resolve".into())
         .spawn(move || {
             let _ = tell.send((name.as_str(), port).to_socket_addrs().map(Vec::from_iter));
         })?;
