@@ -11,11 +11,11 @@
 //! wakes every waiter, to look for itself.
 
 use crate::error::{Cause, Error, Result};
-use crate::stores::zookeeper::client::{Event, Session, ZkConfig, ZkError};
 use crate::waiters::Notifier;
 use parking_lot::Mutex;
 use std::sync::Arc;
 use std::time::Instant;
+use zookeeper_blocking::{Config as ZkConfig, Error as ZkError, Event, Session};
 
 /// The client's session, opened when first needed.
 pub(super) struct Ensemble {

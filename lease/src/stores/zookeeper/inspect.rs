@@ -8,8 +8,8 @@ use super::{Ensembled, LockNode};
 use crate::backend::{Kind, Leading};
 use crate::error::Result;
 use crate::state::LockState;
-use crate::stores::zookeeper::client::{Session, ZkError};
 use std::time::{Duration, Instant, SystemTime};
+use zookeeper_blocking::{Error as ZkError, Session};
 
 /// The lock as ZooKeeper holds it: the lowest node's owner, session, creation time and token,
 /// and how many contenders wait behind it.

@@ -6,7 +6,6 @@
 //! thread of the local queue queues its own node), re-entry is counted in the process, and a
 //! lock's node stays in the tree when it is free (as Curator leaves it).
 
-pub(crate) mod client;
 mod ensemble;
 mod inspect;
 mod line;
@@ -22,7 +21,6 @@ use crate::backend::{
 };
 use crate::error::{Error, Result};
 use crate::state::LockState;
-use crate::stores::zookeeper::client::ZkConfig;
 use crate::waiters::Waiters;
 use ensemble::Ensemble;
 use parking_lot::Mutex;
@@ -30,6 +28,7 @@ use reaper::Reaper;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 use table::Table;
+use zookeeper_blocking::Config as ZkConfig;
 
 /// The longest a waiter sleeps before looking at its queue again when no watch fires. Watches
 /// are not lost while the session lives (they are set again after a reconnection), so this only
@@ -122,7 +121,7 @@ pub(crate) fn build(
         ));
     }
     for host in &zk.hosts {
-        let port = crate::stores::zookeeper::client::host_and_port(host).map(|(_, port)| port);
+        let port = zookeeper_blocking::host_and_port(host).map(|(_, port)| port);
         if port.is_none_or(|port| port == 0) || host.contains('/') {
             return Err(Error::InvalidArgument(format!(
                 "ZooKeeper host {host:?} is not host:port"
@@ -137,13 +136,11 @@ pub(crate) fn build(
         }
     }
     let waiters = Waiters::local();
-    let config = ZkConfig {
-        hosts: zk.hosts.clone(),
-        chroot: zk.chroot.clone(),
-        session_timeout,
-        connect_timeout: settings.connect_timeout,
-        digest: zk.digest.clone(),
-    };
+    let mut config = ZkConfig::new(zk.hosts.clone());
+    config.chroot.clone_from(&zk.chroot);
+    config.session_timeout = session_timeout;
+    config.connect_timeout = settings.connect_timeout;
+    config.digest.clone_from(&zk.digest);
     let ensemble = Arc::new(Ensemble::new(config, waiters.notifier()));
     let table = Arc::new(Mutex::new(Table::default()));
     let reaper = Reaper::start(

@@ -17,11 +17,11 @@ use super::ensemble::Ensemble;
 use super::paths;
 use super::table::Table;
 use crate::error::{Error, Result};
-use crate::stores::zookeeper::client::ZkError;
 use crossbeam_channel::{select, Receiver, Sender};
 use parking_lot::Mutex;
 use std::sync::{Arc, Weak};
 use std::time::{Duration, Instant};
+use zookeeper_blocking::Error as ZkError;
 
 /// How long the reaper waits before trying again the deletes that failed.
 const RETRY: Duration = Duration::from_millis(200);

@@ -23,8 +23,8 @@ use super::{Ensembled, LockNode};
 use crate::backend::Kind;
 use crate::backend::{Attempt, Attempted, Release, ReleaseOutcome, Released};
 use crate::error::{Error, Result};
-use crate::stores::zookeeper::client::{CreateMode, Session, ZkError};
 use std::time::Instant;
+use zookeeper_blocking::{CreateMode, Error as ZkError, Session};
 
 /// How many times a contender whose node vanished from under it makes a new one in one attempt.
 const NEW_NODES: usize = 2;

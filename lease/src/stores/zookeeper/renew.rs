@@ -8,10 +8,10 @@
 use super::ensemble::Ensemble;
 use super::table::Table;
 use crate::backend::{Renewal, Renewed, Renewer};
-use crate::stores::zookeeper::client::ZkError;
 use parking_lot::Mutex;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
+use zookeeper_blocking::Error as ZkError;
 
 pub(super) struct SessionRenewer {
     pub(super) ensemble: Arc<Ensemble>,

@@ -10,7 +10,7 @@ use super::conn::{self, Credentials, Handshake, Reading};
 use super::path::Chroot;
 use super::proto::{Reply, Request};
 use super::watches::{Watch, Watches};
-use super::{Event, ZkConfig, ZkError};
+use super::{Config, Error, Event};
 use crossbeam_channel::{Receiver, Sender};
 use deadline_net::Timed;
 use parking_lot::{Condvar, Mutex};
@@ -50,7 +50,7 @@ pub(super) struct Pending {
     /// The watch its reply arms, if any.
     pub(super) watch: Option<Watch>,
     /// Where its caller waits (or waited: a reply to a caller gone is dropped here).
-    pub(super) reply: Sender<Result<Reply, ZkError>>,
+    pub(super) reply: Sender<Result<Reply, Error>>,
 }
 
 /// A request to make and the watch its reply arms, if any.
@@ -159,26 +159,26 @@ fn shuffled(mut hosts: Vec<String>) -> Vec<String> {
 
 /// What a failed `connect` returns after `failures` (the last of each server): a protocol
 /// error if every server spoke something else than ZooKeeper, otherwise unavailability.
-fn connect_failure(failures: Vec<(String, ZkError)>) -> ZkError {
+fn connect_failure(failures: Vec<(String, Error)>) -> Error {
     if failures.is_empty() {
-        return ZkError::Unavailable("no server tried before the deadline".into());
+        return Error::Unavailable("no server tried before the deadline".into());
     }
-    if let Some(ZkError::Protocol(why)) = failures.first().map(|(_, error)| error) {
+    if let Some(Error::Protocol(why)) = failures.first().map(|(_, error)| error) {
         if failures
             .iter()
-            .all(|(_, error)| matches!(error, ZkError::Protocol(_)))
+            .all(|(_, error)| matches!(error, Error::Protocol(_)))
         {
-            return ZkError::Protocol(why.clone());
+            return Error::Protocol(why.clone());
         }
     }
     let whys: Vec<String> = failures
         .into_iter()
         .map(|(_, error)| match error {
-            ZkError::Unavailable(why) | ZkError::Protocol(why) => why,
+            Error::Unavailable(why) | Error::Protocol(why) => why,
             other => other.to_string(),
         })
         .collect();
-    ZkError::Unavailable(whys.join("; "))
+    Error::Unavailable(whys.join("; "))
 }
 
 /// `duration` after `now`, or a year after if that is beyond what an `Instant` holds.
@@ -197,18 +197,18 @@ fn millis(duration: Duration) -> i32 {
 impl SessionShared {
     /// Opens a new session on one of the servers by `deadline` and starts its thread.
     pub(crate) fn connect(
-        config: ZkConfig,
+        config: Config,
         deadline: Instant,
         events: Events,
-    ) -> Result<Arc<SessionShared>, ZkError> {
+    ) -> Result<Arc<SessionShared>, Error> {
         let chroot = Chroot::new(config.chroot.as_deref())?;
         if config.hosts.is_empty() {
-            return Err(ZkError::Unavailable("no ZooKeeper server given".into()));
+            return Err(Error::Unavailable("no ZooKeeper server given".into()));
         }
         let hosts = shuffled(config.hosts);
         let requested_ms = millis(config.session_timeout);
         let credentials = Credentials::new_session(requested_ms);
-        let mut failures: Vec<(String, ZkError)> = Vec::new();
+        let mut failures: Vec<(String, Error)> = Vec::new();
         let mut backoff = FIRST_BACKOFF;
         let mut index = 0;
         let conn = loop {
@@ -221,7 +221,7 @@ impl SessionShared {
             match conn::open(server, &credentials, config.digest.as_deref(), &[], attempt) {
                 Ok(Handshake::Open(conn)) => break *conn,
                 Ok(Handshake::Expired) => {
-                    let error = ZkError::Unavailable(format!("{server}: refused a new session"));
+                    let error = Error::Unavailable(format!("{server}: refused a new session"));
                     failures.retain(|(tried, _)| tried != server);
                     failures.push((server.clone(), error));
                 }
@@ -296,7 +296,7 @@ impl SessionShared {
             }
             Err(error) => {
                 shared.finish_close();
-                Err(ZkError::Unavailable(format!(
+                Err(Error::Unavailable(format!(
                     "could not start the session's thread: {error}"
                 )))
             }
@@ -342,18 +342,18 @@ impl SessionShared {
     /// Ends the session for good as expired, unless its owner closed it first; returns whether
     /// it did.
     pub(super) fn expire(&self) -> bool {
-        self.end(Phase::Expired, ZkError::SessionExpired)
+        self.end(Phase::Expired, Error::SessionExpired)
     }
 
     /// Ends the session as closed by its owner (unless it expired first).
     pub(super) fn finish_close(&self) {
-        self.end(Phase::Closed, ZkError::Closed);
+        self.end(Phase::Closed, Error::Closed);
         let _ = self.wake.0.try_send(());
     }
 
     /// Ends the session in `phase` (unless it has ended already): every call in flight fails
     /// with `failure`, the socket is closed. Returns whether it ended it.
-    fn end(&self, phase: Phase, failure: ZkError) -> bool {
+    fn end(&self, phase: Phase, failure: Error) -> bool {
         let mut state = self.state.lock();
         if matches!(state.phase, Phase::Expired | Phase::Closed) {
             return false;
@@ -391,7 +391,7 @@ impl SessionShared {
                 Ok(replies) if !on_thread => {
                     for reply in replies {
                         if let Ok(Err(error)) | Err(error) =
-                            reply.recv_deadline(deadline).map_err(|_| ZkError::Timeout)
+                            reply.recv_deadline(deadline).map_err(|_| Error::Timeout)
                         {
                             log::debug!("zookeeper session 0x{session_id:x}: closing: {error}");
                         }

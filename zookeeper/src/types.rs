@@ -1,29 +1,44 @@
-//! The client's plain types: how a session is opened (`ZkConfig`), what kind of node a create
-//! makes (`CreateMode`), a node's metadata (`Stat`), what went wrong with a call (`ZkError`) and
+//! The client's plain types: how a session is opened (`Config`), what kind of node a create
+//! makes (`CreateMode`), a node's metadata (`Stat`), what went wrong with a call (`Error`) and
 //! what a session tells its event callback (`Event`).
 
 use std::fmt;
 use std::time::Duration;
 
-/// How a session is opened.
+/// How a session is opened: [`Config::new`], then the fields to change.
 #[derive(Clone)]
-pub(crate) struct ZkConfig {
+#[non_exhaustive]
+pub struct Config {
     /// The servers, `host:port` each: tried in a shuffled order, then in turn on reconnection.
-    pub(crate) hosts: Vec<String>,
+    pub hosts: Vec<String>,
     /// A node every path is relative to (`"/app"`): prefixed to every path sent, stripped from
     /// every path received. `None` or `"/"` for none.
-    pub(crate) chroot: Option<String>,
+    pub chroot: Option<String>,
     /// The session timeout asked for; the server bounds it to its own minimum and maximum.
-    pub(crate) session_timeout: Duration,
+    pub session_timeout: Duration,
     /// How long one server is given to accept the TCP connection and answer the handshake.
-    pub(crate) connect_timeout: Duration,
+    pub connect_timeout: Duration,
     /// `user:password`, sent as `addauth digest` after every handshake. Never logged nor shown.
-    pub(crate) digest: Option<String>,
+    pub digest: Option<String>,
 }
 
-impl fmt::Debug for ZkConfig {
+impl Config {
+    /// A session on `hosts` (`host:port` each), with no chroot, a 10 s session timeout, 2 s to
+    /// connect to one server, and no credentials.
+    pub fn new(hosts: Vec<String>) -> Config {
+        Config {
+            hosts,
+            chroot: None,
+            session_timeout: Duration::from_secs(10),
+            connect_timeout: Duration::from_secs(2),
+            digest: None,
+        }
+    }
+}
+
+impl fmt::Debug for Config {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("ZkConfig")
+        f.debug_struct("Config")
             .field("hosts", &self.hosts)
             .field("chroot", &self.chroot)
             .field("session_timeout", &self.session_timeout)
@@ -36,7 +51,7 @@ impl fmt::Debug for ZkConfig {
 /// What kind of node a create makes.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 #[cfg_attr(not(test), allow(dead_code))]
-pub(crate) enum CreateMode {
+pub enum CreateMode {
     /// Kept until deleted.
     Persistent,
     /// Deleted when the session ends.
@@ -69,34 +84,35 @@ impl CreateMode {
 
 /// A node's metadata, as the server keeps it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) struct Stat {
+pub struct Stat {
     /// The zxid of the change that created the node.
-    pub(crate) czxid: i64,
+    pub czxid: i64,
     /// The zxid of the change that last modified its data.
-    pub(crate) mzxid: i64,
+    pub mzxid: i64,
     /// When it was created, in milliseconds since the epoch (the server's clock).
-    pub(crate) ctime: i64,
+    pub ctime: i64,
     /// When its data was last modified, likewise.
-    pub(crate) mtime: i64,
+    pub mtime: i64,
     /// How many times its data changed.
-    pub(crate) version: i32,
+    pub version: i32,
     /// How many times its children changed.
-    pub(crate) cversion: i32,
+    pub cversion: i32,
     /// How many times its ACL changed.
-    pub(crate) aversion: i32,
+    pub aversion: i32,
     /// The session that owns it, for an ephemeral node; 0 otherwise.
-    pub(crate) ephemeral_owner: i64,
+    pub ephemeral_owner: i64,
     /// How many bytes of data it holds.
-    pub(crate) data_length: i32,
+    pub data_length: i32,
     /// How many children it has.
-    pub(crate) num_children: i32,
+    pub num_children: i32,
     /// The zxid of the change that last modified its children.
-    pub(crate) pzxid: i64,
+    pub pzxid: i64,
 }
 
 /// What went wrong with a ZooKeeper call.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-pub(crate) enum ZkError {
+#[non_exhaustive]
+pub enum Error {
     /// The node (or, for a create, its parent) does not exist.
     #[error("no such node")]
     NoNode,
@@ -142,7 +158,7 @@ pub(crate) enum ZkError {
 
 /// What a session tells its event callback.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub(crate) enum Event {
+pub enum Event {
     /// A watch fired: the node was created.
     NodeCreated(String),
     /// A watch fired: the node was deleted.

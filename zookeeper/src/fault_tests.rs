@@ -46,7 +46,7 @@ fn a_peer_that_sends_garbage_is_a_protocol_error_by_the_deadline() {
         );
         assert!(Instant::now() <= deadline + Duration::from_millis(200));
         match result {
-            Err(ZkError::Protocol(why)) => assert!(why.contains(&addr), "{why}"),
+            Err(Error::Protocol(why)) => assert!(why.contains(&addr), "{why}"),
             other => panic!("{answer:?}: {other:?}"),
         }
     }
@@ -64,7 +64,7 @@ fn a_silent_port_is_unavailable_by_the_deadline() {
     assert!(took >= Duration::from_millis(600), "{took:?}");
     assert!(took <= Duration::from_millis(1000), "{took:?}");
     match result {
-        Err(ZkError::Unavailable(why)) => assert!(why.contains(&addr), "{why}"),
+        Err(Error::Unavailable(why)) => assert!(why.contains(&addr), "{why}"),
         other => panic!("{other:?}"),
     }
     // Nothing listens at all: refused at once, tried again until the deadline.
@@ -79,7 +79,7 @@ fn a_silent_port_is_unavailable_by_the_deadline() {
         Arc::new(|_| {}),
     );
     assert!(
-        matches!(result, Err(ZkError::Unavailable { .. })),
+        matches!(result, Err(Error::Unavailable { .. })),
         "{result:?}"
     );
     assert!(Instant::now() <= deadline + Duration::from_millis(200));
@@ -106,7 +106,7 @@ fn a_server_paused_within_the_session_timeout_keeps_the_session() {
         let zk = zk.clone();
         thread::spawn(move || zk.get_data("/held", false, Instant::now() + Duration::from_secs(4)))
     };
-    assert_eq!(zk.get_data("/held", false, deadline), Err(ZkError::Timeout));
+    assert_eq!(zk.get_data("/held", false, deadline), Err(Error::Timeout));
     let late = Instant::now().saturating_duration_since(deadline);
     assert!(late < Duration::from_millis(150), "{late:?} late");
 
@@ -115,7 +115,7 @@ fn a_server_paused_within_the_session_timeout_keeps_the_session() {
     assert!(!zk.is_connected());
     assert_eq!(
         in_flight.join().expect("the call in flight"),
-        Err(ZkError::ConnectionLoss)
+        Err(Error::ConnectionLoss)
     );
     // A call made now waits for the connection to come back.
     let waiting = {
@@ -162,7 +162,7 @@ fn a_server_paused_past_the_session_timeout_expires_it_for_good() {
     assert!(!zk.is_connected());
     assert_eq!(
         zk.exists("/held", false, soon()),
-        Err(ZkError::SessionExpired)
+        Err(Error::SessionExpired)
     );
     server.resume();
     let (other, _) = session_on(&server);
@@ -179,10 +179,10 @@ fn a_server_paused_past_the_session_timeout_expires_it_for_good() {
     assert_eq!(zk.session_id(), id);
     assert_eq!(
         zk.get_children("/", false, soon()),
-        Err(ZkError::SessionExpired)
+        Err(Error::SessionExpired)
     );
     zk.close(soon());
-    assert_eq!(zk.exists("/", false, soon()), Err(ZkError::SessionExpired));
+    assert_eq!(zk.exists("/", false, soon()), Err(Error::SessionExpired));
 }
 
 /// The body of the next frame `socket` receives.
@@ -273,7 +273,7 @@ fn a_reply_out_of_turn_fails_the_call_and_a_server_that_forgot_the_session_expir
         );
     }
     match zk.exists("/x", false, soon()) {
-        Err(ZkError::Protocol(why)) => assert!(why.contains(&addr), "{why}"),
+        Err(Error::Protocol(why)) => assert!(why.contains(&addr), "{why}"),
         other => panic!("{other:?}"),
     }
     assert_eq!(
@@ -291,7 +291,7 @@ fn a_reply_out_of_turn_fails_the_call_and_a_server_that_forgot_the_session_expir
         .collect();
     assert_eq!(asked, [(1, 0x55, 0)]);
     assert!(zk.is_expired());
-    assert_eq!(zk.exists("/x", false, soon()), Err(ZkError::SessionExpired));
+    assert_eq!(zk.exists("/x", false, soon()), Err(Error::SessionExpired));
 }
 
 #[test]
@@ -313,7 +313,7 @@ fn a_server_restarted_within_the_session_timeout_keeps_the_session() {
     };
     assert_eq!(
         zk.exists("/held", false, Instant::now() + Duration::from_millis(100)),
-        Err(ZkError::ConnectionLoss)
+        Err(Error::ConnectionLoss)
     );
     server.start_again();
     assert_eq!(
@@ -372,7 +372,7 @@ fn a_cut_network_is_seen_at_once_and_a_silent_one_past_the_timeout_expires_the_s
     );
     assert_eq!(
         zk.create("/x", b"", CreateMode::Persistent, soon()),
-        Err(ZkError::SessionExpired)
+        Err(Error::SessionExpired)
     );
     proxy.heal();
     let (other, _) = session_on(&server);

@@ -3,7 +3,7 @@
 //! notifications, and what the opcodes, special xids and error codes are.
 
 use super::jute::{JuteError, Reader, Writer};
-use super::{Stat, ZkError};
+use super::{Error, Stat};
 
 /// Opcodes of the requests this client sends.
 pub(crate) mod op {
@@ -40,15 +40,15 @@ pub(crate) mod code {
 }
 
 /// The error a reply header's non-zero code stands for.
-pub(crate) fn error_of(err: i32) -> ZkError {
+pub(crate) fn error_of(err: i32) -> Error {
     match err {
-        code::NO_NODE => ZkError::NoNode,
-        code::NODE_EXISTS => ZkError::NodeExists,
-        code::NOT_EMPTY => ZkError::NotEmpty,
-        code::BAD_VERSION => ZkError::BadVersion,
-        code::NO_AUTH => ZkError::NoAuth,
-        code::SESSION_EXPIRED => ZkError::SessionExpired,
-        other => ZkError::Api(other),
+        code::NO_NODE => Error::NoNode,
+        code::NODE_EXISTS => Error::NodeExists,
+        code::NOT_EMPTY => Error::NotEmpty,
+        code::BAD_VERSION => Error::BadVersion,
+        code::NO_AUTH => Error::NoAuth,
+        code::SESSION_EXPIRED => Error::SessionExpired,
+        other => Error::Api(other),
     }
 }
 

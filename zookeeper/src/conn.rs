@@ -5,7 +5,7 @@
 
 use super::jute::{Reader, MAX_FRAME};
 use super::proto::{self, ConnectResponse};
-use super::ZkError;
+use super::Error;
 use deadline_net::{Socket, Timed};
 use std::io::{self, Read, Write};
 use std::net::TcpStream;
@@ -125,17 +125,17 @@ fn is_timeout(error: &io::Error) -> bool {
 }
 
 /// The error of a handshake with `server` that failed for `why`.
-fn unavailable(server: &str, why: impl std::fmt::Display) -> ZkError {
-    ZkError::Unavailable(format!("{server}: {why}"))
+fn unavailable(server: &str, why: impl std::fmt::Display) -> Error {
+    Error::Unavailable(format!("{server}: {why}"))
 }
 
 /// The error of a peer, `server`, that does not speak ZooKeeper.
-fn protocol(server: &str, why: impl std::fmt::Display) -> ZkError {
-    ZkError::Protocol(format!("{server}: {why}"))
+fn protocol(server: &str, why: impl std::fmt::Display) -> Error {
+    Error::Protocol(format!("{server}: {why}"))
 }
 
 /// The error of a read during the handshake with `server`.
-fn read_failed(server: &str, error: ReadError) -> ZkError {
+fn read_failed(server: &str, error: ReadError) -> Error {
     match error {
         ReadError::Timeout => unavailable(server, "no answer to the handshake in time"),
         ReadError::Lost(why) => unavailable(server, format!("during the handshake: {why}")),
@@ -156,14 +156,14 @@ pub(super) struct Reading {
 }
 
 /// Splits `host:port` (an IPv6 address in brackets).
-pub(crate) fn host_and_port(server: &str) -> Option<(&str, u16)> {
+pub fn host_and_port(server: &str) -> Option<(&str, u16)> {
     let (host, port) = server.rsplit_once(':')?;
     let port = port.parse().ok()?;
     (!host.is_empty()).then_some((host, port))
 }
 
 /// Opens a TCP connection to `server` by `deadline`, trying each of its addresses.
-fn open_socket(server: &str, deadline: Instant) -> Result<TcpStream, ZkError> {
+fn open_socket(server: &str, deadline: Instant) -> Result<TcpStream, Error> {
     let (host, port) =
         host_and_port(server).ok_or_else(|| unavailable(server, "not a host:port"))?;
     deadline_net::connect_tcp(host, port, deadline).map_err(|error| unavailable(server, error))
@@ -178,7 +178,7 @@ pub(crate) fn open(
     digest: Option<&str>,
     watches: &[Vec<u8>],
     deadline: Instant,
-) -> Result<Handshake, ZkError> {
+) -> Result<Handshake, Error> {
     let socket = open_socket(server, deadline)?;
     let clone = |timed: &Timed| {
         timed

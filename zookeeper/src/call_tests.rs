@@ -9,8 +9,8 @@ use std::thread;
 
 use testkit::ZooKeeper;
 
-pub(super) fn config(hosts: &str, session_timeout: Duration) -> ZkConfig {
-    ZkConfig {
+pub(super) fn config(hosts: &str, session_timeout: Duration) -> Config {
+    Config {
         hosts: vec![hosts.to_owned()],
         chroot: None,
         session_timeout,
@@ -24,7 +24,7 @@ pub(super) fn soon() -> Instant {
 }
 
 /// A session on `config`, and the events it reports.
-pub(super) fn open(config: ZkConfig) -> (Session, Receiver<Event>) {
+pub(super) fn open(config: Config) -> (Session, Receiver<Event>) {
     let (tell, told) = crossbeam_channel::unbounded();
     let events: Arc<dyn Fn(Event) + Send + Sync> = Arc::new(move |event| {
         let _ = tell.send(event);
@@ -64,11 +64,11 @@ fn nodes_are_created_read_listed_and_deleted() {
     );
     assert_eq!(
         zk.create("/a", b"", CreateMode::Persistent, soon()),
-        Err(ZkError::NodeExists)
+        Err(Error::NodeExists)
     );
     assert_eq!(
         zk.create("/none/b", b"", CreateMode::Persistent, soon()),
-        Err(ZkError::NoNode)
+        Err(Error::NoNode)
     );
     for child in ["x", "y", "z"] {
         zk.create(&format!("/a/{child}"), b"", CreateMode::Persistent, soon())
@@ -82,17 +82,17 @@ fn nodes_are_created_read_listed_and_deleted() {
         (data.as_slice(), stat.czxid),
         (&b"hello"[..], found.expect("found").czxid)
     );
-    assert_eq!(zk.get_data("/nothing", false, soon()), Err(ZkError::NoNode));
+    assert_eq!(zk.get_data("/nothing", false, soon()), Err(Error::NoNode));
     let (mut children, stat) = zk.get_children("/a", false, soon()).expect("children");
     children.sort();
     assert_eq!(children, ["x", "y", "z"]);
     assert_eq!(stat.num_children, 3);
 
-    assert_eq!(zk.delete("/a", None, soon()), Err(ZkError::NotEmpty));
-    assert_eq!(zk.delete("/a/x", Some(7), soon()), Err(ZkError::BadVersion));
+    assert_eq!(zk.delete("/a", None, soon()), Err(Error::NotEmpty));
+    assert_eq!(zk.delete("/a/x", Some(7), soon()), Err(Error::BadVersion));
     zk.delete("/a/x", Some(0), soon())
         .expect("delete at its version");
-    assert_eq!(zk.delete("/a/x", None, soon()), Err(ZkError::NoNode));
+    assert_eq!(zk.delete("/a/x", None, soon()), Err(Error::NoNode));
 
     // Pipelined: one result per path, in order, a bad path refused on its own.
     let paths: Vec<String> = ["/a/y", "/a/x", "bad", "/a/z", "/"]
@@ -103,7 +103,7 @@ fn nodes_are_created_read_listed_and_deleted() {
     assert_eq!(results.len(), 5);
     assert!(matches!(results[0], Ok(Some(_))));
     assert_eq!(results[1], Ok(None));
-    assert!(matches!(results[2], Err(ZkError::BadPath(_))));
+    assert!(matches!(results[2], Err(Error::BadPath(_))));
     assert!(matches!(results[3], Ok(Some(_))));
     assert!(matches!(results[4], Ok(Some(_))));
 
@@ -155,7 +155,7 @@ fn every_reply_reaches_its_own_caller() {
                             assert_eq!(data, path.as_bytes(), "a reply reached another caller");
                             answered += 1;
                         }
-                        Err(ZkError::Timeout) => timed_out += 1,
+                        Err(Error::Timeout) => timed_out += 1,
                         Err(other) => panic!("{other:?}"),
                     }
                 }
@@ -209,7 +209,7 @@ fn ephemeral_sequential_nodes_are_numbered_and_go_with_their_session() {
     assert_eq!(plain, "/locks/mine");
     owner.close(soon());
     assert!(owner.is_expired());
-    assert_eq!(owner.exists("/locks", false, soon()), Err(ZkError::Closed));
+    assert_eq!(owner.exists("/locks", false, soon()), Err(Error::Closed));
     for name in names.iter().chain([&plain]) {
         assert_eq!(other.exists(name, false, soon()), Ok(None), "{name}");
     }
@@ -338,33 +338,27 @@ fn bad_paths_are_refused_without_a_round_trip() {
     let past = Instant::now();
     for bad in ["", "a", "/a/", "/a//b", "/a/./b", "/a/..", "/a\0"] {
         assert!(
-            matches!(zk.exists(bad, false, past), Err(ZkError::BadPath(_))),
+            matches!(zk.exists(bad, false, past), Err(Error::BadPath(_))),
             "{bad:?}"
         );
         assert!(matches!(
             zk.get_data(bad, false, past),
-            Err(ZkError::BadPath(_))
+            Err(Error::BadPath(_))
         ));
         assert!(matches!(
             zk.get_children(bad, true, past),
-            Err(ZkError::BadPath(_))
+            Err(Error::BadPath(_))
         ));
-        assert!(matches!(
-            zk.delete(bad, None, past),
-            Err(ZkError::BadPath(_))
-        ));
+        assert!(matches!(zk.delete(bad, None, past), Err(Error::BadPath(_))));
         assert!(matches!(
             zk.create(bad, b"", CreateMode::Persistent, past),
-            Err(ZkError::BadPath(_))
+            Err(Error::BadPath(_))
         ));
-        assert!(matches!(
-            zk.ensure_path(bad, past),
-            Err(ZkError::BadPath(_))
-        ));
+        assert!(matches!(zk.ensure_path(bad, past), Err(Error::BadPath(_))));
     }
-    assert_eq!(zk.exists("/fine", false, past), Err(ZkError::Closed));
+    assert_eq!(zk.exists("/fine", false, past), Err(Error::Closed));
     let mut bad_root = config(&server.connect_string(), Duration::from_secs(5));
     bad_root.chroot = Some("app".into());
     let refused = Session::connect(bad_root, soon(), Arc::new(|_| {}));
-    assert!(matches!(refused, Err(ZkError::BadPath(_))), "{refused:?}");
+    assert!(matches!(refused, Err(Error::BadPath(_))), "{refused:?}");
 }

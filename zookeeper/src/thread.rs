@@ -7,7 +7,7 @@ use super::conn::{self, Credentials, Handshake, ReadError, Reading};
 use super::jute::Reader;
 use super::proto::{self, code, event, xid, Request};
 use super::session::{later, Phase, SessionShared, FIRST_BACKOFF, LONGEST_BACKOFF};
-use super::{Event, ZkError};
+use super::{Error, Event};
 use std::io::Write;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -19,7 +19,7 @@ const LATE_CLOSE: Duration = Duration::from_millis(200);
 /// How serving a connection ended.
 enum End {
     /// Lost: the failure its calls in flight get, and why, for the log.
-    Lost(ZkError, String),
+    Lost(Error, String),
     /// The session expired (a reply said so).
     Expired,
     /// Its owner closed the session.
@@ -121,7 +121,7 @@ impl SessionShared {
             let now = Instant::now();
             if now >= dead_at {
                 let why = format!("nothing read for {} ms", read_timeout.as_millis());
-                return End::Lost(ZkError::ConnectionLoss, why);
+                return End::Lost(Error::ConnectionLoss, why);
             }
             let mut next_ping = last_sent + ping_every;
             if now >= next_ping {
@@ -145,9 +145,9 @@ impl SessionShared {
                 Err(ReadError::Lost(_)) if closing || self.state.lock().closing => {
                     return End::Closed
                 }
-                Err(ReadError::Lost(why)) => return End::Lost(ZkError::ConnectionLoss, why),
+                Err(ReadError::Lost(why)) => return End::Lost(Error::ConnectionLoss, why),
                 Err(ReadError::Protocol(why)) => {
-                    return End::Lost(ZkError::Protocol(format!("{server}: {why}")), why)
+                    return End::Lost(Error::Protocol(format!("{server}: {why}")), why)
                 }
             }
         }
@@ -172,7 +172,7 @@ impl SessionShared {
             Ok(()) => self.state.lock().last_sent = Instant::now(),
             Err(error) => {
                 log::debug!("zookeeper: writing a ping: {error}");
-                self.break_connection(generation, ZkError::ConnectionLoss);
+                self.break_connection(generation, Error::ConnectionLoss);
             }
         }
     }
@@ -181,10 +181,7 @@ impl SessionShared {
     fn handle(&self, frame: &[u8], server: &str) -> Option<End> {
         let garbage = |what: &str, why: String| {
             let why = format!("{what}: {why}");
-            Some(End::Lost(
-                ZkError::Protocol(format!("{server}: {why}")),
-                why,
-            ))
+            Some(End::Lost(Error::Protocol(format!("{server}: {why}")), why))
         };
         let mut body = Reader::new(frame);
         let header = match proto::reply_header(&mut body) {
@@ -227,7 +224,7 @@ impl SessionShared {
                     },
                     header.err
                 );
-                Some(End::Lost(ZkError::ConnectionLoss, why))
+                Some(End::Lost(Error::ConnectionLoss, why))
             }
             xid::AUTH | xid::SET_WATCHES => None,
             number => {
@@ -249,7 +246,7 @@ impl SessionShared {
                         Ok(reply) => Ok(reply),
                         Err(error) => {
                             let why = format!("a reply's body: {}", error.0);
-                            let error = ZkError::Protocol(format!("{server}: {why}"));
+                            let error = Error::Protocol(format!("{server}: {why}"));
                             let _ = call.reply.try_send(Err(error.clone()));
                             return Some(End::Lost(error, why));
                         }

@@ -1,17 +1,45 @@
-//! A small synchronous ZooKeeper client, for the ZooKeeper lock backend: one session over one
-//! TCP connection at a time, a thread per session that reads replies and watch events, and the
-//! few operations the lock recipe needs (create, delete, exists, getData, getChildren), each
-//! ending by its caller's deadline.
+//! A small synchronous ZooKeeper client whose every call ends by its caller's deadline: one
+//! session over one TCP connection at a time, a thread per session that reads replies and watch
+//! events and reconnects within the session timeout, and the operations coordination recipes
+//! need (create, with ephemeral and sequential modes; delete; exists, getData and getChildren,
+//! with watches; setData; a batch of exists; `sync` as a ping).
 //!
-//! This module owns the client's API; its plain types and errors are in `types.rs`, the wire
-//! encoding in `jute.rs`, the requests, replies and codes in `proto.rs`, path rules and the
-//! chroot in `path.rs`, one connection and its handshake in `conn.rs`, the armed watches in
-//! `watches.rs`, the session's state, opening and closing in `session.rs`, its calls in
-//! `calls.rs` (whose documentation tells what a call gets while the connection is lost), and the
-//! session's thread, which reads and reconnects, in `thread.rs`.
+//! ```no_run
+//! use std::sync::Arc;
+//! use std::time::{Duration, Instant};
+//! use zookeeper_blocking::{Config, CreateMode, Event, Session};
+//!
+//! let config = Config::new(vec!["127.0.0.1:2181".into()]);
+//! let soon = || Instant::now() + Duration::from_secs(2);
+//! let events = Arc::new(|event: Event| log::info!("{event:?}"));
+//! let session = Session::connect(config, soon(), events)?;
+//! session.ensure_path("/jobs", soon())?;
+//! let (mine, _) = session.create("/jobs/n-", b"host-a", CreateMode::EphemeralSequential, soon())?;
+//! let (children, _) = session.get_children("/jobs", true, soon())?;
+//! println!("{mine} among {children:?}");
+//! # Ok::<(), zookeeper_blocking::Error>(())
+//! ```
+//!
+//! Why another client: the synchronous `zookeeper` crate's calls take no timeout, and
+//! `zookeeper-client` is async. Here a call that gets no reply by its deadline returns
+//! [`Error::Timeout`] (it may still be applied), one whose connection broke returns
+//! [`Error::ConnectionLoss`], and an expired session is reported as [`Error::SessionExpired`]
+//! rather than replaced by a new one behind its owner's back: a session's ephemeral nodes are
+//! its owner's leases.
+//!
+//! The API is [`Session`] (its calls' documentation tells what a call gets while the
+//! connection is lost); its plain types and errors are in `types.rs`, the wire encoding in
+//! `jute.rs`, the requests, replies and codes in `proto.rs`, path rules and the chroot in
+//! `path.rs`, one connection and its handshake in `conn.rs`, the armed watches in `watches.rs`,
+//! the session's state, opening and closing in `session.rs`, its calls in `calls.rs`, and the
+//! session's thread, which reads and reconnects, in `thread.rs`. Sockets and deadlines are
+//! `deadline-net`'s.
 //!
 //! Nodes are created with the open ACL (`world:anyone`, all permissions); the digest
 //! credentials, if given, are sent after every handshake (`addauth digest`) and never logged.
+//! Unix only.
+
+#![forbid(unsafe_code)]
 
 mod calls;
 mod conn;
@@ -28,18 +56,18 @@ mod call_tests;
 #[cfg(test)]
 mod fault_tests;
 
-pub(crate) use conn::host_and_port;
+pub use conn::host_and_port;
 use proto::{Reply, Request};
 use session::{Call, SessionShared};
 use std::fmt;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
-pub(crate) use types::{CreateMode, Event, Stat, ZkConfig, ZkError};
+pub use types::{Config, CreateMode, Error, Event, Stat};
 use watches::Watch;
 
 /// A ZooKeeper session. Clones share it; the last one dropped closes it (within a second).
 #[derive(Clone)]
-pub(crate) struct Session {
+pub struct Session {
     /// Shared by the clones.
     handle: Arc<Handle>,
 }
@@ -71,8 +99,8 @@ impl fmt::Debug for Session {
 }
 
 /// A reply of another shape than its request's (which decoding by opcode rules out).
-fn unexpected(reply: Reply) -> ZkError {
-    ZkError::Protocol(format!("a reply of an unexpected shape: {reply:?}"))
+fn unexpected(reply: Reply) -> Error {
+    Error::Protocol(format!("a reply of an unexpected shape: {reply:?}"))
 }
 
 impl Session {
@@ -85,11 +113,11 @@ impl Session {
     ///
     /// `Unavailable` when no server completed the handshake by `deadline`, `Protocol` when every
     /// server tried spoke something else, `BadPath` for a bad chroot.
-    pub(crate) fn connect(
-        config: ZkConfig,
+    pub fn connect(
+        config: Config,
         deadline: Instant,
         events: Arc<dyn Fn(Event) + Send + Sync>,
-    ) -> Result<Session, ZkError> {
+    ) -> Result<Session, Error> {
         let shared = SessionShared::connect(config, deadline, events)?;
         Ok(Session {
             handle: Arc::new(Handle { shared }),
@@ -102,28 +130,28 @@ impl Session {
     }
 
     /// The session's id, as the server gave it (and shows it in its logs).
-    pub(crate) fn session_id(&self) -> i64 {
+    pub fn session_id(&self) -> i64 {
         self.shared().session_id()
     }
 
     /// The negotiated session timeout.
-    pub(crate) fn timeout(&self) -> Duration {
+    pub fn timeout(&self) -> Duration {
         self.shared().timeout()
     }
 
     /// Whether the session expired or was closed.
-    pub(crate) fn is_expired(&self) -> bool {
+    pub fn is_expired(&self) -> bool {
         self.shared().is_expired()
     }
 
     /// Whether the session has a connection now (and is not being closed).
     #[cfg_attr(not(test), allow(dead_code))]
-    pub(crate) fn is_connected(&self) -> bool {
+    pub fn is_connected(&self) -> bool {
         self.shared().is_connected()
     }
 
     /// The `host:port` connected now.
-    pub(crate) fn server(&self) -> Option<String> {
+    pub fn server(&self) -> Option<String> {
         self.shared().server()
     }
 
@@ -133,13 +161,13 @@ impl Session {
     /// # Errors
     ///
     /// `NodeExists`, `NoNode` (no parent), `NoAuth`, or a session or connection error.
-    pub(crate) fn create(
+    pub fn create(
         &self,
         path: &str,
         data: &[u8],
         mode: CreateMode,
         deadline: Instant,
-    ) -> Result<(String, Stat), ZkError> {
+    ) -> Result<(String, Stat), Error> {
         path::check(path, mode.is_sequential())?;
         let request = Request::Create {
             path: self.shared().chroot.prefix(path),
@@ -157,12 +185,7 @@ impl Session {
     /// # Errors
     ///
     /// `NoNode`, `BadVersion`, `NotEmpty`, `NoAuth`, or a session or connection error.
-    pub(crate) fn delete(
-        &self,
-        path: &str,
-        version: Option<i32>,
-        deadline: Instant,
-    ) -> Result<(), ZkError> {
+    pub fn delete(&self, path: &str, version: Option<i32>, deadline: Instant) -> Result<(), Error> {
         path::check(path, false)?;
         let request = Request::Delete {
             path: self.shared().chroot.prefix(path),
@@ -177,12 +200,12 @@ impl Session {
     /// # Errors
     ///
     /// A session or connection error.
-    pub(crate) fn exists(
+    pub fn exists(
         &self,
         path: &str,
         watch: bool,
         deadline: Instant,
-    ) -> Result<Option<Stat>, ZkError> {
+    ) -> Result<Option<Stat>, Error> {
         path::check(path, false)?;
         let call = Call {
             request: Request::Exists {
@@ -199,12 +222,12 @@ impl Session {
     /// # Errors
     ///
     /// `NoNode`, `NoAuth`, or a session or connection error.
-    pub(crate) fn get_data(
+    pub fn get_data(
         &self,
         path: &str,
         watch: bool,
         deadline: Instant,
-    ) -> Result<(Vec<u8>, Stat), ZkError> {
+    ) -> Result<(Vec<u8>, Stat), Error> {
         path::check(path, false)?;
         let call = Call {
             request: Request::GetData {
@@ -224,13 +247,13 @@ impl Session {
     /// # Errors
     ///
     /// `NoNode`, `BadVersion`, `NoAuth`, or a session or connection error.
-    pub(crate) fn set_data(
+    pub fn set_data(
         &self,
         path: &str,
         data: &[u8],
         version: Option<i32>,
         deadline: Instant,
-    ) -> Result<Stat, ZkError> {
+    ) -> Result<Stat, Error> {
         path::check(path, false)?;
         let request = Request::SetData {
             path: self.shared().chroot.prefix(path),
@@ -249,12 +272,12 @@ impl Session {
     /// # Errors
     ///
     /// `NoNode`, `NoAuth`, or a session or connection error.
-    pub(crate) fn get_children(
+    pub fn get_children(
         &self,
         path: &str,
         watch: bool,
         deadline: Instant,
-    ) -> Result<(Vec<String>, Stat), ZkError> {
+    ) -> Result<(Vec<String>, Stat), Error> {
         path::check(path, false)?;
         let call = Call {
             request: Request::GetChildren {
@@ -271,12 +294,12 @@ impl Session {
 
     /// Several `exists` (no watch) pipelined: all written, then all replies read; one result
     /// per path, in order, all by `deadline`. A bad path gets `BadPath` and is not sent.
-    pub(crate) fn exists_many(
+    pub fn exists_many(
         &self,
         paths: &[String],
         deadline: Instant,
-    ) -> Vec<Result<Option<Stat>, ZkError>> {
-        let mut results: Vec<Option<Result<Option<Stat>, ZkError>>> = Vec::new();
+    ) -> Vec<Result<Option<Stat>, Error>> {
+        let mut results: Vec<Option<Result<Option<Stat>, Error>>> = Vec::new();
         let mut calls = Vec::new();
         for path in paths {
             match path::check(path, false) {
@@ -300,7 +323,7 @@ impl Session {
             .into_iter()
             .map(|result| match result {
                 Some(refused) => refused,
-                None => stat_or_none(replies.next().unwrap_or(Err(ZkError::ConnectionLoss))),
+                None => stat_or_none(replies.next().unwrap_or(Err(Error::ConnectionLoss))),
             })
             .collect()
     }
@@ -311,7 +334,7 @@ impl Session {
     /// # Errors
     ///
     /// `NoAuth`, or a session or connection error.
-    pub(crate) fn ensure_path(&self, path: &str, deadline: Instant) -> Result<(), ZkError> {
+    pub fn ensure_path(&self, path: &str, deadline: Instant) -> Result<(), Error> {
         path::check(path, false)?;
         if self.exists(path, false, deadline)?.is_some() {
             return Ok(());
@@ -325,12 +348,12 @@ impl Session {
                 return Ok(());
             };
             match self.create_raw(lowest, deadline) {
-                Ok(()) | Err(ZkError::NodeExists) => {
+                Ok(()) | Err(Error::NodeExists) => {
                     missing.pop();
                 }
-                Err(ZkError::NoNode) => match lowest.rfind('/') {
+                Err(Error::NoNode) => match lowest.rfind('/') {
                     Some(cut) if cut > 0 => missing.push(&lowest[..cut]),
-                    _ => return Err(ZkError::NoNode),
+                    _ => return Err(Error::NoNode),
                 },
                 Err(error) => return Err(error),
             }
@@ -338,7 +361,7 @@ impl Session {
     }
 
     /// Creates an empty persistent node at `server_path`, the chroot already in it.
-    fn create_raw(&self, server_path: &str, deadline: Instant) -> Result<(), ZkError> {
+    fn create_raw(&self, server_path: &str, deadline: Instant) -> Result<(), Error> {
         let request = Request::Create {
             path: server_path.to_owned(),
             data: Vec::new(),
@@ -353,13 +376,13 @@ impl Session {
     /// # Errors
     ///
     /// A session or connection error.
-    pub(crate) fn sync_ping(&self, deadline: Instant) -> Result<(), ZkError> {
+    pub fn sync_ping(&self, deadline: Instant) -> Result<(), Error> {
         let request = Request::Exists {
             path: self.shared().chroot.prefix("/"),
             watch: false,
         };
         match self.shared().call(Call::new(request), deadline) {
-            Ok(_) | Err(ZkError::NoNode) => Ok(()),
+            Ok(_) | Err(Error::NoNode) => Ok(()),
             Err(error) => Err(error),
         }
     }
@@ -368,23 +391,23 @@ impl Session {
     /// go at once. Later calls fail with `Closed`. Waits for a connection if there is none now;
     /// if none comes by `deadline`, the session is closed here and the ensemble expires it.
     #[cfg_attr(not(test), allow(dead_code))]
-    pub(crate) fn close(&self, deadline: Instant) {
+    pub fn close(&self, deadline: Instant) {
         self.shared().close(deadline);
     }
 
     /// How many watches are armed now.
     #[cfg(test)]
-    pub(crate) fn watch_count(&self) -> usize {
+    pub fn watch_count(&self) -> usize {
         self.shared().watch_count()
     }
 }
 
 /// An `exists` reply: a stat, or none for `NoNode`.
-fn stat_or_none(reply: Result<Reply, ZkError>) -> Result<Option<Stat>, ZkError> {
+fn stat_or_none(reply: Result<Reply, Error>) -> Result<Option<Stat>, Error> {
     match reply {
         Ok(Reply::Stat(stat)) => Ok(Some(stat)),
         Ok(other) => Err(unexpected(other)),
-        Err(ZkError::NoNode) => Ok(None),
+        Err(Error::NoNode) => Ok(None),
         Err(error) => Err(error),
     }
 }

@@ -12,7 +12,7 @@
 
 use super::proto::{code, Reply};
 use super::session::{Call, Pending, Phase, SessionShared};
-use super::ZkError;
+use super::Error;
 use crossbeam_channel::{Receiver, RecvTimeoutError};
 use deadline_net::Timed;
 use std::io::{self, Write};
@@ -35,10 +35,10 @@ fn write_out(writer: &mut Timed, bytes: &[u8]) -> (usize, Option<io::Error>) {
 
 impl SessionShared {
     /// Makes one call and waits for its reply by `deadline`.
-    pub(crate) fn call(&self, call: Call, deadline: Instant) -> Result<Reply, ZkError> {
+    pub(crate) fn call(&self, call: Call, deadline: Instant) -> Result<Reply, Error> {
         self.call_many(vec![call], deadline)
             .pop()
-            .unwrap_or(Err(ZkError::ConnectionLoss))
+            .unwrap_or(Err(Error::ConnectionLoss))
     }
 
     /// Writes `calls` together, then waits for their replies, all by `deadline`: one result
@@ -47,15 +47,15 @@ impl SessionShared {
         &self,
         calls: Vec<Call>,
         deadline: Instant,
-    ) -> Vec<Result<Reply, ZkError>> {
+    ) -> Vec<Result<Reply, Error>> {
         let count = calls.len();
         match self.send(calls, deadline, false) {
             Ok(replies) => replies
                 .into_iter()
                 .map(|reply| match reply.recv_deadline(deadline) {
                     Ok(result) => result,
-                    Err(RecvTimeoutError::Timeout) => Err(ZkError::Timeout),
-                    Err(RecvTimeoutError::Disconnected) => Err(ZkError::ConnectionLoss),
+                    Err(RecvTimeoutError::Timeout) => Err(Error::Timeout),
+                    Err(RecvTimeoutError::Disconnected) => Err(Error::ConnectionLoss),
                 })
                 .collect(),
             Err(error) => vec![Err(error); count],
@@ -69,20 +69,20 @@ impl SessionShared {
         calls: Vec<Call>,
         deadline: Instant,
         closing: bool,
-    ) -> Result<Vec<Receiver<Result<Reply, ZkError>>>, ZkError> {
+    ) -> Result<Vec<Receiver<Result<Reply, Error>>>, Error> {
         let mut frames = Vec::with_capacity(calls.len());
         for call in &calls {
             // Numbered later: the xid is the frame's first field, after its length.
             frames.push(
                 call.request
                     .frame(0)
-                    .ok_or(ZkError::Api(code::MARSHALLING_ERROR))?,
+                    .ok_or(Error::Api(code::MARSHALLING_ERROR))?,
             );
         }
         loop {
             self.await_connection(deadline, closing)?;
             let Some(mut out) = self.out.try_lock_until(deadline) else {
-                return Err(ZkError::Timeout);
+                return Err(Error::Timeout);
             };
             let mut state = self.state.lock();
             if state.phase != Phase::Connected
@@ -93,10 +93,10 @@ impl SessionShared {
                 continue;
             }
             if state.closing && !closing {
-                return Err(ZkError::Closed);
+                return Err(Error::Closed);
             }
             if Instant::now() >= deadline {
-                return Err(ZkError::Timeout);
+                return Err(Error::Timeout);
             }
             let mut bytes = Vec::with_capacity(frames.iter().map(Vec::len).sum());
             let mut replies = Vec::with_capacity(calls.len());
@@ -135,16 +135,16 @@ impl SessionShared {
                         .lock()
                         .pending
                         .retain(|call| !xids.contains(&call.xid));
-                    return Err(ZkError::Timeout);
+                    return Err(Error::Timeout);
                 }
                 drop(out);
                 // A frame cut short must never be followed by another: the connection goes.
                 log::warn!("zookeeper: writing to {server}: {error}; the connection is dropped");
-                self.break_connection(generation, ZkError::ConnectionLoss);
+                self.break_connection(generation, Error::ConnectionLoss);
                 return Err(if timed_out {
-                    ZkError::Timeout
+                    Error::Timeout
                 } else {
-                    ZkError::ConnectionLoss
+                    Error::ConnectionLoss
                 });
             }
             return Ok(replies);
@@ -152,19 +152,19 @@ impl SessionShared {
     }
 
     /// Waits until the session is connected, by `deadline`.
-    fn await_connection(&self, deadline: Instant, closing: bool) -> Result<(), ZkError> {
+    fn await_connection(&self, deadline: Instant, closing: bool) -> Result<(), Error> {
         let mut state = self.state.lock();
         loop {
             if state.closing && !closing {
-                return Err(ZkError::Closed);
+                return Err(Error::Closed);
             }
             match state.phase {
                 Phase::Connected => return Ok(()),
-                Phase::Expired => return Err(ZkError::SessionExpired),
-                Phase::Closed => return Err(ZkError::Closed),
+                Phase::Expired => return Err(Error::SessionExpired),
+                Phase::Closed => return Err(Error::Closed),
                 Phase::Disconnected => {
                     if Instant::now() >= deadline {
-                        return Err(ZkError::ConnectionLoss);
+                        return Err(Error::ConnectionLoss);
                     }
                     self.changed.wait_until(&mut state, deadline);
                 }
@@ -174,7 +174,7 @@ impl SessionShared {
 
     /// Takes connection `generation` for lost, if it is still the one open: its calls in flight
     /// fail with `failure` and its socket is closed.
-    pub(super) fn break_connection(&self, generation: u64, failure: ZkError) {
+    pub(super) fn break_connection(&self, generation: u64, failure: Error) {
         let mut state = self.state.lock();
         if state.generation != generation || state.phase != Phase::Connected {
             return;

@@ -2,12 +2,12 @@
 //! `PathUtils`), and the chroot, prefixed to every path sent and stripped from every path
 //! received.
 
-use super::ZkError;
+use super::Error;
 
 /// Checks `path` as the server would, without a round trip. A sequential create's path is
 /// checked with a digit after it: it may end with `/` (the server appends the counter).
-pub(crate) fn check(path: &str, sequential: bool) -> Result<(), ZkError> {
-    let bad = |why: &str| Err(ZkError::BadPath(format!("{path:?}: {why}")));
+pub(crate) fn check(path: &str, sequential: bool) -> Result<(), Error> {
+    let bad = |why: &str| Err(Error::BadPath(format!("{path:?}: {why}")));
     if path.is_empty() {
         return bad("a path must not be empty");
     }
@@ -51,11 +51,11 @@ pub(crate) struct Chroot(Option<String>);
 impl Chroot {
     /// The chroot of a configuration: none for `None` or `"/"`, otherwise a path that must be
     /// valid.
-    pub(crate) fn new(chroot: Option<&str>) -> Result<Chroot, ZkError> {
+    pub(crate) fn new(chroot: Option<&str>) -> Result<Chroot, Error> {
         match chroot {
             None | Some("/") => Ok(Chroot(None)),
             Some(root) => {
-                check(root, false).map_err(|error| ZkError::BadPath(format!("chroot: {error}")))?;
+                check(root, false).map_err(|error| Error::BadPath(format!("chroot: {error}")))?;
                 Ok(Chroot(Some(root.to_owned())))
             }
         }
@@ -100,7 +100,7 @@ mod tests {
             "", "a", "/a/", "//a", "/a//b", "/a/./b", "/a/..", "/.", "/a\0b", "/a\u{1}",
         ] {
             assert!(
-                matches!(check(bad, false), Err(ZkError::BadPath(_))),
+                matches!(check(bad, false), Err(Error::BadPath(_))),
                 "{bad:?}"
             );
         }
