@@ -2,13 +2,13 @@
 //! refused when the client is built, and an acquisition that reports failure (too few
 //! acknowledgements, no answer in time) leaves no hold behind it, on a primary with a replica.
 
-mod support;
+mod common;
 
+use common::RedisServer;
 use redis::Commands;
 use redis_lease::{Client, Error};
 use std::thread;
 use std::time::{Duration, Instant};
-use support::RedisServer;
 
 /// A primary and one replica of it, linked and in sync.
 fn primary_with_replica() -> (RedisServer, RedisServer) {

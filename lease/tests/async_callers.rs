@@ -2,12 +2,12 @@
 //! blocking pool, and learns of a lost hold by `on_lost` feeding a oneshot channel, without a
 //! thread parked on the lost signal.
 
-mod support;
+mod common;
 
+use common::RedisServer;
 use redis_lease::{Client, LostReason};
 use std::sync::Arc;
 use std::time::Duration;
-use support::RedisServer;
 
 fn runtime() -> tokio::runtime::Runtime {
     tokio::runtime::Builder::new_multi_thread()
@@ -52,7 +52,7 @@ async fn work_while_held(client: Arc<Client>, work: Duration) -> redis_lease::Re
 #[test]
 fn a_task_works_while_it_holds_and_releases_off_the_runtime() {
     let server = RedisServer::start();
-    let client = Arc::new(support::client_with_lease(
+    let client = Arc::new(common::client_with_lease(
         &server,
         Duration::from_millis(600),
     ));
@@ -68,18 +68,18 @@ fn a_task_works_while_it_holds_and_releases_off_the_runtime() {
 #[test]
 fn a_task_is_told_of_a_lost_hold_by_a_oneshot_and_stops() {
     let server = RedisServer::start();
-    let client = Arc::new(support::client_with_lease(
+    let client = Arc::new(common::client_with_lease(
         &server,
         Duration::from_millis(600),
     ));
-    let operator = support::client(&server);
+    let operator = common::client(&server);
     let runtime = runtime();
     let task = runtime.spawn(work_while_held(
         Arc::clone(&client),
         Duration::from_secs(30),
     ));
     let lock = operator.lock("reports/nightly").expect("valid");
-    support::wait_until("the task holds the lock", || {
+    common::wait_until("the task holds the lock", || {
         lock.is_locked().expect("reachable")
     });
     assert!(lock.force_unlock().expect("reachable"));

@@ -4,7 +4,6 @@
 //! a forced failover to a replica that missed the last acquisition.
 
 mod common;
-mod support;
 
 use common::election::an_election_works;
 use common::methods::{every_public_method, Offers};
@@ -213,7 +212,7 @@ fn calls_follow_a_frozen_master_to_the_replica_that_took_its_place() {
     full(0);
     cluster.pause(master);
     let mut promoted = cluster.server(replica).connection();
-    support::wait_until("the replica takes the frozen master's place", || {
+    common::wait_until("the replica takes the frozen master's place", || {
         let role: Vec<redis::Value> = redis::cmd("ROLE").query(&mut promoted).expect("ROLE");
         matches!(role.first(), Some(redis::Value::BulkString(role)) if role == b"master")
     });

@@ -1,11 +1,11 @@
 //! A client built from the `redis` crate's `ConnectionInfo`, as an application that already
 //! connects to Redis has it: the same server, user, password and database.
 
-mod support;
+mod common;
 
+use common::RedisServer;
 use redis_lease::redis::IntoConnectionInfo;
 use redis_lease::Client;
-use support::RedisServer;
 
 #[test]
 fn a_client_from_connection_info_locks_as_its_user_in_its_database() {

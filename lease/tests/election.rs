@@ -5,16 +5,15 @@
 //! fenced write is refused. The scenario every deployment runs is in `common/election.rs`.
 
 mod common;
-mod support;
 
 use common::election::{next_change, seen, until_reported};
+use common::RedisServer;
 use redis::Commands;
 use redis_lease::{Client, Error, Leadership};
 use std::io::{BufRead, BufReader};
 use std::process::{Child, ChildStdout, Command, Stdio};
 use std::thread;
 use std::time::{Duration, Instant, SystemTime};
-use support::RedisServer;
 use testkit::{Gate, Lossy};
 
 /// Every leader's lease here.
@@ -167,7 +166,7 @@ fn a_frozen_leader_is_past_its_deadline_before_the_next_term_and_its_late_write_
     let server = RedisServer::start();
     let mut con = server.connection();
     let mut frozen = ChildLeader::start(&server);
-    support::wait_until("the child writes as leader", || {
+    common::wait_until("the child writes as leader", || {
         con.llen::<_, usize>("fence:log").expect("LLEN") > 5
     });
     frozen.signal("-STOP");

@@ -3,8 +3,9 @@
 //! was frozen past its lease, is handed to nobody; every holder of a handed-on hold hears of its
 //! loss; and what a client shows of such a hold is its current holder.
 
-mod support;
+mod common;
 
+use common::RedisServer;
 use redis::Commands;
 use redis_lease::{Client, Error, LeaseGuard, Lock};
 use std::process::{Command, Stdio};
@@ -12,7 +13,6 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{mpsc, Arc, Barrier, Mutex};
 use std::thread;
 use std::time::Duration;
-use support::RedisServer;
 
 /// How many connections of every client watch a lock's channel.
 fn watchers(server: &RedisServer, name: &str) -> u64 {
@@ -51,7 +51,7 @@ fn held_with_a_reserving_waiter(
     let first = lock.lock().expect("free");
     let first_token = first.fencing_token().expect("tokens");
     let got = waiter(lock);
-    support::wait_until("tokens are reserved", || last_token(observer) > first_token);
+    common::wait_until("tokens are reserved", || last_token(observer) > first_token);
     (first, got, last_token(observer))
 }
 
@@ -102,8 +102,8 @@ fn handed_on_once(lock: &Lock, observer: &Lock) -> (u64, String, LeaseGuard) {
 #[test]
 fn a_hold_handed_on_in_memory_gets_the_next_token_and_shows_its_holder() {
     let server = RedisServer::start();
-    let (client, _clock, _timer) = support::manual_client(&server, Duration::from_secs(30));
-    let observer = support::client(&server).lock("baton").expect("valid");
+    let (client, _clock, _timer) = common::manual_client(&server, Duration::from_secs(30));
+    let observer = common::client(&server).lock("baton").expect("valid");
     let lock = client.lock("baton").expect("valid");
     // As in `handed_on_once`: a round whose release came between the waiter's reservation in
     // Redis and its record of it went through Redis, and is played again.
@@ -126,8 +126,8 @@ fn a_hold_handed_on_in_memory_gets_the_next_token_and_shows_its_holder() {
 fn the_holder_a_hold_was_handed_to_re_enters_it_and_hears_of_its_loss() {
     let server = RedisServer::start();
     let lease = Duration::from_secs(3);
-    let (client, clock, _timer) = support::manual_client(&server, lease);
-    let observer = support::client(&server).lock("told").expect("valid");
+    let (client, clock, _timer) = common::manual_client(&server, lease);
+    let observer = common::client(&server).lock("told").expect("valid");
     let lock = client.lock("told").expect("valid");
     // The waiter reserves its tokens in Redis, then records them: a release that comes between
     // the two cannot hand the hold on in memory, and frees it through Redis instead (the waiter
@@ -158,7 +158,7 @@ fn the_holder_a_hold_was_handed_to_re_enters_it_and_hears_of_its_loss() {
                 guard.unlock()
             })
         };
-        support::wait_until("tokens are reserved", || {
+        common::wait_until("tokens are reserved", || {
             last_token(&observer) > first_token
         });
         first.unlock().expect("held");
@@ -202,12 +202,12 @@ fn the_holder_a_hold_was_handed_to_re_enters_it_and_hears_of_its_loss() {
 fn a_lost_hold_is_handed_to_no_waiter() {
     let server = RedisServer::start();
     let lease = Duration::from_secs(3);
-    let (client, clock, _timer) = support::manual_client(&server, lease);
-    let observer = support::client(&server).lock("lost").expect("valid");
+    let (client, clock, _timer) = common::manual_client(&server, lease);
+    let observer = common::client(&server).lock("lost").expect("valid");
     let lock = client.lock("lost").expect("valid");
     let (first, got, reserved_up_to) = held_with_a_reserving_waiter(&lock, &observer);
     clock.advance(lease);
-    support::wait_until("the holder is told", || first.is_lost());
+    common::wait_until("the holder is told", || first.is_lost());
     let _ = first.unlock();
     let next = taken_from_redis_past(&got, reserved_up_to);
     assert!(!next.is_lost());
@@ -224,13 +224,13 @@ fn a_lost_hold_is_handed_to_no_waiter() {
 fn a_hold_about_to_lapse_is_handed_to_no_waiter() {
     let server = RedisServer::start();
     let lease = Duration::from_secs(3);
-    let (client, clock, _timer) = support::manual_client(&server, lease);
-    let observer = support::client(&server).lock("lapsing").expect("valid");
+    let (client, clock, _timer) = common::manual_client(&server, lease);
+    let observer = common::client(&server).lock("lapsing").expect("valid");
     let lock = client.lock("lapsing").expect("valid");
     let (first, got, reserved_up_to) = held_with_a_reserving_waiter(&lock, &observer);
     server.pause();
     clock.advance(lease / 3);
-    support::wait_until("the renewal is on its way", || {
+    common::wait_until("the renewal is on its way", || {
         client.watchdog_metrics().in_flight == 1
     });
     clock.advance(first.valid_until() - clock.now() - Duration::from_millis(200));
@@ -243,13 +243,13 @@ fn a_hold_about_to_lapse_is_handed_to_no_waiter() {
 #[test]
 fn a_waiter_with_another_lease_is_granted_the_lock_by_redis() {
     let server = RedisServer::start();
-    let client = support::client_with_lease(&server, Duration::from_secs(30));
-    let observer = support::client(&server).lock("leases").expect("valid");
+    let client = common::client_with_lease(&server, Duration::from_secs(30));
+    let observer = common::client(&server).lock("leases").expect("valid");
     let lock = client.lock("leases").expect("valid");
     let first = lock.lock().expect("free");
     let first_token = first.fencing_token().expect("tokens");
     let got = waiter(&lock.with_lease(Duration::from_secs(10)));
-    support::wait_until("the waiter watches", || watchers(&server, "leases") > 0);
+    common::wait_until("the waiter watches", || watchers(&server, "leases") > 0);
     thread::sleep(Duration::from_millis(100));
     assert_eq!(last_token(&observer), first_token, "nothing reserved");
     first.unlock().expect("held");
@@ -275,7 +275,7 @@ struct Sections {
 fn local_hand_offs_and_takeovers_by_another_client_keep_exclusion_and_token_order() {
     let server = RedisServer::start();
     let clients: Vec<Client> = (0..2)
-        .map(|_| support::client_with_lease(&server, Duration::from_secs(2)))
+        .map(|_| common::client_with_lease(&server, Duration::from_secs(2)))
         .collect();
     let sections = Arc::new(Mutex::new(Sections::default()));
     let inside = Arc::new(AtomicBool::new(false));
@@ -423,8 +423,8 @@ fn a_client_frozen_with_its_waiters_hands_its_hold_to_none_of_them_after_its_lea
         .stdout(Stdio::null())
         .spawn()
         .expect("spawn the child");
-    let observer = support::client(&server).lock("frozen").expect("valid");
-    support::wait_until("the child's threads take turns", || {
+    let observer = common::client(&server).lock("frozen").expect("valid");
+    common::wait_until("the child's threads take turns", || {
         con.llen::<_, usize>("outcomes").expect("LLEN") > 40
     });
     // Freeze the child while one of its threads holds the lock, its other threads waiting.
@@ -447,7 +447,7 @@ fn a_client_frozen_with_its_waiters_hands_its_hold_to_none_of_them_after_its_lea
     let frozen_at = con.llen::<_, usize>("outcomes").expect("LLEN");
     // Another client takes the lock once the frozen hold has lapsed, and holds it while the
     // child runs again.
-    let other = support::client_with_lease(&server, Duration::from_millis(600));
+    let other = common::client_with_lease(&server, Duration::from_millis(600));
     let lock = other.lock("frozen").expect("valid");
     let guard = lock
         .try_lock_for(Duration::from_secs(10))
@@ -460,7 +460,7 @@ fn a_client_frozen_with_its_waiters_hands_its_hold_to_none_of_them_after_its_lea
     assert!(fenced(&mut con, token, "other-end"), "no one wrote over it");
     guard.unlock().expect("held");
     // The child's threads go on, and take the lock again from Redis.
-    support::wait_until("the child takes the lock again", || {
+    common::wait_until("the child takes the lock again", || {
         con.llen::<_, usize>("outcomes").expect("LLEN") > frozen_at + 10
     });
     let _: () = con.set("stop", 1).expect("SET");

@@ -2,13 +2,13 @@
 //! lease was lost can never free (or extend) a later hold of the same owner, on one server or on
 //! RedLock.
 
-mod support;
+mod common;
 
+use common::{client, client_with_lease, wait_until, RedisServer};
 use redis::Commands;
 use redis_lease::{Client, Error, LostReason};
 use std::thread;
 use std::time::Duration;
-use support::{client, client_with_lease, wait_until, RedisServer};
 
 /// The usual retry line: a new hold is taken before the old, expired guard is dropped.
 fn a_lost_guards_drop_leaves_the_new_hold(mine: &Client, theirs: &Client) {

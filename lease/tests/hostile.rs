@@ -2,14 +2,14 @@
 //! replies; keys of the wrong type and fencing counters that cannot give a token; refusals that
 //! retrying will not fix; bad settings; passwords that must never show.
 
-mod support;
+mod common;
 
+use common::RedisServer;
 use redis::Commands;
 use redis_lease::{Client, Error, MultiLock};
 use std::sync::{Mutex, Once};
 use std::thread;
 use std::time::{Duration, Instant};
-use support::RedisServer;
 use testkit::{Drip, Lossy, Silent};
 
 const TIMEOUT: Duration = Duration::from_millis(500);

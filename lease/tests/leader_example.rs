@@ -5,7 +5,7 @@
 //! the binary is the example, so the test re-executes itself as two copies of it.
 #![allow(clippy::print_stdout)]
 
-mod support;
+mod common;
 
 #[path = "../examples/leader.rs"]
 mod example;
@@ -18,7 +18,7 @@ use testkit::RedisServer;
 const AS_EXAMPLE: &str = "LEADER_AS_EXAMPLE";
 
 fn main() -> ExitCode {
-    if let Some(exit) = support::as_example(AS_EXAMPLE, example::main) {
+    if let Some(exit) = common::as_example(AS_EXAMPLE, example::main) {
         return exit;
     }
     print!("test two_copies_of_the_example_take_turns_to_lead ... ");

@@ -2,8 +2,9 @@
 //! reentrancy, ownership, leases, pub/sub hand-off and its recovery, the local queue, script
 //! reloads, fencing tokens and bad input.
 
-mod support;
+mod common;
 
+use common::{client, RedisServer};
 use redis::Commands;
 use redis_lease::{Client, Error, LeaseGuard, Lock};
 use std::process::Command;
@@ -11,7 +12,6 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{mpsc, Arc, Barrier};
 use std::thread;
 use std::time::{Duration, Instant};
-use support::{client, RedisServer};
 
 /// Read-modify-write of a plain Redis counter under `lock`, `cycles` times; also counts, with a
 /// second counter, the times two holders were inside at once (across processes too).
@@ -142,7 +142,7 @@ fn a_reentry_never_queues_behind_a_thread_that_waits_for_its_hold() {
                 .map(|guard| guard.is_some())
         })
     };
-    support::wait_until("the other thread waits for the lock", || {
+    common::wait_until("the other thread waits for the lock", || {
         server.subscribers("{busy}:freed") > 0
     });
     // The holder re-enters at once, whoever waits: the waiter waits for this very hold.

@@ -2,11 +2,11 @@
 //! request (`Client::record_metrics`); the events are in `metrics_events.rs`.
 #![cfg(feature = "metrics")]
 
-mod support;
+mod common;
 
+use common::{manual_client, wait_until, RedisServer};
 use metrics_util::debugging::{DebugValue, DebuggingRecorder};
 use std::time::Duration;
-use support::{manual_client, wait_until, RedisServer};
 
 #[test]
 fn a_watched_hold_shows_in_the_published_gauges() {

@@ -4,13 +4,13 @@
 //! is the process's.
 #![cfg(feature = "metrics")]
 
-mod support;
+mod common;
 
+use common::RedisServer;
 use metrics_util::debugging::{DebugValue, DebuggingRecorder};
 use metrics_util::{CompositeKey, MetricKind};
 use redis_lease::Client;
 use std::time::Duration;
-use support::RedisServer;
 
 /// One snapshot's entries (a snapshot drains what it reads: take one).
 type Entries = Vec<(

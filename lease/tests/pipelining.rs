@@ -2,14 +2,14 @@
 //! connections serve them all, and a server that freezes under them fails each call by its own
 //! deadline and keeps no lock taken by a call that got no answer.
 
-mod support;
+mod common;
 
+use common::RedisServer;
 use redis_lease::{Client, Error};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
 use std::thread;
 use std::time::{Duration, Instant};
-use support::RedisServer;
 
 fn connections_received(server: &RedisServer) -> u64 {
     let info: String = redis::cmd("INFO")

@@ -2,12 +2,11 @@
 //! Sentinel-managed primary and on a Redis Cluster; refused on RedLock.
 
 mod common;
-mod support;
 
 use common::primitives::*;
+use common::RedisServer;
 use redis_lease::{Client, Error};
 use std::time::Duration;
-use support::RedisServer;
 use testkit::{Proxy, RedisCluster, SentinelSet};
 
 fn server_client(url: &str, lease: Duration) -> Client {

@@ -5,7 +5,7 @@
 //! set, the binary is the example, so the test re-executes itself as it.
 #![allow(clippy::print_stdout)]
 
-mod support;
+mod common;
 
 #[path = "../examples/primitives.rs"]
 mod example;
@@ -17,7 +17,7 @@ use testkit::RedisServer;
 const AS_EXAMPLE: &str = "PRIMITIVES_AS_EXAMPLE";
 
 fn main() -> ExitCode {
-    if let Some(exit) = support::as_example(AS_EXAMPLE, example::main) {
+    if let Some(exit) = common::as_example(AS_EXAMPLE, example::main) {
         return exit;
     }
     print!("test the_example_takes_each_primitive ... ");

@@ -2,14 +2,14 @@
 //! sequences of operations by several owners, run on a real server, each outcome the one the
 //! model predicts.
 
-mod support;
+mod common;
 
+use common::RedisServer;
 use proptest::prelude::*;
 use redis_lease::{Client, Error, LeaseGuard};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, PoisonError, Weak};
 use std::time::Duration;
-use support::RedisServer;
 
 /// One server for the cases that run at the same time; each case uses names of its own. It stops
 /// when the last of them ends (a static would never be dropped, and the server would outlive the

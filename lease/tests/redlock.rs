@@ -2,15 +2,15 @@
 //! blocked masters, masters killed, restarted and paused, mutual exclusion under churn, and bad
 //! settings.
 
-mod support;
+mod common;
 
+use common::{client, RedisServer};
 use redis::Commands;
 use redis_lease::{Client, ClientBuilder, Error, LostReason, MultiLock};
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::thread;
 use std::time::{Duration, Instant};
-use support::{client, RedisServer};
 
 fn servers(count: usize) -> Vec<RedisServer> {
     (0..count).map(|_| RedisServer::start()).collect()
@@ -338,7 +338,7 @@ fn multilock_is_all_or_nothing() {
     assert!(MultiLock::new(Vec::new()).is_err());
 
     // Lost when any member is lost.
-    let short = support::client_with_lease(&server, Duration::from_millis(300));
+    let short = common::client_with_lease(&server, Duration::from_millis(300));
     let set = MultiLock::new([
         short.lock("x").expect("valid"),
         short.lock("y").expect("valid"),

@@ -4,7 +4,6 @@
 //! data servers that require a password, or TLS with a client certificate.
 
 mod common;
-mod support;
 
 use common::election::{an_election_works, next_change, until_reported};
 
@@ -69,7 +68,7 @@ fn when_available(attempt: impl FnMut() -> redis_lease::Result<Option<LeaseGuard
 /// What `call` returns, called again while the deployment is unavailable (a failover in
 /// progress), failing the test after [`SETTLE`].
 fn retried_while_unavailable<T>(call: impl FnMut() -> redis_lease::Result<T>) -> T {
-    support::retried_while_unavailable(SETTLE, call)
+    common::retried_while_unavailable(SETTLE, call)
 }
 
 /// How many connections subscribed to a channel the Sentinel on `sentinel` has (Sentinels
@@ -101,7 +100,7 @@ fn the_failover_listeners_follow_every_sentinel_and_leave_one_that_stopped_answe
         .unlock()
         .expect("held");
     let sentinels = set.sentinels();
-    support::wait_until("a listener subscribes on every Sentinel", || {
+    common::wait_until("a listener subscribes on every Sentinel", || {
         sentinels.iter().all(|sentinel| subscribers(sentinel) == 1)
     });
     let before = subscriber_ids(&sentinels[0]);
@@ -115,7 +114,7 @@ fn the_failover_listeners_follow_every_sentinel_and_leave_one_that_stopped_answe
         "the other Sentinels' listeners stay"
     );
     sentinels[0].resume();
-    support::wait_until(
+    common::wait_until(
         "the listener subscribes on the first Sentinel again",
         || {
             let now = subscriber_ids(&sentinels[0]);

@@ -4,8 +4,9 @@
 //! lock may be taken on either server: the client must see that the Sentinel's answers cannot be
 //! trusted, whichever of its threads asked.
 
-mod support;
+mod common;
 
+use common::RedisServer;
 use redis_lease::{Client, Error};
 use std::io::{BufRead, BufReader, Write};
 use std::net::{TcpListener, TcpStream};
@@ -13,7 +14,6 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::thread;
 use std::time::{Duration, Instant};
-use support::RedisServer;
 
 /// One command read from `reader`, as its words; `None` at the end of the stream.
 fn command(reader: &mut impl BufRead) -> Option<Vec<String>> {

@@ -6,7 +6,7 @@
 //! other client can take it. Once the partition heals, the holder's client leaves the old
 //! primary before the Sentinels convert it.
 
-mod support;
+mod common;
 
 use redis_lease::{Client, LeaseGuard, LostReason};
 use std::thread;
@@ -56,7 +56,7 @@ impl Split {
             .collect();
         let holder = client_of(&set, gates.iter().map(Gate::url).collect(), acks);
         let lock = holder.lock(NAME).expect("valid");
-        let guard = support::retried_while_unavailable(SETTLE, || lock.try_lock())
+        let guard = common::retried_while_unavailable(SETTLE, || lock.try_lock())
             .expect("free, yet not acquired");
         // A renewal or two reach the replica before the cut.
         thread::sleep(LEASE / 2);

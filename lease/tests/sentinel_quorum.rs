@@ -3,7 +3,7 @@
 //! answers is enough for every connection, holders are renewed on a promoted replica, and
 //! fencing tokens never step back across a failover that one Sentinel alone performed.
 
-mod support;
+mod common;
 
 use redis_lease::{Client, Error};
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -84,7 +84,7 @@ fn a_holder_is_renewed_on_the_promoted_replica_while_the_last_sentinel_is_frozen
         .expect("valid settings");
     let lock = client.lock("renewed-across").expect("valid");
     let guard =
-        support::retried_while_unavailable(SETTLE, || lock.try_lock()).expect("free, yet acquired");
+        common::retried_while_unavailable(SETTLE, || lock.try_lock()).expect("free, yet acquired");
     set.sentinels()[2].pause();
     let old = set.kill_primary();
     let new = set.wait_primary_changed(old);
@@ -98,7 +98,7 @@ fn a_holder_is_renewed_on_the_promoted_replica_while_the_last_sentinel_is_frozen
     let role: redis::Value = redis::cmd("ROLE")
         .query(&mut set.server(new).connection())
         .expect("ROLE");
-    let ttl = support::retried_while_unavailable(SETTLE, || lock.remaining_ttl());
+    let ttl = common::retried_while_unavailable(SETTLE, || lock.remaining_ttl());
     assert!(
         ttl.is_some_and(|ttl| ttl > lease / 2),
         "the lock's key on the promoted replica ({role:?}) has {ttl:?} left"
@@ -169,7 +169,7 @@ fn tokens_never_step_back_across_a_failover_one_sentinel_performed() {
             })
         })
         .collect();
-    support::wait_until("the clients to take the lock", || {
+    common::wait_until("the clients to take the lock", || {
         taken.lock().expect("not poisoned").len() >= 20
     });
     let before = taken.lock().expect("not poisoned").len();
@@ -183,7 +183,7 @@ fn tokens_never_step_back_across_a_failover_one_sentinel_performed() {
     set.sentinels()[1].resume();
     thread::sleep(Duration::from_millis(1000));
     set.demote(old);
-    support::wait_until("the clients to take the lock on the new primary", || {
+    common::wait_until("the clients to take the lock on the new primary", || {
         taken.lock().expect("not poisoned").len() >= before + 40
     });
     stop.store(true, Ordering::Release);

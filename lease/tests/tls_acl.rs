@@ -3,12 +3,12 @@
 //! and the refusals a misconfigured client gets; and the rules for a cluster and for Sentinels,
 //! on a cluster and through Sentinels.
 
-mod support;
+mod common;
 
+use common::RedisServer;
 use redis_lease::{Client, Error};
 use std::thread;
 use std::time::Duration;
-use support::RedisServer;
 use testkit::{ClientAuth, TlsOptions};
 
 /// Holds a renewed lock past several leases while another thread waits for it, then hands it
@@ -353,7 +353,7 @@ fn a_server_without_wait_locks_without_acks_and_refuses_acks_leaving_no_hold() {
         .arg(0)
         .query(&mut server.connection());
     assert!(wait.is_err(), "WAIT is still there: {wait:?}");
-    let plain = support::client(&server);
+    let plain = common::client(&server);
     let guard = plain
         .lock("waitless")
         .expect("valid")

@@ -3,12 +3,12 @@
 //! URL of a port that does not speak TLS are refusals, which no retry mends; only silence is
 //! unavailability.
 
-mod support;
+mod common;
 
+use common::RedisServer;
 use redis_lease::{Client, Error};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
-use support::RedisServer;
 use testkit::{ClientAuth, TlsCertificates, TlsOptions};
 
 /// What one attempt on lock "x" gives, and how long it took.

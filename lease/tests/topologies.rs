@@ -2,13 +2,12 @@
 //! same in `tests/cluster.rs`).
 
 mod common;
-mod support;
 
 use common::election::an_election_works;
 use common::methods::{every_public_method, Offers};
+use common::RedisServer;
 use redis_lease::Client;
 use std::time::Duration;
-use support::RedisServer;
 
 const LEASE: Duration = Duration::from_millis(300);
 

@@ -2,14 +2,14 @@
 //! outlast their lease, faults are reported by the deadline, and released leases are never
 //! renewed.
 
-mod support;
+mod common;
 
+use common::{client_with_lease, wait_until, RedisServer};
 use redis_lease::LostReason;
 use std::collections::HashMap;
 use std::sync::Arc;
 use std::thread;
 use std::time::{Duration, Instant};
-use support::{client_with_lease, wait_until, RedisServer};
 
 const LEASE: Duration = Duration::from_millis(300);
 /// Scheduling noise allowed on a shared machine, on top of the one tick (1 ms) the watchdog

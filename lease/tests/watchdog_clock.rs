@@ -2,12 +2,12 @@
 //! test advances the clock, so nothing here sleeps to see whether something was scheduled. Redis
 //! is real; its own TTLs run on real time, and the 30 s leases never lapse there during a test.
 
-mod support;
+mod common;
 
+use common::{manual_client, wait_until, RedisServer};
 use redis::Commands;
 use redis_lease::{Error, LostReason};
 use std::time::Duration;
-use support::{manual_client, wait_until, RedisServer};
 
 const LEASE: Duration = Duration::from_secs(30);
 /// The drift allowance of a 30 s lease: 1% plus 2 ms.
@@ -255,7 +255,7 @@ fn a_lease_that_lapsed_between_renewals_is_lost_and_not_taken_again() {
             .exists::<_, bool>("{lapsed}")
             .expect("EXISTS")
     });
-    let other = support::client(&server);
+    let other = common::client(&server);
     let between = other
         .lock("lapsed")
         .expect("valid name")
@@ -293,7 +293,7 @@ fn a_lock_taken_over_is_lost_at_the_next_renewal_and_the_new_owner_keeps_it() {
         .lock()
         .expect("free");
     let lost = guard.lost_signal();
-    let other = support::client(&server);
+    let other = common::client(&server);
     let other_lock = other.lock("taken").expect("valid name");
     assert!(other_lock.force_unlock().expect("reachable"));
     let thief = other_lock
