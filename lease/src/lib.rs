@@ -140,6 +140,7 @@ mod lost;
 mod multilock;
 mod owner;
 mod policy;
+mod redact;
 mod rwlock;
 mod semaphore;
 mod state;
@@ -184,6 +185,10 @@ pub use lock::{LeaseGuard, Lock};
 pub use lost::{Lost, LostReason, LostSignal};
 pub use multilock::{MultiGuard, MultiLock};
 pub use policy::{MAX_LEASE, MIN_LEASE};
+/// `url` with the password of its user information replaced by `***` (`redis://u:***@h:1/0`), as
+/// the crate shows URLs in its messages; text that is not a URL is shown up to its last `@` as
+/// `***`. For programs that print the URLs they were given.
+pub use redact::redact as redact_url;
 /// The Redis client crate, re-exported: [`Error::Unavailable`] and [`Error::Refused`] carry its
 /// `RedisError` (its `code()` and `detail()` say what the server answered), and the crate's
 /// version is the one those errors come from; [`Client::from_connection_info`] takes its
@@ -195,10 +200,6 @@ pub use redis;
 pub use rwlock::ReadWriteLock;
 pub use semaphore::{Semaphore, MAX_PERMITS};
 pub use state::LockState;
-/// `url` with the password of its user information replaced by `***` (`redis://u:***@h:1/0`), as
-/// the crate shows URLs in its messages; text that is not a URL is shown up to its last `@` as
-/// `***`. For programs that print the URLs they were given.
-pub use stores::redis::conn::redact as redact_url;
 pub use watchdog::WatchdogMetrics;
 
 /// The Rust examples of the crate's README, compiled (and run where they need no server) as doc

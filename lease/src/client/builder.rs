@@ -10,7 +10,7 @@ use crate::events::Events;
 use crate::lock::core::{Core, Parts};
 use crate::owner;
 use crate::policy::{check_lease, check_timeout};
-use crate::stores::redis::conn::redact;
+use crate::redact::redact;
 use crate::stores::redis::scripts::Acks;
 use crate::stores::redis::settings::RedisSettings;
 use crate::stores::redis::topology::Topology as Redis;

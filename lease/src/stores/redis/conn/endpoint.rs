@@ -1,8 +1,8 @@
 //! Where a server is and how to log in to it, parsed from a URL by the `redis` crate, and shown
 //! only with its password hidden (see `redact`).
 
-use super::redact::{redact, redact_in};
 use crate::error::{Error, Result};
+use crate::redact::{redact, redact_in};
 use std::fmt;
 use std::path::PathBuf;
 use std::sync::Arc;

@@ -13,12 +13,10 @@
 
 mod endpoint;
 mod link;
-mod redact;
 mod tls;
 
 pub(crate) use endpoint::{Addr, Endpoint};
 pub(crate) use link::{split_commands, transaction_replies, Link};
-pub use redact::redact;
 pub(crate) use tls::{config as tls_config, Config as TlsConfig};
 
 use crate::stores::redis::fencing::Epoch;
