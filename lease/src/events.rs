@@ -55,7 +55,7 @@ impl AcquireOutcome {
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum RenewOutcome {
     Renewed,
-    /// Redis says the hold no longer holds the lock.
+    /// The store says the hold no longer holds the lock.
     Gone,
     /// No answer that settles it: tried again.
     Failed,

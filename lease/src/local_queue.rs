@@ -1,11 +1,12 @@
-//! The local queue: per lock name, one thread of this client contends in Redis at a time; the
-//! others wait here, in FIFO order, without sending anything to Redis. Past `max_waiters`, a
+//! The local queue: per lock, one thread of this client contends in the store at a time; the
+//! others wait here, in FIFO order, without sending anything to the store. Past `max_waiters`, a
 //! caller is refused at once. Turns only: what the contender offers to releasers of this client
 //! is the hand-off's (`lock/handoff.rs`).
 
 use crate::cancel::Cancel;
 use crate::sync::{Condvar, Mutex};
 use std::collections::{HashMap, VecDeque};
+use std::hash::Hash;
 use std::sync::Arc;
 use std::time::Instant;
 
@@ -32,12 +33,13 @@ struct Queue {
     waiting: VecDeque<Arc<Ticket>>,
 }
 
-pub(crate) struct LocalQueues {
-    queues: Mutex<HashMap<String, Queue>>,
+/// The queues of a client's threads, one per key (what the client knows a primitive by).
+pub(crate) struct LocalQueues<K> {
+    queues: Mutex<HashMap<K, Queue>>,
     max_waiters: usize,
 }
 
-impl LocalQueues {
+impl<K: Hash + Eq + Clone> LocalQueues<K> {
     pub(crate) fn new(max_waiters: usize) -> Self {
         LocalQueues {
             queues: Mutex::new(HashMap::new()),
@@ -48,13 +50,13 @@ impl LocalQueues {
     /// Waits for this thread's turn to contend for `name`, until `deadline` (`None`: no limit).
     pub(crate) fn enter(
         &self,
-        name: &str,
+        name: &K,
         deadline: Option<Instant>,
         cancel: Option<&Cancel>,
-    ) -> Result<Turn<'_>, Refused> {
+    ) -> Result<Turn<'_, K>, Refused> {
         let ticket = {
             let mut queues = self.queues.lock();
-            let queue = queues.entry(name.to_owned()).or_default();
+            let queue = queues.entry(name.clone()).or_default();
             if !queue.busy {
                 queue.busy = true;
                 return Ok(self.turn(name));
@@ -113,14 +115,14 @@ impl LocalQueues {
         Err(Refused::TimedOut)
     }
 
-    fn turn(&self, name: &str) -> Turn<'_> {
+    fn turn(&self, name: &K) -> Turn<'_, K> {
         Turn {
             queues: self,
-            name: name.to_owned(),
+            name: name.clone(),
         }
     }
 
-    fn pass_on(&self, name: &str) {
+    fn pass_on(&self, name: &K) {
         let mut queues = self.queues.lock();
         let Some(queue) = queues.get_mut(name) else {
             return;
@@ -138,7 +140,7 @@ impl LocalQueues {
 
     /// Threads waiting for `name` behind the current contender.
     #[cfg(test)]
-    fn waiting(&self, name: &str) -> usize {
+    fn waiting(&self, name: &K) -> usize {
         self.queues
             .lock()
             .get(name)
@@ -146,13 +148,13 @@ impl LocalQueues {
     }
 }
 
-/// The right to contend for one lock name in Redis; passed to the next waiter on drop.
-pub(crate) struct Turn<'a> {
-    queues: &'a LocalQueues,
-    name: String,
+/// The right to contend for one lock in the store; passed to the next waiter on drop.
+pub(crate) struct Turn<'a, K: Hash + Eq + Clone> {
+    queues: &'a LocalQueues<K>,
+    name: K,
 }
 
-impl Drop for Turn<'_> {
+impl<K: Hash + Eq + Clone> Drop for Turn<'_, K> {
     fn drop(&mut self) {
         self.queues.pass_on(&self.name);
     }
@@ -168,17 +170,17 @@ mod tests {
     #[test]
     fn turns_pass_in_fifo_order() {
         let queues = Arc::new(LocalQueues::new(10));
-        let first = queues.enter("a", None, None).expect("free");
+        let first = queues.enter(&"a", None, None).expect("free");
         let (done, order) = mpsc::channel();
         let mut threads = Vec::new();
         for n in 0..3 {
             let (shared, done) = (queues.clone(), done.clone());
             threads.push(thread::spawn(move || {
-                let turn = shared.enter("a", None, None).expect("waits its turn");
+                let turn = shared.enter(&"a", None, None).expect("waits its turn");
                 done.send(n).expect("test alive");
                 drop(turn);
             }));
-            while queues.waiting("a") < n + 1 {
+            while queues.waiting(&"a") < n + 1 {
                 thread::yield_now();
             }
         }
@@ -191,7 +193,7 @@ mod tests {
             thread.join().expect("no panic");
         }
         assert!(
-            queues.enter("a", Some(Instant::now()), None).is_ok(),
+            queues.enter(&"a", Some(Instant::now()), None).is_ok(),
             "free again"
         );
     }
@@ -199,22 +201,22 @@ mod tests {
     #[test]
     fn full_queue_refuses_at_once_and_timeouts_leave_the_queue() {
         let queues = LocalQueues::new(0);
-        let _first = queues.enter("a", None, None).expect("free");
+        let _first = queues.enter(&"a", None, None).expect("free");
         assert_eq!(
-            queues.enter("a", None, None).err(),
+            queues.enter(&"a", None, None).err(),
             Some(Refused::Full { waiting: 0 })
         );
         let queues = LocalQueues::new(5);
-        let first = queues.enter("a", None, None).expect("free");
+        let first = queues.enter(&"a", None, None).expect("free");
         let soon = Instant::now() + Duration::from_millis(20);
         assert_eq!(
-            queues.enter("a", Some(soon), None).err(),
+            queues.enter(&"a", Some(soon), None).err(),
             Some(Refused::TimedOut)
         );
-        assert_eq!(queues.waiting("a"), 0);
+        assert_eq!(queues.waiting(&"a"), 0);
         drop(first);
         assert!(
-            queues.enter("b", Some(Instant::now()), None).is_ok(),
+            queues.enter(&"b", Some(Instant::now()), None).is_ok(),
             "other names are separate"
         );
     }
@@ -236,13 +238,13 @@ mod interleavings {
     fn turns_are_exclusive_and_none_is_lost() {
         let queues = Arc::new(LocalQueues::new(8));
         let inside = Arc::new(AtomicUsize::new(1));
-        let first = queues.enter("a", None, None).expect("free");
+        let first = queues.enter(&"a", None, None).expect("free");
         let waiters: Vec<_> = [Some(Instant::now() + Duration::from_secs(3600)), None]
             .into_iter()
             .map(|deadline| {
                 let (queues, inside) = (Arc::clone(&queues), Arc::clone(&inside));
                 shuttle::thread::spawn(move || {
-                    if let Ok(turn) = queues.enter("a", deadline, None) {
+                    if let Ok(turn) = queues.enter(&"a", deadline, None) {
                         assert_eq!(inside.fetch_add(1, Ordering::SeqCst), 0, "two turns");
                         shuttle::thread::yield_now();
                         inside.fetch_sub(1, Ordering::SeqCst);
@@ -260,7 +262,7 @@ mod interleavings {
             waiter.join().expect("no panic");
         }
         assert!(
-            queues.enter("a", Some(Instant::now()), None).is_ok(),
+            queues.enter(&"a", Some(Instant::now()), None).is_ok(),
             "a turn was left behind"
         );
     }

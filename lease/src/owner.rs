@@ -1,6 +1,6 @@
 //! Owner identities: a random 128-bit id per client, a small id per thread, and unique ids for
 //! holds and acquisitions. An owner id is a credential: whoever knows it can act as that owner
-//! (re-enter or release its holds through the scripts), so it is shown only where the holder
+//! (re-enter or release its holds in the store), so it is shown only where the holder
 //! or an operator needs it.
 
 use crate::error::{Error, Result};

@@ -7,12 +7,12 @@ use std::time::{Duration, Instant};
 /// The shortest lease: below it, the drift allowance (1% + 2 ms) and a timer tick leave next to
 /// nothing of the lease to hold the lock by.
 pub const MIN_LEASE: Duration = Duration::from_millis(10);
-/// The longest lease: a year, far inside what Redis and the monotonic clock can represent.
+/// The longest lease: a year, far inside what the stores and the monotonic clock can represent.
 pub const MAX_LEASE: Duration = Duration::from_secs(365 * 24 * 3600);
 /// The longest connect or command timeout.
 pub(crate) const MAX_TIMEOUT: Duration = Duration::from_secs(3600);
 
-/// Checks a lease and rounds it down to whole milliseconds, as Redis keeps it.
+/// Checks a lease and rounds it down to whole milliseconds, as the stores keep it.
 pub(crate) fn check_lease(what: &str, lease: Duration) -> Result<Duration> {
     let lease = Duration::from_millis(u64::try_from(lease.as_millis()).unwrap_or(u64::MAX));
     if !(MIN_LEASE..=MAX_LEASE).contains(&lease) {
@@ -79,7 +79,7 @@ impl Wait {
     }
 
     /// When to try again after an attempt that failed with `error`: while a wait with a deadline
-    /// lasts, an error that may pass (Redis unavailable, a failover in progress, replicas that did
+    /// lasts, an error that may pass (the store unavailable, a failover in progress, replicas that did
     /// not acknowledge) is tried again after [`RETRY_PAUSE`]; anything else, or a wait without a
     /// deadline or past it, ends the call with the error.
     pub(crate) fn retry_at(self, error: &Error) -> Option<Instant> {

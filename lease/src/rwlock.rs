@@ -24,7 +24,7 @@ use crate::lock::Lock;
 ///   write hold and go on reading. The reverse (an upgrade) is refused with
 ///   [`Error::InvalidArgument`](crate::Error::InvalidArgument) when this client knows the owner
 ///   reads: it would wait for itself.
-/// - **Writers are not starved**: a writer that waits leaves a mark in Redis, and readers that
+/// - **Writers are not starved**: a writer that waits leaves a mark in the store, and readers that
 ///   do not hold the lock already wait until it has written. The mark lapses 5 s after the
 ///   writer last asked (a waiting writer asks at least every second), so a writer that
 ///   vanished holds new readers back for at most that long. A stream of writers can keep

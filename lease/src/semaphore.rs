@@ -49,7 +49,7 @@ pub(crate) fn check_permits(permits: u32) -> Result<()> {
 /// ```
 ///
 /// Not reentrant: each acquisition takes permits of its own, whichever thread asks. The threads
-/// of one client wait in turn for the semaphore in Redis, as for a lock, and a release wakes
+/// of one client wait in turn for the semaphore in the store, as for a lock, and a release wakes
 /// the waiters of every client.
 ///
 /// **The number of permits is stored with the semaphore.** Each handle declares a number, and
@@ -200,7 +200,7 @@ impl Semaphore {
         Ok(u64::from(self.permits).saturating_sub(held))
     }
 
-    /// What Redis holds for the semaphore: its holders (each hold's owner), the permits in use
+    /// What the store holds for the semaphore: its holders (each hold's owner), the permits in use
     /// ([`LockState::permits_in_use`]) and last declared, the longest lease left, the newest
     /// hold's token. Read in two round trips.
     ///
@@ -234,8 +234,8 @@ impl Semaphore {
     /// [`MAX_PERMITS`]); [`Error::WrongType`] if the name is another primitive's.
     pub fn resize(&self, permits: u32) -> Result<Option<u32>> {
         check_permits(permits)?;
-        let lock = &self.lock;
-        lock.place().resize(permits, lock.core().call_deadline())
+        let deadline = self.lock.core().call_deadline();
+        self.lock.resizes()?.resize(permits, deadline)
     }
 
     /// Ends every hold of the semaphore whoever holds it, and wakes its waiters; the holders are

@@ -1,8 +1,8 @@
-//! [`LockState`]: a lock as Redis holds it, for operators and tools.
+//! [`LockState`]: a lock as its store holds it, for operators and tools.
 
 use std::time::Duration;
 
-/// A lock as Redis holds it, from [`Lock::inspect`](crate::Lock::inspect), read in one
+/// A lock as its store holds it, from [`Lock::inspect`](crate::Lock::inspect), read in one
 /// pipeline. It also describes keys that hold something a lock cannot use, rather than fail:
 /// see [`LockState::problems`].
 #[derive(Debug, Clone, PartialEq, Eq)]

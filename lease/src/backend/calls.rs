@@ -135,13 +135,6 @@ pub(crate) enum GrantFate {
     Withdrawn,
 }
 
-/// The acquisition id under which the claimant of the grant of hold `hold` holds it, once it
-/// claimed the grant: the same for every try, so that a claim sent again finds its own, and a
-/// release of unknown outcome can name it.
-pub(crate) fn claim_id(hold: &str) -> String {
-    format!("{hold}:claimed")
-}
-
 /// The hold that leads an election now, as the store holds it: its token (the term), what its
 /// leader proclaimed (`None` until its first proclamation lands), and how long its lease has
 /// left where the store can tell.
@@ -171,7 +164,7 @@ pub(crate) enum HoldEnd {
 }
 
 /// What a server says it is, to tell whether two addresses reach one server: its own id where
-/// it has one (Redis's run id), and the address its socket reached.
+/// it has one (a server's run id), and the address its socket reached.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) struct ServerIdentity {
     pub(crate) run_id: Option<String>,

@@ -1,7 +1,8 @@
 //! [`LockId`]: a lock as the core names it, in no store's terms: its name, the primitive it
-//! serves ([`Kind`]) and how the client's own bookkeeping knows it (its scope).
+//! serves ([`Kind`]) and how the client's own bookkeeping knows it (its [`Scope`]).
 
 use crate::error::{Error, Result};
+use std::sync::Arc;
 
 /// The longest lock name or key prefix, in bytes: it is sent with every call, and a name longer
 /// than this is a mistake rather than a lock.
@@ -79,13 +80,13 @@ pub(crate) struct LockId {
     /// The primitive, and how an acquisition takes it.
     pub(crate) kind: Kind,
     /// What the client's own bookkeeping (holds re-entered, the local queue) knows the
-    /// primitive by: the name, and the side of a read-write lock, or a semaphore.
-    pub(crate) scope: String,
+    /// primitive by.
+    pub(crate) scope: Scope,
 }
 
 impl LockId {
-    /// The primitive `kind` named `name`: 1 to [`MAX_NAME`] bytes, without braces (which keep
-    /// every scope apart, and which Redis reads as a hash tag). A store may refuse more.
+    /// The primitive `kind` named `name`: 1 to [`MAX_NAME`] bytes, without braces (which a
+    /// store may use to keep its keys together). A store may refuse more.
     pub(crate) fn new(name: &str, kind: Kind) -> Result<LockId> {
         if name.is_empty() {
             return Err(Error::InvalidArgument(
@@ -105,7 +106,7 @@ impl LockId {
         Ok(LockId {
             name: name.to_owned(),
             kind,
-            scope: scope(name, kind),
+            scope: Scope::new(name, kind),
         })
     }
 
@@ -115,7 +116,7 @@ impl LockId {
         LockId {
             name: self.name.clone(),
             kind,
-            scope: scope(&self.name, kind),
+            scope: self.scope.of_kind(kind),
         }
     }
 }
@@ -136,15 +137,88 @@ pub(crate) fn check_prefix(prefix: &str) -> Result<()> {
     Ok(())
 }
 
-/// What the client's own bookkeeping knows the primitive `kind` named `name` by. Names hold no
-/// braces, so no name's scope is another's.
-pub(crate) fn scope(name: &str, kind: Kind) -> String {
-    match kind {
-        Kind::Lock | Kind::Fair => name.to_owned(),
-        Kind::Semaphore { .. } => format!("{name}{{semaphore}}"),
-        Kind::Read => format!("{name}{{read}}"),
-        Kind::Write => format!("{name}{{write}}"),
-        Kind::Leader => format!("{name}{{leader}}"),
+/// What the client's own bookkeeping (holds re-entered, the local queue, the hand-off) knows a
+/// primitive by: its name and which primitive of the name, or which side of it, it is; and, for
+/// a waiter that queues in the store rather than in the client (a fair lock's), the waiter. Two
+/// scopes are one only when all of these are, whatever the names hold.
+#[derive(Clone, PartialEq, Eq, Hash)]
+pub(crate) struct Scope {
+    name: Arc<str>,
+    side: Side,
+    alone: Option<Arc<str>>,
+}
+
+/// Which primitive of a name a scope is: the lock and the fair lock of a name are one.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+enum Side {
+    Lock,
+    Semaphore,
+    Read,
+    Write,
+    Leader,
+}
+
+impl Scope {
+    /// The scope of the primitive `kind` named `name`.
+    pub(crate) fn new(name: &str, kind: Kind) -> Scope {
+        Scope {
+            name: Arc::from(name),
+            side: Side::of(kind),
+            alone: None,
+        }
+    }
+
+    /// The same name's primitive of another kind.
+    pub(crate) fn of_kind(&self, kind: Kind) -> Scope {
+        Scope {
+            name: Arc::clone(&self.name),
+            side: Side::of(kind),
+            alone: None,
+        }
+    }
+
+    /// The scope of `owner` waiting on its own, apart from the primitive's other waiters.
+    pub(crate) fn alone(&self, owner: &str) -> Scope {
+        Scope {
+            alone: Some(Arc::from(owner)),
+            ..self.clone()
+        }
+    }
+}
+
+/// The name and the primitive, as messages show them: never a waiter's owner id, a credential.
+impl std::fmt::Display for Scope {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let side = match self.side {
+            Side::Lock => "lock",
+            Side::Semaphore => "semaphore",
+            Side::Read => "read lock",
+            Side::Write => "write lock",
+            Side::Leader => "leader election",
+        };
+        write!(f, "{side} {:?}", self.name)
+    }
+}
+
+impl std::fmt::Debug for Scope {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Scope")
+            .field("name", &self.name)
+            .field("side", &self.side)
+            .field("alone", &self.alone.is_some())
+            .finish()
+    }
+}
+
+impl Side {
+    fn of(kind: Kind) -> Side {
+        match kind {
+            Kind::Lock | Kind::Fair => Side::Lock,
+            Kind::Semaphore { .. } => Side::Semaphore,
+            Kind::Read => Side::Read,
+            Kind::Write => Side::Write,
+            Kind::Leader => Side::Leader,
+        }
     }
 }
 
@@ -185,5 +259,8 @@ mod tests {
             }
         }
         assert_eq!(lock.with_kind(Kind::Fair).scope, lock.scope);
+        assert_ne!(lock.with_kind(Kind::Leader).scope, lock.scope);
+        let (a, b) = (lock.scope.alone("a"), lock.scope.alone("b"));
+        assert!(a != b && a != lock.scope && a == lock.scope.alone("a"));
     }
 }

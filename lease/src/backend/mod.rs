@@ -29,14 +29,16 @@
 
 mod calls;
 mod id;
+mod offers;
 mod renew;
 mod settings;
 
 pub(crate) use calls::{
-    claim_id, Attempt, Attempted, Grant, GrantFate, HoldEnd, Leading, Release, ReleaseOutcome,
-    Released, ReserveFor, Reserved, Rivals, ServerIdentity,
+    Attempt, Attempted, Grant, GrantFate, HoldEnd, Leading, Release, ReleaseOutcome, Released,
+    ReserveFor, Reserved, Rivals, ServerIdentity,
 };
-pub(crate) use id::{check_prefix, scope, Kind, LockId};
+pub(crate) use id::{check_prefix, Kind, LockId, Scope};
+pub(crate) use offers::{needs, not_offered, Elects, Grants, Resizes};
 pub(crate) use renew::{Renewal, Renewed, Renewer};
 pub(crate) use settings::Settings;
 
@@ -54,11 +56,6 @@ pub(crate) trait Backend: Send + Sync + 'static {
 
     /// Whether holds carry fencing tokens.
     fn fenced(&self) -> bool;
-
-    /// Whether a release may grant the lock straight to a waiting owner of the client. Not with
-    /// replica acknowledgements required: the granted hold would be one no replica has, so the
-    /// waiter takes the lock by an acquisition of its own.
-    fn grants(&self) -> bool;
 
     /// Where the locks live, as text (passwords hidden).
     fn address(&self) -> &str;
@@ -122,32 +119,27 @@ pub(crate) trait Place: Send + Sync + 'static {
     /// Releases one acquisition (and grants the lock at the hold's last, if asked to).
     fn release(&self, release: &Release<'_>, deadline: Instant) -> ReleaseOutcome;
 
-    /// After a grant whose outcome is unknown: whether it went through and stands, claimed by
-    /// the waiting owner (with its token where there are tokens), or not, having withdrawn
-    /// whatever part of it may have gone through. A release that grants and gets no answer
-    /// withdraws its grant behind itself where it can; the claim and that withdrawal exclude
-    /// each other, so that every grant ends claimed or withdrawn. Asked only where the backend
-    /// [`grants`](Backend::grants).
-    fn settle_grant(&self, owner: &str, hold: &str, deadline: Instant) -> Result<GrantFate>;
-
     /// What the store holds for the lock.
     fn inspect(&self, deadline: Instant) -> Result<LockState>;
 
     /// Ends every hold of the lock whoever holds it; whether anything was held.
     fn force_release(&self, deadline: Instant) -> Result<bool>;
 
-    /// Makes `permits` a semaphore's number of permits, which every acquisition must declare
-    /// while any hold stands; the number declared before, if any was. Asked only of a
-    /// [`Kind::Semaphore`] place.
-    fn resize(&self, permits: u32, deadline: Instant) -> Result<Option<u32>>;
+    /// The semaphore calls, where the place offers semaphores.
+    fn resizes(&self) -> Option<&dyn Resizes> {
+        None
+    }
 
-    /// An election's leader proclaims `value`: stored beside its hold `hold` of `owner`, for
-    /// observers to read and be woken by, if that hold still holds the lock; whether it did.
-    /// Asked only of a [`Kind::Leader`] place.
-    fn proclaim(&self, owner: &str, hold: &str, value: &str, deadline: Instant) -> Result<bool>;
+    /// The election calls, where the place offers elections.
+    fn elects(&self) -> Option<&dyn Elects> {
+        None
+    }
 
-    /// The hold that leads the election now, if one does. With `watch`, a store that wakes
-    /// waiters by watches arms those that a change of leader or value fires (a store that
-    /// announces does so anyway). Asked only of a [`Kind::Leader`] place.
-    fn leader(&self, watch: bool, deadline: Instant) -> Result<Option<Leading>>;
+    /// Grants, where a release of this lock may grant it straight to a waiting owner of the
+    /// client: a plain lock's, on a store that can make and settle a grant (not with replica
+    /// acknowledgements required: the granted hold would be one no replica has, so the waiter
+    /// takes the lock by an acquisition of its own).
+    fn grants(&self) -> Option<&dyn Grants> {
+        None
+    }
 }

@@ -309,7 +309,6 @@ impl Client {
         Ok(ReadWriteLock::new(read.clone(), read.of_kind(Kind::Write)))
     }
 
-    /// The primitive `kind` named `name`, if it can live on this deployment.
     /// A leader election by name (names as for [`Client::lock`]; the election is not the lock
     /// of the same name). On RedLock, refused: a term is a fencing token, which needs one
     /// counter.
@@ -322,8 +321,11 @@ impl Client {
         self.primitive(name, Kind::Leader).map(crate::Election::new)
     }
 
+    /// The primitive `kind` named `name`, refused here if its store does not offer it.
     fn primitive(&self, name: &str, kind: Kind) -> Result<Lock> {
-        let place = self.core.backend().place(&LockId::new(name, kind)?)?;
+        let backend = self.core.backend();
+        let place = backend.place(&LockId::new(name, kind)?)?;
+        crate::backend::needs(&*place, backend.address())?;
         Ok(Lock::new(Arc::clone(&self.core), place))
     }
 

@@ -115,7 +115,11 @@ impl Leadership {
         }
         let (owner, hold) = self.guard.hold();
         let deadline = self.lock.core().call_deadline();
-        if !self.lock.place().proclaim(owner, hold, &value, deadline)? {
+        if !self
+            .lock
+            .elects()?
+            .proclaim(owner, hold, &value, deadline)?
+        {
             return Err(self.not_leading());
         }
         self.value = value;

@@ -171,7 +171,7 @@ impl Election {
     pub fn leader(&self) -> Result<Option<Leader>> {
         let leading = self
             .lock
-            .place()
+            .elects()?
             .leader(false, self.lock.core().call_deadline())?;
         Ok(leading.and_then(|leading| {
             Some(Leader {

@@ -61,7 +61,7 @@ impl Observer {
         let key = lock.place().wake_key().to_owned();
         // Watched before the first read: no change after it goes unannounced.
         let watch = core.waiters().watch(&key, core.call_deadline());
-        let first = lock.place().leader(true, core.call_deadline())?;
+        let first = lock.elects()?.leader(true, core.call_deadline())?;
         let next_look = next_look(&first, Instant::now());
         let mut seen = Seen::default();
         let (tell, changes) = crossbeam_channel::unbounded();
@@ -140,7 +140,11 @@ impl Follow {
                 return;
             }
             let core = self.lock.core();
-            let read = match self.lock.place().leader(true, core.call_deadline()) {
+            let read = match self
+                .lock
+                .elects()
+                .and_then(|elects| elects.leader(true, core.call_deadline()))
+            {
                 Ok(read) => read,
                 Err(error) => {
                     log::debug!(

@@ -71,7 +71,7 @@ fn guard(lock: &Request<'_>, acquired: Acquired, lease: Duration) -> Result<Leas
         Origin::Reentered(ref live) => (watch(lock, &acquired, lease)?, live.clone()),
         Origin::Store => {
             let watched = watch(lock, &acquired, lease)?;
-            let batons = core.hands_on(place.id()) && lock.lease.renewed();
+            let batons = core.hands_on(&**place) && lock.lease.renewed();
             let baton = match acquired.token {
                 Some(token) if batons => Some(Baton::new(
                     Arc::from(owner),

@@ -6,8 +6,9 @@
 //! the lock with a baton (`baton.rs`), a waiting contender does not ask the store whether the
 //! lock is free: it sleeps on its offer, once it has had tokens reserved for the holder to hand
 //! it, and asks the store for a fresh block first when few are left. An attempt that fails for
-//! a passing reason (a failover) is made again shortly while a wait with a deadline lasts. What it settles on its
-//! way (this owner's releases of unknown outcome, a grant a releaser left it) is here too.
+//! a passing reason (a failover) is made again shortly while a wait with a deadline lasts. What it
+//! settles on its way (this owner's releases of unknown outcome, a grant a releaser left it) is
+//! `settle.rs`'s.
 //!
 //! Clocks: the wait (its deadline, its pauses, its sleeps) runs on the caller's clock,
 //! `Instant::now()`, which a caller's deadline is read on; only what concerns a hold (when its
@@ -16,11 +17,12 @@
 
 use super::baton::{Baton, Passed, TOKENS_RESERVED};
 use super::core::Contention;
-use super::handoff::{Offer, Taken, Taker};
+use super::handoff::{Offer, Taker};
 use super::registry::Live;
-use super::release::{self, Grants};
+use super::release;
 use super::request::{Acquired, Origin, Request};
-use crate::backend::{scope, Attempt, Attempted, Kind, ReserveFor};
+use super::settle::{settle_offer, settle_releases};
+use crate::backend::{Attempt, Attempted, Kind, ReserveFor};
 use crate::cancel;
 use crate::error::{Error, Result};
 use crate::local_queue::Refused;
@@ -142,7 +144,7 @@ impl<'a> Contender<'a> {
     fn refuse_an_upgrade(&self) -> Result<()> {
         let (core, id, owner) = (self.lock.core, self.lock.place.id(), &self.lock.owner);
         let reads = core
-            .reentrant_in(&scope(&id.name, Kind::Read), owner)
+            .reentrant_in(&id.scope.of_kind(Kind::Read), owner)
             .is_some();
         if id.kind == Kind::Write && reads && core.reentrant(id, owner).is_none() {
             return Err(Error::InvalidArgument(format!(
@@ -334,7 +336,6 @@ impl<'a> Contender<'a> {
     /// lock; or past a new hold's own where other threads of this client wait behind this one.
     fn reserve<'b>(&self, reenters: bool, baton: Option<&'b Baton>) -> Option<ReserveFor<'b>> {
         let core = self.lock.core;
-        let id = self.lock.place.id();
         let watching = self.waiting.is_some();
         let renewed = self.lock.lease.renewed();
         match baton {
@@ -346,11 +347,13 @@ impl<'a> Contender<'a> {
                 watching,
             }),
             Some(_) => None,
-            None if renewed && core.reserves_with_new_hold(id) => Some(ReserveFor {
-                holder: None,
-                count: TOKENS_RESERVED - 1,
-                watching,
-            }),
+            None if renewed && core.reserves_with_new_hold(&**self.lock.place) => {
+                Some(ReserveFor {
+                    holder: None,
+                    count: TOKENS_RESERVED - 1,
+                    watching,
+                })
+            }
             None => None,
         }
     }
@@ -412,76 +415,4 @@ impl Drop for Contender<'_> {
     fn drop(&mut self) {
         self.end_turn();
     }
-}
-
-/// Sends again this owner's releases of the lock whose outcome is unknown, so that a hold the
-/// owner believes released does not keep it waiting, all by `deadline`. Those still unanswered
-/// are kept for next time; the acquisition goes on unless Redis refused (a hold left over only
-/// makes it wait).
-fn settle_releases(lock: &Request<'_>, deadline: Instant) -> Result<()> {
-    let (core, owner) = (lock.core, lock.owner.as_str());
-    for unsettled in core.take_unsettled(lock.place.id(), owner) {
-        // Not settled again: `send` remembers it again.
-        let outcome = release::send(
-            core,
-            &**lock.place,
-            &unsettled.owner,
-            &unsettled.hold,
-            &unsettled.id,
-            deadline,
-            Grants::No,
-        );
-        if outcome.settled {
-            log::debug!(
-                "an unsettled release of {:?} is settled",
-                lock.place.id().name
-            );
-        }
-        if let Err(error @ (Error::Refused { .. } | Error::WrongType { .. })) = outcome.released {
-            return Err(error);
-        }
-    }
-    Ok(())
-}
-
-/// Closes the contender's offer before it acts by itself, and returns the hold if a releaser of
-/// this client granted it the lock meanwhile. If what became of a grant cannot be learnt, the
-/// grant, claimed or not, is released before the owner's next acquisition of the lock (should
-/// neither its releaser's withdrawal nor the claim's undoing have reached Redis).
-fn settle_offer(lock: &Request<'_>, offer: &Offer) -> Result<Option<Acquired>> {
-    let core = lock.core;
-    let now = core.watchdog().now();
-    let taken = offer
-        .settle(
-            &**lock.place,
-            core.backend().call_timeout(),
-            now,
-            core.call_deadline(),
-        )
-        .inspect_err(|_| core.grant_unknown(lock.place.id(), &lock.owner, offer.hold()))?;
-    Ok(taken.map(|taken| match taken {
-        Taken::Granted {
-            id,
-            token,
-            sent_at,
-            reserved,
-        } => Acquired {
-            hold: Arc::clone(offer.hold()),
-            id,
-            token,
-            holds: 1,
-            sent_at,
-            reserved,
-            origin: Origin::Store,
-        },
-        Taken::Passed(passed) => Acquired {
-            hold: Arc::clone(passed.baton.hold()),
-            id: passed.id.clone(),
-            token: Some(passed.token),
-            holds: 1,
-            sent_at: now,
-            reserved: None,
-            origin: Origin::Passed(passed),
-        },
-    }))
 }

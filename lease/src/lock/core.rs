@@ -9,7 +9,7 @@
 use super::baton::{Baton, Kept};
 use super::handoff::{Claiming, Offer};
 use super::registry::{Live, Registry, Unsettled};
-use crate::backend::{claim_id, Backend, LockId, Place, Rivals};
+use crate::backend::{Backend, LockId, Place, Rivals, Scope};
 use crate::events::Events;
 use crate::local_queue::{LocalQueues, Refused, Turn};
 use crate::owner::{self, Ids};
@@ -35,7 +35,7 @@ pub(crate) struct Parts {
 pub(crate) struct Core {
     backend: Box<dyn Backend>,
     waiters: Waiters,
-    queues: LocalQueues,
+    queues: LocalQueues<Scope>,
     watchdog: Watchdog,
     registry: Registry,
     ids: Ids,
@@ -108,7 +108,7 @@ impl Core {
 
     /// [`Core::reentrant`] for the primitive the client's bookkeeping knows as `scope` (the
     /// read side of the write lock being taken, say).
-    pub(crate) fn reentrant_in(&self, scope: &str, owner: &str) -> Option<Live> {
+    pub(crate) fn reentrant_in(&self, scope: &Scope, owner: &str) -> Option<Live> {
         self.registry.reentrant(scope, owner)
     }
 
@@ -118,16 +118,16 @@ impl Core {
     }
 
     /// Whether this client's threads may hand on a hold of the lock without the store: a plain
-    /// lock, on a backend that grants and counts tokens.
-    pub(crate) fn hands_on(&self, id: &LockId) -> bool {
-        id.kind.grants() && self.backend.grants() && self.backend.fenced()
+    /// lock, on a store that grants and counts tokens.
+    pub(crate) fn hands_on(&self, place: &dyn Place) -> bool {
+        place.grants().is_some() && self.backend.fenced()
     }
 
     /// Whether a hold of the lock taken from the store now (by an acquisition or a grant) should
     /// come with tokens reserved for this client's threads to hand it on: they may, and others
     /// wait in the local queue behind the one taking it.
-    pub(crate) fn reserves_with_new_hold(&self, id: &LockId) -> bool {
-        self.hands_on(id) && self.registry.contenders(&id.scope) > 1
+    pub(crate) fn reserves_with_new_hold(&self, place: &dyn Place) -> bool {
+        self.hands_on(place) && self.registry.contenders(&place.id().scope) > 1
     }
 
     /// The hold of this client on the lock that its threads may hand on, if one stands.
@@ -178,14 +178,15 @@ impl Core {
     /// What became of a grant of the lock to `owner` as the hold `hold` could not be learnt:
     /// its withdrawal and the undoing of its claim are sent before the owner's next acquisition
     /// of the lock (each applies only to what exists: the grant unclaimed, or claimed).
-    pub(crate) fn grant_unknown(&self, lock: &LockId, owner: &str, hold: &Arc<str>) {
-        for id in [hold.to_string(), claim_id(hold)] {
+    pub(crate) fn grant_unknown(&self, place: &dyn Place, owner: &str, hold: &Arc<str>) {
+        let claim = place.grants().map(|grants| grants.claim_id(hold));
+        for id in std::iter::once(hold.to_string()).chain(claim) {
             let release = Unsettled {
                 owner: Arc::from(owner),
                 hold: Arc::clone(hold),
                 id,
             };
-            self.registry.unanswered(&lock.scope, owner, release);
+            self.registry.unanswered(&place.id().scope, owner, release);
         }
     }
 
@@ -196,7 +197,7 @@ impl Core {
 }
 
 impl Core {
-    /// Waits for the calling thread's turn to contend for the lock in Redis, until `deadline`
+    /// Waits for the calling thread's turn to contend for the lock in the store, until `deadline`
     /// (`None`: no limit).
     pub(crate) fn contend(
         &self,
@@ -210,7 +211,7 @@ impl Core {
         let queue_key = if id.kind.queues_locally() {
             id.scope.clone()
         } else {
-            format!("{}\0{owner}", id.scope)
+            id.scope.alone(owner)
         };
         self.registry.contending(&queue_key);
         self.events.local_waiters(1);
@@ -256,16 +257,16 @@ impl Core {
     }
 }
 
-/// A thread's turn to contend for one lock in Redis, and the offer it leaves while it sleeps.
+/// A thread's turn to contend for one lock in the store, and the offer it leaves while it sleeps.
 /// Dropped, it withdraws the offer and passes the turn to the next thread.
 pub(crate) struct Contention<'a> {
     core: &'a Core,
-    name: String,
+    name: Scope,
     offer: Option<Arc<Offer>>,
     /// Whether [`Contention::finish`] ended it.
     finished: bool,
     /// Held for its drop, which passes the turn on.
-    _turn: Turn<'a>,
+    _turn: Turn<'a, Scope>,
 }
 
 impl Contention<'_> {

@@ -104,7 +104,7 @@ impl LeaseGuard {
 
     /// A receiver that gets one [`Lost`] when the hold is lost (at once if it is already), for
     /// `recv` or `select!`. The watchdog sends it no later than one timer tick after the local
-    /// deadline, even if Redis hangs. Each call makes a new receiver; all of them are told. Each
+    /// deadline, even if the store hangs. Each call makes a new receiver; all of them are told. Each
     /// is kept (a few dozen bytes) until the hold is lost or released, dropped or not: take one
     /// receiver before a `select!` loop rather than calling this in every round.
     pub fn lost_signal(&self) -> crate::LostSignal {
@@ -169,7 +169,7 @@ impl LeaseGuard {
 
     /// Stops renewing and watching this hold without releasing it: it lapses with its lease, and
     /// this returns at once, without a command sent. For a holder that lost its lease, or cannot
-    /// reach Redis, and must not wait on a release. Should the same owner acquire the lock again
+    /// reach the store, and must not wait on a release. Should the same owner acquire the lock again
     /// while the abandoned hold still stands, the acquisition releases it first.
     pub fn abandon(mut self) {
         self.released = true;
@@ -178,12 +178,12 @@ impl LeaseGuard {
 
     /// Releases this acquisition and reports the outcome, within the command timeout:
     /// [`Error::NotOwner`] if the lease had expired or been taken away, [`Error::Unavailable`]
-    /// if Redis did not answer in time (the hold then lapses with its lease, and the release is
+    /// if the store did not answer in time (the hold then lapses with its lease, and the release is
     /// sent again before this owner's next acquisition of the lock).
     ///
     /// # Errors
     ///
-    /// As above; [`Error::Refused`] if Redis refused the call.
+    /// As above; [`Error::Refused`] if the store refused the call.
     pub fn unlock(mut self) -> Result<()> {
         self.released = true;
         self.acquisition.holding.release(&self.acquisition.watched)

@@ -4,14 +4,14 @@
 //! grants ends and a release frees the lock for every client instead).
 //!
 //! While the contender sleeps it leaves an offer; a releaser may *claim* it and either hand it
-//! the hold itself without the store (a pass: `baton.rs`), or have the release script grant the
+//! the hold itself without the store (a pass: `baton.rs`), or have the release in the store grant the
 //! lock to the contender's owner. The offer's states:
 //!
 //! ```text
 //! Closed --open()--> Open --claim()--> Claimed --passed---> Passed (the hold, in memory)
 //!    ^                 |                  |------granted--> Granted { token, sent_at }
 //!    |                 |                  |------declined-> Open
-//!    |                 |                  +------unknown--> Unknown (the contender asks Redis)
+//!    |                 |                  +------unknown--> Unknown (the contender asks the store)
 //!    +----close()------+-- from any state, by the contender, which learns what it was
 //! ```
 //!
@@ -32,7 +32,7 @@ use std::time::{Duration, Instant};
 /// Consecutive grants within one client before a release frees the lock for other clients.
 const MAX_GRANTS_IN_A_ROW: u32 = 32;
 /// After such a release, how long this client's contender holds back, so that waiters of other
-/// clients (who hear of the release later, by pub/sub) may take the lock first.
+/// clients (who hear of the release later, by the store's announcements) may take the lock first.
 const YIELD: Duration = Duration::from_millis(1);
 
 /// Where a contender's offer stands.
@@ -42,7 +42,7 @@ enum OfferState {
     Closed,
     /// The contender sleeps: a releaser may claim it.
     Open,
-    /// A releaser is running the release script with a grant for it.
+    /// A releaser is running a release with a grant for it.
     Claimed,
     /// The lock was granted to the contender's owner (as the offer's hold) with this fencing
     /// token where there are tokens, by a release sent at `sent_at` (on the watchdog's clock):
@@ -52,7 +52,7 @@ enum OfferState {
         sent_at: Instant,
         reserved: Option<Reserved>,
     },
-    /// A release with a grant for it failed or was retried: Redis knows whether it holds.
+    /// A release with a grant for it failed or was retried: the store knows whether it holds.
     Unknown,
     /// A releaser handed the contender its hold without the store (kept in `passed`).
     Passed,
@@ -180,7 +180,11 @@ impl Offer {
             })),
             OfferState::Unknown => {
                 let sent_at = opened_at.unwrap_or(now);
-                let fate = place.settle_grant(&self.taker.owner, &self.hold, deadline)?;
+                let fate = match place.grants() {
+                    Some(grants) => grants.settle_grant(&self.taker.owner, &self.hold, deadline)?,
+                    // No grant is made where none is offered.
+                    None => GrantFate::Withdrawn,
+                };
                 Ok(match fate {
                     // Tokens it may have reserved are not known: none are handed on.
                     GrantFate::Granted { token, id } => Some(Taken::Granted {
@@ -218,7 +222,7 @@ pub(crate) enum Claiming {
     /// A thread of this client contends but does not sleep on an offer yet: keep a hold that
     /// may be handed on here for it (`baton.rs`); free any other, and wake it.
     Keep,
-    /// Free the lock, and let this client's waiters learn of it from Redis like everyone else's.
+    /// Free the lock, and let this client's waiters learn of it from the store like everyone else's.
     FreeForOthers,
 }
 
@@ -356,7 +360,7 @@ impl Claim {
                 self.offer.set(OfferState::Open);
                 None
             }
-            // No answer from everyone: whether the grant went through is for Redis to say.
+            // No answer from everyone: whether the grant went through is for the store to say.
             _ => {
                 self.offer.set(OfferState::Unknown);
                 None
@@ -431,7 +435,7 @@ mod tests {
     }
 
     #[test]
-    fn a_claim_dropped_unresolved_leaves_the_grant_for_redis_to_tell() {
+    fn a_claim_dropped_unresolved_leaves_the_grant_for_the_store_to_tell() {
         let (mut lane, offer) = lane_with_open_offer();
         let Claiming::Grant(claim) = lane.claim(true) else {
             panic!("the offer is open");

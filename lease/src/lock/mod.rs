@@ -10,13 +10,14 @@ mod handoff;
 mod registry;
 mod release;
 mod request;
+mod settle;
 
 pub use guard::LeaseGuard;
 
 use self::acquire::acquire;
 use self::core::Core;
 use self::request::Request;
-use crate::backend::{Kind, Place, ServerIdentity};
+use crate::backend::{not_offered, Elects, Kind, Place, Resizes, ServerIdentity};
 use crate::cancel::Cancel;
 use crate::error::{Error, Result};
 use crate::policy::{after, LeaseKind, Wait};
@@ -196,6 +197,20 @@ impl Lock {
         &*self.place
     }
 
+    /// The semaphore calls of the lock's place: offered wherever the semaphore could be made.
+    pub(crate) fn resizes(&self) -> Result<&dyn Resizes> {
+        self.place.resizes().ok_or_else(|| self.not_offered())
+    }
+
+    /// The election calls of the lock's place: offered wherever the election could be made.
+    pub(crate) fn elects(&self) -> Result<&dyn Elects> {
+        self.place.elects().ok_or_else(|| self.not_offered())
+    }
+
+    fn not_offered(&self) -> Error {
+        not_offered(self.place.id().kind, self.core.backend().address())
+    }
+
     /// The client's parts every lock shares.
     pub(crate) fn core(&self) -> &Core {
         &self.core
@@ -321,20 +336,20 @@ impl Lock {
         Ok(self.inspect()?.ttl)
     }
 
-    /// What Redis holds for the lock now: its holders with their hold counts, its remaining
+    /// What the store holds for the lock now: its holders with their hold counts, its remaining
     /// lease, and the fencing tokens. Read in one pipeline, within the command timeout, also from a
     /// full server; keys a lock cannot use are described in [`LockState::problems`] rather than
     /// failing the call. For operators and tools.
     ///
-    /// A hold that threads of one client hand on among themselves without Redis stays, in
-    /// Redis, the hold of the thread that took it from Redis, with that thread's owner id and
+    /// A hold that threads of one client hand on among themselves without the store stays,
+    /// in the store, the hold of the thread that took it from the store, with that thread's owner id and
     /// token; `last_token` counts the tokens reserved for the hand-offs. Read through the client
     /// that holds it, the holder and `hold_token` shown are the current holder's.
     ///
     /// # Errors
     ///
-    /// [`Error::Unavailable`] if Redis does not answer within the command timeout,
-    /// [`Error::Refused`] if it refuses the commands.
+    /// [`Error::Unavailable`] if the store does not answer within the command timeout,
+    /// [`Error::Refused`] if it refuses the call.
     pub fn inspect(&self) -> Result<LockState> {
         let mut state = self.place.inspect(self.core.call_deadline())?;
         if let Some(baton) = self.core.baton(self.place.id()) {

@@ -7,8 +7,8 @@
 //!
 //! * A hold with live guards is re-entered by naming it; an owner never re-enters a hold it does
 //!   not know of (an earlier hold that was lost, abandoned or never answered for lapses instead).
-//! * A release of unknown outcome (Redis did not answer in time), or a hold abandoned without a
-//!   release, may still stand in Redis, where it would keep the owner's next acquisition waiting
+//! * A release of unknown outcome (the store did not answer in time), or a hold abandoned without a
+//!   release, may still stand in the store, where it would keep the owner's next acquisition waiting
 //!   until it lapses. So each is sent again (it names its hold and acquisition, and is applied at
 //!   most once) before the same owner acquires the same lock again. A client keeps at most
 //!   [`MAX_UNSETTLED`] of them: lock names that are never taken again (one per job, say) would
@@ -20,7 +20,7 @@
 
 use super::baton::{Baton, Kept};
 use super::handoff::{Claiming, Lane, Offer};
-use crate::backend::Rivals;
+use crate::backend::{Rivals, Scope};
 use parking_lot::Mutex;
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -93,7 +93,7 @@ impl Entry {
 
 #[derive(Default)]
 struct Locks {
-    locks: HashMap<String, Entry>,
+    locks: HashMap<Scope, Entry>,
     /// Releases kept in all entries.
     unsettled: usize,
     arrivals: u64,
@@ -109,7 +109,7 @@ pub(crate) struct Registry {
 
 impl Registry {
     /// The hold `owner` holds on `name` through a live guard, if any.
-    pub(crate) fn reentrant(&self, name: &str, owner: &str) -> Option<Live> {
+    pub(crate) fn reentrant(&self, name: &Scope, owner: &str) -> Option<Live> {
         let state = self.state.lock();
         let (live, _) = state.locks.get(name)?.live.get(owner)?;
         Some(live.clone())
@@ -117,9 +117,9 @@ impl Registry {
 
     /// A guard of `live`'s hold now exists: the lock is held here, and the hold is the one
     /// `owner` re-enters (a newer hold of the owner replaces an older one).
-    pub(crate) fn acquired(&self, name: &str, owner: &str, live: &Live) {
+    pub(crate) fn acquired(&self, name: &Scope, owner: &str, live: &Live) {
         let mut state = self.state.lock();
-        let entry = state.locks.entry(name.to_owned()).or_default();
+        let entry = state.locks.entry(name.clone()).or_default();
         entry.held_here = true;
         if let Some(baton) = &live.baton {
             entry.baton = Some(Arc::clone(baton));
@@ -136,7 +136,7 @@ impl Registry {
 
     /// A guard of `hold` is gone (its release is about to be sent, or it was abandoned): with
     /// the hold's last, its baton goes.
-    pub(crate) fn guard_gone(&self, name: &str, owner: &str, hold: &str) {
+    pub(crate) fn guard_gone(&self, name: &Scope, owner: &str, hold: &str) {
         self.update(name, |entry| {
             entry.guard_gone(owner, hold);
             let hold_gone = !entry.live.values().any(|(live, _)| &*live.hold == hold);
@@ -149,7 +149,7 @@ impl Registry {
     /// The last guard of `owner`'s hold `hold` handed it on to another thread of this client
     /// without the store, the store having seen `rivals` when it reserved the token: the lock
     /// stays held here, the baton stays, and the pass counts in the hand-off's run.
-    pub(crate) fn passed(&self, name: &str, owner: &str, hold: &str, rivals: Rivals) {
+    pub(crate) fn passed(&self, name: &Scope, owner: &str, hold: &str, rivals: Rivals) {
         self.update(name, |entry| {
             entry.guard_gone(owner, hold);
             entry.lane.granted(rivals);
@@ -157,7 +157,7 @@ impl Registry {
     }
 
     /// The last guard of `owner`'s hold `hold` left it here for the contender on its way.
-    pub(crate) fn keep(&self, name: &str, owner: &str, hold: &str, kept: Kept) {
+    pub(crate) fn keep(&self, name: &Scope, owner: &str, hold: &str, kept: Kept) {
         self.update(name, |entry| {
             entry.guard_gone(owner, hold);
             entry.kept = Some(kept);
@@ -166,13 +166,13 @@ impl Registry {
 
     /// Takes the hold kept here, if there is one. Its baton stays: the contender that takes it
     /// holds it, or releases it through the store ([`Registry::baton_gone`]).
-    pub(crate) fn take_kept(&self, name: &str) -> Option<Kept> {
+    pub(crate) fn take_kept(&self, name: &Scope) -> Option<Kept> {
         let mut state = self.state.lock();
         state.locks.get_mut(name)?.kept.take()
     }
 
     /// `baton`'s hold is released through the store: no thread of this client holds it.
-    pub(crate) fn baton_gone(&self, name: &str, baton: &Arc<Baton>) {
+    pub(crate) fn baton_gone(&self, name: &Scope, baton: &Arc<Baton>) {
         self.update(name, |entry| {
             if entry.baton.as_ref().is_some_and(|b| Arc::ptr_eq(b, baton)) {
                 entry.baton = None;
@@ -182,7 +182,7 @@ impl Registry {
 
     /// Whether the guard of `owner` releasing `hold` is the hold's last here, with no release
     /// of it of unknown outcome: only then may it be handed on without the store.
-    pub(crate) fn sole_guard(&self, name: &str, owner: &str, hold: &str) -> bool {
+    pub(crate) fn sole_guard(&self, name: &Scope, owner: &str, hold: &str) -> bool {
         let state = self.state.lock();
         let Some(entry) = state.locks.get(name) else {
             return false;
@@ -198,7 +198,7 @@ impl Registry {
     }
 
     /// Threads of this client in the local queue for `name`, the contender included.
-    pub(crate) fn contenders(&self, name: &str) -> usize {
+    pub(crate) fn contenders(&self, name: &Scope) -> usize {
         self.state
             .lock()
             .locks
@@ -207,7 +207,7 @@ impl Registry {
     }
 
     /// The hold of this client on `name` that its threads may hand on, if one stands.
-    pub(crate) fn baton(&self, name: &str) -> Option<Arc<Baton>> {
+    pub(crate) fn baton(&self, name: &Scope) -> Option<Arc<Baton>> {
         self.state.lock().locks.get(name)?.baton.clone()
     }
 
@@ -215,7 +215,7 @@ impl Registry {
     /// kept to send again if its outcome is unknown.
     pub(crate) fn released(
         &self,
-        name: &str,
+        name: &Scope,
         owner: &str,
         held_here: bool,
         unknown: Option<Unsettled>,
@@ -225,7 +225,7 @@ impl Registry {
             state.remember(name, owner, release);
         }
         if held_here {
-            state.locks.entry(name.to_owned()).or_default().held_here = true;
+            state.locks.entry(name.clone()).or_default().held_here = true;
         } else {
             state.update(name, |entry| entry.held_here = false);
         }
@@ -233,13 +233,13 @@ impl Registry {
 
     /// A release of `owner` (or the settling of a grant to it) got no answer: it is sent again
     /// before the owner's next acquisition of `name`.
-    pub(crate) fn unanswered(&self, name: &str, owner: &str, release: Unsettled) {
+    pub(crate) fn unanswered(&self, name: &Scope, owner: &str, release: Unsettled) {
         self.state.lock().remember(name, owner, release);
     }
 
     /// A guard of `owner`'s hold was abandoned: it is neither live nor held here any more, and
     /// its release is sent before the owner's next acquisition.
-    pub(crate) fn abandoned(&self, name: &str, owner: &str, release: Unsettled) {
+    pub(crate) fn abandoned(&self, name: &Scope, owner: &str, release: Unsettled) {
         self.guard_gone(name, owner, &release.hold);
         let mut state = self.state.lock();
         state.remember(name, owner, release);
@@ -247,7 +247,7 @@ impl Registry {
     }
 
     /// The lock was deleted whoever held it.
-    pub(crate) fn force_freed(&self, name: &str) {
+    pub(crate) fn force_freed(&self, name: &Scope) {
         self.update(name, |entry| {
             entry.held_here = false;
             entry.baton = None;
@@ -256,7 +256,7 @@ impl Registry {
 
     /// Takes `owner`'s releases of `name` of unknown outcome, in the order they came, to send
     /// them again.
-    pub(crate) fn take_unsettled(&self, name: &str, owner: &str) -> Vec<Unsettled> {
+    pub(crate) fn take_unsettled(&self, name: &Scope, owner: &str) -> Vec<Unsettled> {
         let mut state = self.state.lock();
         if state.unsettled == 0 {
             return Vec::new();
@@ -274,19 +274,19 @@ impl Registry {
     }
 
     /// A thread of this client enters the local queue for `name`.
-    pub(crate) fn contending(&self, name: &str) {
+    pub(crate) fn contending(&self, name: &Scope) {
         let mut state = self.state.lock();
-        state.locks.entry(name.to_owned()).or_default().contenders += 1;
+        state.locks.entry(name.clone()).or_default().contenders += 1;
     }
 
     /// A contender left `offer` for releasers of this client.
-    pub(crate) fn offered(&self, name: &str, offer: &Arc<Offer>) {
+    pub(crate) fn offered(&self, name: &Scope, offer: &Arc<Offer>) {
         self.update(name, |entry| entry.lane.offered(Arc::clone(offer)));
     }
 
     /// A thread of this client left the local queue for `name`, withdrawing its offer if any.
     /// The last to leave gets the hold kept here, if one is, to release.
-    pub(crate) fn contention_over(&self, name: &str, offer: Option<&Arc<Offer>>) -> Option<Kept> {
+    pub(crate) fn contention_over(&self, name: &Scope, offer: Option<&Arc<Offer>>) -> Option<Kept> {
         let mut left = None;
         self.update(name, |entry| {
             entry.contenders -= 1;
@@ -304,7 +304,7 @@ impl Registry {
     }
 
     /// What a release of `name` at its hold's last does about this client's contender.
-    pub(crate) fn claim(&self, name: &str) -> Claiming {
+    pub(crate) fn claim(&self, name: &Scope) -> Claiming {
         let mut state = self.state.lock();
         match state.locks.get_mut(name) {
             Some(entry) => entry.lane.claim(entry.contenders > 0),
@@ -313,18 +313,18 @@ impl Registry {
     }
 
     /// A release of `name` granted the lock to this client's contender.
-    pub(crate) fn granted(&self, name: &str, rivals: Rivals) {
+    pub(crate) fn granted(&self, name: &Scope, rivals: Rivals) {
         self.update(name, |entry| entry.lane.granted(rivals));
     }
 
     /// Until when this client's contender for `name` lets other clients try first.
-    pub(crate) fn yield_until(&self, name: &str) -> Option<Instant> {
+    pub(crate) fn yield_until(&self, name: &Scope) -> Option<Instant> {
         self.state.lock().locks.get(name)?.lane.yield_until()
     }
 
     /// Whether the lock is held here, as this client knows.
     #[cfg(test)]
-    fn held_here(&self, name: &str) -> bool {
+    fn held_here(&self, name: &Scope) -> bool {
         self.state
             .lock()
             .locks
@@ -332,14 +332,14 @@ impl Registry {
             .is_some_and(|entry| entry.held_here)
     }
 
-    fn update(&self, name: &str, change: impl FnOnce(&mut Entry)) {
+    fn update(&self, name: &Scope, change: impl FnOnce(&mut Entry)) {
         self.state.lock().update(name, change);
     }
 }
 
 impl Locks {
     /// Changes the entry of `name` if there is one, and drops it if nothing is left in it.
-    fn update(&mut self, name: &str, change: impl FnOnce(&mut Entry)) {
+    fn update(&mut self, name: &Scope, change: impl FnOnce(&mut Entry)) {
         if let Some(entry) = self.locks.get_mut(name) {
             change(entry);
             if entry.tidy() {
@@ -348,13 +348,13 @@ impl Locks {
         }
     }
 
-    fn remember(&mut self, name: &str, owner: &str, release: Unsettled) {
+    fn remember(&mut self, name: &Scope, owner: &str, release: Unsettled) {
         if self.unsettled >= MAX_UNSETTLED {
             self.forget_oldest();
         }
         self.arrivals += 1;
         let arrival = self.arrivals;
-        let entry = self.locks.entry(name.to_owned()).or_default();
+        let entry = self.locks.entry(name.clone()).or_default();
         entry.unsettled.push((arrival, owner.to_owned(), release));
         self.unsettled += 1;
     }
@@ -370,7 +370,7 @@ impl Locks {
                     .first()
                     .map(|(arrival, ..)| (*arrival, name))
             })
-            .min()
+            .min_by_key(|(arrival, _)| *arrival)
             .map(|(_, name)| name.clone());
         let Some(name) = oldest else {
             return;
@@ -386,7 +386,7 @@ impl Locks {
         };
         log::log!(
             level,
-            "more than {MAX_UNSETTLED} releases of unknown outcome: the oldest, of {name:?}, is \
+            "more than {MAX_UNSETTLED} releases of unknown outcome: the oldest, of {name}, is \
              not sent again; its hold lapses with its lease"
         );
     }
@@ -395,6 +395,15 @@ impl Locks {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::backend::Kind;
+
+    fn scope(name: &str) -> Scope {
+        Scope::new(name, Kind::Lock)
+    }
+
+    fn k() -> Scope {
+        scope("k")
+    }
 
     fn release(id: usize) -> Unsettled {
         Unsettled {
@@ -414,7 +423,7 @@ mod tests {
 
     fn reentered(registry: &Registry, owner: &str) -> Option<String> {
         registry
-            .reentrant("k", owner)
+            .reentrant(&k(), owner)
             .map(|live| live.hold.to_string())
     }
 
@@ -425,32 +434,32 @@ mod tests {
     #[test]
     fn only_the_latest_hold_with_live_guards_is_reentered() {
         let registry = Registry::default();
-        registry.acquired("k", "o", &live("h1"));
-        registry.acquired("k", "o", &live("h1"));
+        registry.acquired(&k(), "o", &live("h1"));
+        registry.acquired(&k(), "o", &live("h1"));
         assert_eq!(reentered(&registry, "o").as_deref(), Some("h1"));
-        registry.acquired("k", "o", &live("h2"));
-        registry.guard_gone("k", "o", "h1");
+        registry.acquired(&k(), "o", &live("h2"));
+        registry.guard_gone(&k(), "o", "h1");
         assert_eq!(
             reentered(&registry, "o").as_deref(),
             Some("h2"),
             "a stale guard leaves it"
         );
-        registry.guard_gone("k", "o", "h2");
+        registry.guard_gone(&k(), "o", "h2");
         assert_eq!(reentered(&registry, "o"), None);
         assert_eq!(reentered(&registry, "other"), None);
-        assert!(registry.held_here("k"), "until a release says otherwise");
-        registry.released("k", "o", false, None);
+        assert!(registry.held_here(&k()), "until a release says otherwise");
+        registry.released(&k(), "o", false, None);
         assert!(registry.state.lock().locks.is_empty(), "nothing left of it");
     }
 
     #[test]
     fn an_abandoned_hold_is_neither_live_nor_held_here_and_is_released_later() {
         let registry = Registry::default();
-        registry.acquired("k", "o", &live("hold"));
-        registry.abandoned("k", "o", release(1));
+        registry.acquired(&k(), "o", &live("hold"));
+        registry.abandoned(&k(), "o", release(1));
         assert_eq!(reentered(&registry, "o"), None);
-        assert!(!registry.held_here("k"));
-        let taken = registry.take_unsettled("k", "o");
+        assert!(!registry.held_here(&k()));
+        let taken = registry.take_unsettled(&k(), "o");
         assert_eq!(taken.len(), 1);
         assert!(registry.state.lock().locks.is_empty(), "nothing left of it");
     }
@@ -459,14 +468,19 @@ mod tests {
     fn the_store_is_bounded_and_lets_the_oldest_go() {
         let registry = Registry::default();
         for n in 0..MAX_UNSETTLED + 10 {
-            registry.released(&format!("job/{n}"), "owner", false, Some(release(n)));
+            registry.released(
+                &scope(&format!("job/{n}")),
+                "owner",
+                false,
+                Some(release(n)),
+            );
         }
         assert_eq!(count(&registry), MAX_UNSETTLED);
         assert!(
-            registry.take_unsettled("job/0", "owner").is_empty(),
+            registry.take_unsettled(&scope("job/0"), "owner").is_empty(),
             "the oldest went"
         );
-        let kept = registry.take_unsettled(&format!("job/{}", MAX_UNSETTLED + 9), "owner");
+        let kept = registry.take_unsettled(&scope(&format!("job/{}", MAX_UNSETTLED + 9)), "owner");
         assert_eq!(kept.len(), 1);
         assert_eq!(count(&registry), MAX_UNSETTLED - 1);
     }
@@ -475,16 +489,16 @@ mod tests {
     fn releases_are_taken_per_lock_and_owner_in_order() {
         let registry = Registry::default();
         for n in 0..3 {
-            registry.released("lock", "a", false, Some(release(n)));
+            registry.released(&scope("lock"), "a", false, Some(release(n)));
         }
-        registry.released("lock", "b", false, Some(release(9)));
+        registry.released(&scope("lock"), "b", false, Some(release(9)));
         let ids: Vec<String> = registry
-            .take_unsettled("lock", "a")
+            .take_unsettled(&scope("lock"), "a")
             .into_iter()
             .map(|release| release.id)
             .collect();
         assert_eq!(ids, ["0", "1", "2"]);
-        assert!(registry.take_unsettled("lock", "a").is_empty());
+        assert!(registry.take_unsettled(&scope("lock"), "a").is_empty());
         assert_eq!(count(&registry), 1);
     }
 }

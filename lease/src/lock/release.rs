@@ -2,7 +2,7 @@
 //! through. At a hold's last acquisition the lock goes straight to a thread of this client that
 //! sleeps waiting for it, if there is one (claimed through the hand-off's offer): handed on in
 //! memory where the hold has a baton with a token left (nothing is sent), else granted by the
-//! release script. Otherwise it is freed, and this client's own waiters are woken at once. A
+//! release in the store. Otherwise it is freed, and this client's own waiters are woken at once. A
 //! release that gets no answer is remembered and sent again before the same owner acquires the
 //! same lock again.
 
@@ -250,9 +250,7 @@ pub(crate) fn release_kept(core: &Core, kept: Kept) {
 /// What a release at a hold's last does about this client's contender, if `grants` allows one.
 fn claiming(core: &Core, place: &dyn Place, grants: Grants) -> Claiming {
     match grants {
-        Grants::Allowed if core.backend().grants() && place.id().kind.grants() => {
-            core.claim(place.id())
-        }
+        Grants::Allowed if place.grants().is_some() => core.claim(place.id()),
         Grants::Allowed | Grants::No => Claiming::Free,
     }
 }
@@ -291,7 +289,7 @@ fn send_claimed(
     let now = || core.watchdog().now();
     let grant = claim.as_ref().map(|claim| {
         // Others waiting behind the granted thread: tokens for it to hand on to them.
-        let hands_on = claim.taker().renewed && core.reserves_with_new_hold(place.id());
+        let hands_on = claim.taker().renewed && core.reserves_with_new_hold(place);
         let reserve = if hands_on { TOKENS_RESERVED - 1 } else { 0 };
         claim.grant(sent_at, &now, reserve)
     });

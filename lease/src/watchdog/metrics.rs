@@ -10,11 +10,11 @@ pub struct WatchdogMetrics {
     pub watched: usize,
     /// Leases in a renewal call that has not returned yet.
     pub in_flight: usize,
-    /// Renewal round trips: script calls sent, each renewing up to the batch size of leases.
+    /// Renewal round trips: calls sent, each renewing up to the batch size of leases.
     pub renewal_calls: u64,
     /// Leases sent for renewal, over all calls.
     pub renewals_sent: u64,
-    /// Leases whose renewal Redis confirmed.
+    /// Leases whose renewal the store confirmed.
     pub renewed: u64,
     /// Renewal calls that failed (connection lost, timed out); their leases were retried.
     pub failed_calls: u64,

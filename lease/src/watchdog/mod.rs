@@ -2,10 +2,10 @@
 //! lease, and tells a holder when its hold can no longer be trusted, for every hold.
 //!
 //! The wheel timer only *triggers*. A renewal trigger puts the hold in the renewal queue; the
-//! renewal thread sends whatever is queued, up to the batch size, in one script call on its own
-//! connection, so a slow or hung Redis never delays a timer. Each hold also has a deadline
+//! renewal thread sends whatever is queued, up to the batch size, in one call per server on its own
+//! connection, so a slow or hung store never delays a timer. Each hold also has a deadline
 //! timeout at its local deadline: when it fires and no renewal has moved the deadline, the hold
-//! is lost, even if the renewal call is still waiting for Redis.
+//! is lost, even if the renewal call is still waiting for the store.
 //!
 //! Where each part lives:
 //!

@@ -12,7 +12,7 @@
 //!   ```text
 //!   Held --renewal due--> Queued --taken by the renewal thread--> Renewing
 //!   Renewing --confirmed or failed--> Held        Held --max_hold reached--> Expiring
-//!   Held | Queued | Renewing | Expiring --deadline passed, or Redis says gone--> Lost
+//!   Held | Queued | Renewing | Expiring --deadline passed, or the store says gone--> Lost
 //!   any --last guard gone--> Released
 //!   ```
 //!

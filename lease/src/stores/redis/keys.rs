@@ -10,9 +10,6 @@ pub(crate) struct LockKeys {
     pub(crate) name: String,
     /// The primitive.
     pub(crate) kind: Kind,
-    /// What the client's own bookkeeping (holds re-entered, the local queue) knows the
-    /// primitive by: the name, and the side of a read-write lock, or a semaphore.
-    pub(crate) scope: String,
     /// A lock: hash of owner -> hold count, and the hold's id, token and acquisitions (fields
     /// starting with ':'), with the lease as its TTL. A semaphore or read-write lock: sorted set
     /// of its holds (see `scripts/shared.lua`), each hold a hash of its own, as a lock's.
@@ -54,7 +51,6 @@ impl LockKeys {
         LockKeys {
             name: id.name.clone(),
             kind: id.kind,
-            scope: id.scope.clone(),
             queue: key(":queue"),
             queue_until: key(":queue:until"),
             writer: key(":writer"),
@@ -77,7 +73,6 @@ impl LockKeys {
     pub(crate) fn with_kind(&self, kind: Kind) -> LockKeys {
         LockKeys {
             kind,
-            scope: crate::backend::scope(&self.name, kind),
             ..self.clone()
         }
     }

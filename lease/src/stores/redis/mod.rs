@@ -7,16 +7,17 @@
 
 pub(crate) mod cluster;
 pub(crate) mod conn;
-pub(crate) mod deployment;
 mod errors;
 pub(crate) mod fanout;
 pub(crate) mod fencing;
 pub(crate) mod keys;
 pub(crate) mod on_server;
 pub(crate) mod pipe;
+pub(crate) mod place;
 pub(crate) mod pool;
 pub(crate) mod pubsub;
 pub(crate) mod quorum;
+pub(crate) mod route;
 pub(crate) mod scripts;
 pub(crate) mod sentinel;
 pub(crate) mod server;

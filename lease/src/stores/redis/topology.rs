@@ -3,6 +3,8 @@
 
 use crate::backend::Backend;
 use crate::error::{Error, Result};
+use crate::stores::redis::place::RedisStore;
+use crate::stores::redis::route::Route;
 use crate::stores::redis::settings::RedisSettings;
 use crate::stores::redis::{cluster, quorum, sentinel, server};
 
@@ -52,12 +54,15 @@ impl Topology {
                 )));
             }
         }
-        match self {
-            Topology::Server(_) => server::build(settings, endpoints),
-            Topology::Cluster(_) => cluster::build(settings, endpoints),
-            Topology::Sentinel { master, .. } => sentinel::build(settings, master, endpoints),
-            Topology::RedLock(_) => quorum::build(settings, endpoints),
-        }
+        let route = match self {
+            Topology::Server(_) => Route::Server(server::build(settings, endpoints)?),
+            Topology::Cluster(_) => Route::Cluster(cluster::build(settings, endpoints)?),
+            Topology::Sentinel { master, .. } => {
+                Route::Server(sentinel::build(settings, master, endpoints)?)
+            }
+            Topology::RedLock(_) => return quorum::build(settings, endpoints),
+        };
+        Ok(RedisStore::backend(route, &settings.prefix))
     }
 }
 

@@ -2,8 +2,8 @@
 
 use super::ensemble::unavailable;
 use super::line::holding;
+use super::paths::token;
 use super::paths::{self, Claim};
-use super::recipe::token;
 use super::{Ensembled, LockNode};
 use crate::backend::{Kind, Leading};
 use crate::error::Result;

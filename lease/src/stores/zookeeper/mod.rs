@@ -9,6 +9,7 @@
 mod ensemble;
 mod inspect;
 mod line;
+mod offers;
 mod paths;
 mod reaper;
 mod recipe;
@@ -16,8 +17,8 @@ mod renew;
 mod table;
 
 use crate::backend::{
-    Attempt, Attempted, Backend, GrantFate, HoldEnd, Kind, Leading, LockId, Place, Release,
-    ReleaseOutcome, Renewer, ServerIdentity, Settings,
+    Attempt, Attempted, Backend, Elects, HoldEnd, Kind, LockId, Place, Release, ReleaseOutcome,
+    Renewer, Resizes, ServerIdentity, Settings,
 };
 use crate::error::{Error, Result};
 use crate::state::LockState;
@@ -183,10 +184,6 @@ impl Backend for ZooKeeper {
         true
     }
 
-    fn grants(&self) -> bool {
-        false
-    }
-
     fn address(&self) -> &str {
         &self.shared.address
     }
@@ -290,11 +287,6 @@ impl Place for LockNode {
         recipe::release(self, release, deadline)
     }
 
-    fn settle_grant(&self, _owner: &str, _hold: &str, _deadline: Instant) -> Result<GrantFate> {
-        // No grants are made here.
-        Ok(GrantFate::Withdrawn)
-    }
-
     fn inspect(&self, deadline: Instant) -> Result<LockState> {
         inspect::inspect(self, deadline)
     }
@@ -303,15 +295,11 @@ impl Place for LockNode {
         inspect::force_release(self, deadline)
     }
 
-    fn resize(&self, permits: u32, deadline: Instant) -> Result<Option<u32>> {
-        recipe::resize(self, permits, deadline)
+    fn resizes(&self) -> Option<&dyn Resizes> {
+        Some(self)
     }
 
-    fn proclaim(&self, owner: &str, hold: &str, value: &str, deadline: Instant) -> Result<bool> {
-        recipe::proclaim(self, (owner, hold, value), deadline)
-    }
-
-    fn leader(&self, watch: bool, deadline: Instant) -> Result<Option<Leading>> {
-        inspect::leader(self, watch, deadline)
+    fn elects(&self) -> Option<&dyn Elects> {
+        Some(self)
     }
 }

@@ -176,6 +176,14 @@ pub(super) fn parent(path: &str) -> &str {
     path.rsplit_once('/').map_or("/", |(parent, _)| parent)
 }
 
+/// A zxid as a fencing token.
+pub(super) fn token(zxid: i64) -> Result<u64> {
+    u64::try_from(zxid)
+        .ok()
+        .filter(|&token| token > 0)
+        .ok_or_else(|| Error::Protocol(format!("zookeeper: a node's creation zxid is {zxid}")))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

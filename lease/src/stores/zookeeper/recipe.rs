@@ -16,7 +16,8 @@
 
 use super::ensemble::unavailable;
 use super::line::{Blocker, Line};
-use super::paths::{self, Claim};
+use super::offers::declare;
+use super::paths::{self, token, Claim};
 use super::reaper::Job;
 use super::table::{HeldNode, Node, Waiting};
 use super::{Ensembled, LockNode};
@@ -293,108 +294,6 @@ fn create(
         path,
         token: token(stat.czxid)?,
     })
-}
-
-/// The leader of an election proclaims: `value` goes into its node's data, after its owner id
-/// (see [`paths::node_data`]), if the node of its hold `hold` is still there; whether it was.
-pub(super) fn proclaim(
-    place: &LockNode,
-    (owner, hold, value): (&str, &str, &str),
-    deadline: Instant,
-) -> Result<bool> {
-    let zk = &*place.zk;
-    let held = zk.table.lock().held.get(hold).cloned();
-    let Some(held) = held.filter(|held| held.owner == owner && !held.ending) else {
-        return Ok(false);
-    };
-    let session = zk.ensemble.session(deadline)?;
-    if session.session_id() != held.session {
-        // Its session ended, and its node with it.
-        return Ok(false);
-    }
-    let data = format!("{owner}{}{value}", paths::PROCLAIMED);
-    match session.set_data(&held.node.path, data.as_bytes(), None, deadline) {
-        Ok(_) => Ok(true),
-        Err(ZkError::NoNode) => Ok(false),
-        Err(error) => Err(unavailable(&error)),
-    }
-}
-
-/// What a semaphore's node says of its number of permits, in its data: `permits=N`.
-fn declared(data: &[u8]) -> Option<u32> {
-    std::str::from_utf8(data)
-        .ok()?
-        .strip_prefix("permits=")?
-        .parse()
-        .ok()
-}
-
-/// Checks a semaphore's acquisition declaring `permits` against the number its node at `lock`
-/// stores, which every contender declares while any other stands (`others`); stores it when
-/// none does, or none is stored (with the node's version: two contenders that would store
-/// different numbers at once are told apart, and the later one looks again).
-fn declare(
-    session: &Session,
-    lock: &str,
-    permits: u32,
-    others: bool,
-    deadline: Instant,
-) -> Result<()> {
-    for _ in 0..3 {
-        let (data, stat) = session
-            .get_data(lock, false, deadline)
-            .map_err(|error| unavailable(&error))?;
-        match declared(&data) {
-            Some(stored) if stored == permits => return Ok(()),
-            Some(stored) if others => {
-                return Err(Error::InvalidArgument(format!(
-                    "the holders of semaphore {lock:?} declared {stored} permits, and this \
-                     acquisition {permits}: resize the semaphore to change its number"
-                )))
-            }
-            _ => {}
-        }
-        let data = format!("permits={permits}");
-        match session.set_data(lock, data.as_bytes(), Some(stat.version), deadline) {
-            Ok(_) => return Ok(()),
-            // Another contender stored a number meanwhile: look at it.
-            Err(ZkError::BadVersion) => continue,
-            Err(error) => return Err(unavailable(&error)),
-        }
-    }
-    Err(Error::Unavailable {
-        server: session.server(),
-        cause: crate::error::Cause::text(
-            "zookeeper",
-            format!("the number of permits of {lock:?} kept changing"),
-        ),
-    })
-}
-
-/// Makes `permits` the number of permits of the semaphore at `place`: the number declared
-/// before, if any was.
-pub(super) fn resize(place: &LockNode, permits: u32, deadline: Instant) -> Result<Option<u32>> {
-    let session = place.zk.ensemble.session(deadline)?;
-    let lock = &place.path;
-    session
-        .ensure_path(lock, deadline)
-        .map_err(|error| unavailable(&error))?;
-    let (data, _) = session
-        .get_data(lock, false, deadline)
-        .map_err(|error| unavailable(&error))?;
-    let data_now = format!("permits={permits}");
-    session
-        .set_data(lock, data_now.as_bytes(), None, deadline)
-        .map_err(|error| unavailable(&error))?;
-    Ok(declared(&data))
-}
-
-/// A zxid as a fencing token.
-pub(super) fn token(zxid: i64) -> Result<u64> {
-    u64::try_from(zxid)
-        .ok()
-        .filter(|&token| token > 0)
-        .ok_or_else(|| Error::Protocol(format!("zookeeper: a node's creation zxid is {zxid}")))
 }
 
 /// Withdraws `owner`'s node from the queue of `keys`'s lock: deleted before this returns when

@@ -17,21 +17,12 @@ pub(crate) mod slots;
 
 use routes::{PoolSettings, Routes};
 
-use super::on_server::{
-    attempt_on, log_withdrawal, pause, proclaim_on, release_on, resize_on, settle_grant_on,
-    withdraw_on,
-};
-use crate::backend::{
-    Attempt, Attempted, Backend, GrantFate, Release, ReleaseOutcome, Renewer, ServerIdentity,
-};
+use crate::backend::Renewer;
 use crate::error::{Error, Result};
-use crate::state::LockState;
 use crate::stores::redis::conn::{io_error, Conn, Endpoint};
-use crate::stores::redis::deployment::{Deployment, Redis};
-use crate::stores::redis::keys::LockKeys;
 use crate::stores::redis::pool::{Pool, Setup, Via};
 use crate::stores::redis::pubsub::{Announcer, Subscriber};
-use crate::stores::redis::scripts::{self, Announce};
+use crate::stores::redis::scripts::Acks;
 use crate::stores::redis::settings::RedisSettings;
 use crate::waiters::Waiters;
 use std::sync::Arc;
@@ -53,7 +44,7 @@ pub(crate) struct Cluster {
 }
 
 /// A client of the cluster whose nodes at `seeds` (one or more) tell the rest.
-pub(crate) fn build(settings: &RedisSettings, seeds: Vec<Endpoint>) -> Result<Box<dyn Backend>> {
+pub(crate) fn build(settings: &RedisSettings, seeds: Vec<Endpoint>) -> Result<Cluster> {
     let acks = settings.primary_acks()?;
     if seeds.is_empty() {
         return Err(Error::InvalidArgument(
@@ -81,23 +72,22 @@ pub(crate) fn build(settings: &RedisSettings, seeds: Vec<Endpoint>) -> Result<Bo
             pipelining: settings.pipelining,
         },
     );
-    let cluster = Cluster {
+    Ok(Cluster {
         routes: Arc::new(routes),
         place,
-    };
-    Ok(Redis::backend(cluster, &settings.prefix))
+    })
 }
 
 impl Cluster {
-    /// Runs `op` on the master of `keys`' slot by `deadline`, following redirections, and sends
+    /// Runs `op` on the master of `key`'s slot by `deadline`, following redirections, and sends
     /// it again where it certainly did not run. Returns the node that answered.
-    fn route<T>(
+    pub(crate) fn run<T>(
         &self,
-        keys: &LockKeys,
+        key: &str,
         deadline: Instant,
         mut op: impl FnMut(Via<'_>) -> Result<T>,
     ) -> Result<(T, Arc<str>)> {
-        let slot = slots::slot(&keys.lock);
+        let slot = slots::slot(key);
         let mut ask: Option<(Arc<str>, Arc<Pool>)> = None;
         let mut redirects = 0;
         loop {
@@ -142,10 +132,7 @@ impl Cluster {
                 // Still sent on: the slot's master is not settled, which a wait rides out.
                 return Err(Error::unavailable(io_error(
                     std::io::ErrorKind::Other,
-                    format!(
-                        "the slot of {:?} is still moving between nodes: {error}",
-                        keys.lock
-                    ),
+                    format!("the slot of {key:?} is still moving between nodes: {error}"),
                 )));
             }
         }
@@ -178,132 +165,35 @@ impl Redirect {
     }
 }
 
-impl Deployment for Cluster {
-    fn fenced(&self) -> bool {
-        true
+impl Cluster {
+    /// The replica acknowledgements every write waits for.
+    pub(crate) fn acks(&self) -> Option<Acks> {
+        self.routes.acks()
     }
 
-    fn grants(&self) -> bool {
-        self.routes.acks().is_none()
-    }
-
-    fn address(&self) -> &str {
+    /// The seeds, as text (passwords hidden).
+    pub(crate) fn address(&self) -> &str {
         &self.place
     }
 
-    fn servers(&self, keys: &LockKeys, deadline: Instant) -> Result<Vec<ServerIdentity>> {
-        self.route(keys, deadline, |via| via.pool.identify(deadline))
-            .map(|(identity, _)| vec![identity])
-    }
-
-    fn call_timeout(&self) -> Duration {
+    pub(crate) fn command_timeout(&self) -> Duration {
         self.routes.command_timeout()
     }
 
-    fn attempt(
-        &self,
-        keys: &LockKeys,
-        attempt: &Attempt<'_>,
-        deadline: Instant,
-    ) -> Result<Attempted> {
-        self.route(keys, deadline, |via| {
-            attempt_on(via, keys, attempt, deadline, Announce::Sharded)
-        })
-        .map(|(attempted, _)| attempted)
-    }
-
-    fn abandon(&self, keys: &LockKeys, owner: &str, waited: bool) {
-        if waited && keys.kind.marks_waiting() {
-            let deadline = crate::policy::after(self.call_timeout());
-            let withdrawn = self.route(keys, deadline, |via| {
-                withdraw_on(via, keys, owner, deadline)
-            });
-            log_withdrawal(keys, withdrawn.map(drop));
-        }
-    }
-
-    fn release(&self, keys: &LockKeys, release: &Release<'_>, deadline: Instant) -> ReleaseOutcome {
-        let mut settled = true;
-        let routed = self.route(keys, deadline, |via| {
-            let outcome = release_on(via, keys, release, deadline, Announce::Sharded);
-            settled = outcome.settled;
-            outcome.released
-        });
-        ReleaseOutcome {
-            released: routed.map(|(released, _)| released),
-            settled,
-        }
-    }
-
-    fn settle_grant(
-        &self,
-        keys: &LockKeys,
-        owner: &str,
-        hold: &str,
-        deadline: Instant,
-    ) -> Result<GrantFate> {
-        self.route(keys, deadline, |via| {
-            settle_grant_on(via, keys, owner, hold, deadline)
-        })
-        .map(|(fate, _)| fate)
-    }
-
-    fn pause(&self, ttl: Option<Duration>) -> Duration {
-        pause(ttl)
-    }
-
-    fn inspect(&self, keys: &LockKeys, deadline: Instant) -> Result<LockState> {
-        let (mut state, node) = self.route(keys, deadline, |via| {
-            via.call(deadline, |con| scripts::inspect(con, keys))
-        })?;
-        state.node = Some(node.to_string());
-        Ok(state)
-    }
-
-    fn force_release(&self, keys: &LockKeys, deadline: Instant) -> Result<bool> {
-        self.route(keys, deadline, |via| {
-            via.call(deadline, |con| {
-                scripts::force_release(con, keys, Announce::Sharded)
-            })
-        })
-        .map(|(freed, _)| freed)
-    }
-
-    fn resize(&self, keys: &LockKeys, permits: u32, deadline: Instant) -> Result<Option<u32>> {
-        self.route(keys, deadline, |via| {
-            resize_on(via, keys, permits, deadline)
-        })
-        .map(|(before, _)| before)
-    }
-
-    fn proclaim(
-        &self,
-        keys: &LockKeys,
-        owner: &str,
-        hold: &str,
-        value: &str,
-        deadline: Instant,
-    ) -> Result<bool> {
-        self.route(keys, deadline, |via| {
-            proclaim_on(via, keys, (owner, hold, value), deadline, Announce::Sharded)
-        })
-        .map(|(proclaimed, _)| proclaimed)
-    }
-
-    /// A node answers with the map of the slots' masters, which the client takes.
-    fn ping(&self, deadline: Instant) -> Result<()> {
+    /// Reads the map of the slots' masters from a node.
+    pub(crate) fn refresh(&self, deadline: Instant) -> Result<()> {
         self.routes.refresh(deadline)
     }
 
-    fn renewer(&self) -> Box<dyn Renewer> {
+    /// Renewals pipelined per node: one round trip per master per renewal round.
+    pub(crate) fn renewer(&self) -> Box<dyn Renewer> {
         Box::new(renew::ClusterRenewer::new(Arc::clone(&self.routes)))
     }
 
-    fn waiters(&self, thread_name: String) -> Result<Waiters> {
+    /// Waiters woken by a subscriber of the sharded channels, on each slot's master.
+    pub(crate) fn waiters(&self, thread_name: String) -> Waiters {
         let announcer = Arc::new(SlotMasters(Arc::clone(&self.routes)));
-        Ok(Waiters::announced(|notifier| {
-            Arc::new(Subscriber::new(announcer, thread_name, notifier))
-        }))
+        Waiters::announced(|notifier| Arc::new(Subscriber::new(announcer, thread_name, notifier)))
     }
 }
 

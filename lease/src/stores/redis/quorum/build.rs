@@ -2,11 +2,11 @@
 //! refusal of two URLs of one server.
 
 use super::masters::Quorum;
+use super::RedLock;
 use crate::backend::Backend;
 use crate::backend::ServerIdentity;
 use crate::error::{Error, Result};
 use crate::stores::redis::conn::{Conn, Endpoint};
-use crate::stores::redis::deployment::Redis;
 use crate::stores::redis::fanout::Master;
 use crate::stores::redis::pool::{identity_of, Pool};
 use crate::stores::redis::settings::RedisSettings;
@@ -52,10 +52,10 @@ pub(crate) fn build(
         }
         distinct.push(endpoint);
     }
-    Ok(Redis::backend(
+    Ok(Box::new(RedLock::new(
         Quorum::new(distinct, quorum, settings)?,
         &settings.prefix,
-    ))
+    )))
 }
 
 impl Quorum {

@@ -3,11 +3,17 @@
 
 use super::call::{Call, Lua};
 use super::reply::{token, unexpected};
-use crate::backend::claim_id;
 use crate::error::Result;
 use crate::stores::redis::keys::LockKeys;
 use redis::Value;
 use std::sync::LazyLock;
+
+/// The acquisition id under which the claimant of the grant of hold `hold` holds it, once it
+/// claimed the grant: the same for every try, so that a claim sent again finds its own, and a
+/// release of unknown outcome can name it.
+pub(crate) fn claim_id(hold: &str) -> String {
+    format!("{hold}:claimed")
+}
 
 static CLAIM: LazyLock<Lua> = LazyLock::new(|| Lua::new(include_str!("claim.lua")));
 

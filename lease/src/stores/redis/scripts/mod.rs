@@ -16,10 +16,9 @@ mod reply;
 mod resize;
 mod shared;
 
-pub(crate) use crate::backend::claim_id;
 pub(crate) use acks::Acks;
 pub(crate) use call::{is_noscript, Call};
-pub(crate) use claim::{claim, parse_claim};
+pub(crate) use claim::{claim, claim_id, parse_claim};
 pub(crate) use proclaim::{parse_proclaim, proclaim};
 pub(crate) use reply::{parse_acquire, parse_release, parse_renew, Acquire, ReleaseReply};
 pub(crate) use resize::{parse_resize, resize};

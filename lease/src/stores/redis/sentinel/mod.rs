@@ -2,18 +2,15 @@
 //! failovers. Each new connection asks the Sentinels for the primary ([`discovery`]); every
 //! Sentinel is listened to for `+switch-master` ([`switches`]); and no connection is opened to a
 //! primary older than one already reached or announced. Lock calls, renewals and waiters run as
-//! on one server ([`Server`]), over a pool whose connections go to that primary.
+//! on one server, over a pool whose connections go to that primary.
 
 mod ask;
 mod discovery;
 mod switches;
 
-use super::server::Server;
-use crate::backend::Backend;
 use crate::error::{Error, Result};
 use crate::stores::redis::conn::Endpoint;
-use crate::stores::redis::deployment::Redis;
-use crate::stores::redis::pool::{Opened, Target};
+use crate::stores::redis::pool::{Opened, Pool, Target};
 use crate::stores::redis::settings::RedisSettings;
 use discovery::Sentinels;
 use std::sync::Arc;
@@ -25,7 +22,7 @@ pub(crate) fn build(
     settings: &RedisSettings,
     master: &str,
     sentinels: Vec<Endpoint>,
-) -> Result<Box<dyn Backend>> {
+) -> Result<Arc<Pool>> {
     let acks = settings.primary_acks()?;
     let sentinels = Arc::new(Sentinels::new(sentinels, master)?);
     let target = NamedPrimary {
@@ -34,7 +31,7 @@ pub(crate) fn build(
     let pool = Arc::new(settings.pool(Box::new(target)).with_acks(acks));
     let thread_name = settings.thread_name("sentinel");
     switches::watch(&pool, &sentinels, &thread_name).map_err(Error::Spawn)?;
-    Ok(Redis::backend(Server::new(pool), &settings.prefix))
+    Ok(pool)
 }
 
 /// Where a Sentinel client's connections go: to the primary the Sentinels name, its tokens drawn
