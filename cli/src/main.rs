@@ -19,6 +19,7 @@ mod connect;
 mod exec;
 mod exit;
 mod held;
+mod human;
 mod job;
 mod keeper;
 mod layout;

@@ -27,7 +27,7 @@ use signal_hook::consts::{SIGHUP, SIGINT, SIGQUIT, SIGTERM, SIGTSTP, SIGUSR1, SI
 use signal_hook::iterator::Signals;
 use std::os::unix::process::CommandExt;
 use std::process::{Child, ExitCode};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 #[derive(Args)]
 pub struct RunArgs {
@@ -151,6 +151,9 @@ pub fn run(client: &Client, args: RunArgs) -> Result<ExitCode, Failure> {
     // SIGTERM ends the wait (and `lease`) at once, with nothing held that a job could outlive.
     // Once the lock is held, they are caught, to be forwarded to the job.
     let guard = acquire(client, &args)?;
+    // Read after the acquisition, so that the hold reaches `--max-hold` here no earlier than
+    // the library stops renewing it.
+    let max_hold = args.max_hold.map(|limit| (limit, Instant::now() + limit));
     let signals = match Signals::new([SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGUSR1, SIGUSR2, SIGTSTP])
     {
         Ok(signals) => signals,
@@ -199,6 +202,7 @@ pub fn run(client: &Client, args: RunArgs) -> Result<ExitCode, Failure> {
         keeper,
         fed,
         switched: None,
+        max_hold,
     };
     supervised.run(child, signals)
 }
