@@ -12,8 +12,8 @@ pub const UNAVAILABLE: u8 = 69;
 /// given as a server, a full server, a TLS handshake refused, a port that does not speak TLS.
 /// Retrying will not help until a setting changes.
 pub const REFUSED: u8 = 78;
-/// A key of the lock holds something a lock cannot use (another type, a counter that cannot give
-/// a token).
+/// NAME is another primitive's than the flags say, or a key of it holds something no primitive
+/// can use (another type, a counter that cannot give a token).
 pub const DATA: u8 = 65;
 /// The command line is wrong: an unknown option, a bad duration or URL, a missing command (or
 /// none at all).
@@ -44,8 +44,10 @@ pub const CODES: [(&str, &str); 10] = [
     ),
     (
         "65",
-        "a key of the lock holds something a lock cannot use; lease status: the same, or its \
-         fencing tokens are exhausted (neither held nor usable)",
+        "NAME is another primitive's than the flags say (a semaphore's, a read-write lock's, an \
+         election's: the message names the flag that takes it), or a key of it holds something \
+         no primitive can use; lease status: the same, or its fencing tokens are exhausted \
+         (neither held nor usable)",
     ),
     (
         "69",

@@ -16,10 +16,12 @@
 
 mod clock;
 mod connect;
+mod describe;
 mod exec;
 mod exit;
 mod held;
 mod human;
+mod identity;
 mod job;
 mod keeper;
 mod layout;
@@ -28,11 +30,13 @@ mod logger;
 mod manual;
 mod primitive;
 mod program;
+mod resize;
 mod run;
 mod say;
 mod status;
 mod supervise;
 mod switch;
+mod unlock;
 
 use clap::error::ErrorKind;
 use clap::{ArgAction, ArgMatches, Args, CommandFactory, FromArgMatches, Parser, Subcommand};
@@ -75,11 +79,11 @@ enum Command {
     /// Show whether NAME is held, by whom, for how long, and its fencing tokens
     Status(status::StatusArgs),
     /// Remove NAME whoever holds it (for clearing a dead holder)
-    Unlock(status::UnlockArgs),
+    Unlock(unlock::UnlockArgs),
     /// Show who leads the election NAME (its term and value), once or as it changes
     Leader(leader::LeaderArgs),
     /// Change the number of permits of the semaphore NAME, whoever holds permits now
-    Resize(status::ResizeArgs),
+    Resize(resize::ResizeArgs),
     /// Print a completion script for SHELL on stdout
     #[command(after_help = layout::table("Install, for example", &manual::COMPLETIONS_INSTALL))]
     Completions(manual::CompletionsArgs),
@@ -247,13 +251,13 @@ fn execute(cli: Cli, matches: &ArgMatches) -> Result<ExitCode, Failure> {
             with_client(connection, matches, |client| status::status(client, args))
         }
         Command::Unlock(args) => {
-            with_client(connection, matches, |client| status::unlock(client, args))
+            with_client(connection, matches, |client| unlock::unlock(client, args))
         }
         Command::Leader(args) => {
             with_client(connection, matches, |client| leader::leader(client, args))
         }
         Command::Resize(args) => {
-            with_client(connection, matches, |client| status::resize(client, args))
+            with_client(connection, matches, |client| resize::resize(client, args))
         }
         Command::Completions(args) => Ok(manual::completions(args)),
         Command::Man(args) => Ok(manual::man(args)),

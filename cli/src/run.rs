@@ -15,6 +15,7 @@
 use crate::connect::SECRETS;
 use crate::exit::{self, Failure};
 use crate::held::Held;
+use crate::identity::{self, leader_text, Found};
 use crate::job::{Group, Terminal};
 use crate::layout;
 use crate::primitive::PrimitiveArgs;
@@ -22,7 +23,7 @@ use crate::supervise::{look_period, release, switch_term_before, Supervised};
 use crate::switch::Keeper;
 use clap::Args;
 use nix::unistd::{getpid, Pid};
-use redis_lease::Client;
+use redis_lease::{Client, Error};
 use signal_hook::consts::{SIGHUP, SIGINT, SIGQUIT, SIGTERM, SIGTSTP, SIGUSR1, SIGUSR2};
 use signal_hook::iterator::Signals;
 use std::os::unix::process::CommandExt;
@@ -211,6 +212,19 @@ fn acquire(client: &Client, args: &RunArgs) -> Result<Held, Failure> {
     if let Some(value) = &args.value {
         return lead(client, args, value);
     }
+    // An election has keys of its own: a run that took the lock of its name would run beside
+    // the leader's.
+    if let Some(leader) = identity::leader(client, &args.name)? {
+        return Err(Failure::new(
+            exit::DATA,
+            format!(
+                "{:?} is an election ({} leads), not a {}: campaign for it with --value VALUE",
+                args.name,
+                leader_text(&leader),
+                identity::asked(&args.primitive)
+            ),
+        ));
+    }
     let mut lock = args.primitive.lock(client, &args.name)?;
     if let Some(owner) = &args.owner {
         lock = lock.owned_by(owner.as_str());
@@ -219,15 +233,36 @@ fn acquire(client: &Client, args: &RunArgs) -> Result<Held, Failure> {
         lock = lock.max_hold(max_hold);
     }
     let acquired = match args.wait() {
-        None => Some(lock.lock()?),
-        Some(wait) if wait.is_zero() => lock.try_lock()?,
-        Some(wait) => lock.try_lock_for(wait)?,
+        None => lock.lock().map(Some),
+        Some(wait) if wait.is_zero() => lock.try_lock(),
+        Some(wait) => lock.try_lock_for(wait),
     };
-    acquired.map(Held::Lock).ok_or_else(|| not_acquired(args))
+    match acquired {
+        Ok(Some(guard)) => Ok(Held::Lock(guard)),
+        Ok(None) => Err(not_acquired(args)),
+        Err(error @ Error::WrongType { .. }) => Err(another_primitive(client, args, error)),
+        Err(error) => Err(error.into()),
+    }
 }
 
-/// Campaigns for the election NAME, proclaiming `value`.
+/// Campaigns for the election NAME, proclaiming `value`, unless the name is held as a lock, a
+/// semaphore or a read-write lock, whose holders the leader would run beside.
 fn lead(client: &Client, args: &RunArgs, value: &str) -> Result<Held, Failure> {
+    let found = identity::found(client, &args.name)?;
+    if found.is_held() {
+        let take = match found {
+            Found::Lock(_) => "without --value".to_owned(),
+            _ => format!("{} instead of --value", found.flags()),
+        };
+        return Err(Failure::new(
+            exit::DATA,
+            format!(
+                "{:?} is {} that is held now, not an election: take it {take}",
+                args.name,
+                found.what()
+            ),
+        ));
+    }
     let election = client.election(&args.name)?;
     let led = match args.wait() {
         None => Some(election.campaign(value)?),
@@ -235,6 +270,18 @@ fn lead(client: &Client, args: &RunArgs, value: &str) -> Result<Held, Failure> {
         Some(wait) => election.campaign_for(wait, value)?,
     };
     led.map(Held::Leader).ok_or_else(|| not_acquired(args))
+}
+
+/// The name's keys are another primitive's than the flags say: which, and the flag that takes
+/// it; the library's error where no primitive can use them.
+fn another_primitive(client: &Client, args: &RunArgs, error: Error) -> Failure {
+    match identity::found(client, &args.name) {
+        Ok(found) if !found.takes(&args.primitive) => Failure::new(
+            exit::DATA,
+            found.mismatch(&args.name, &args.primitive, "take"),
+        ),
+        _ => error.into(),
+    }
 }
 
 fn not_acquired(args: &RunArgs) -> Failure {
