@@ -2,7 +2,7 @@
 
 use std::process::ExitCode;
 
-/// `lease run` could not acquire the lock within `--wait`.
+/// `lease run` could not acquire NAME within `--wait`: it is held elsewhere.
 pub const NOT_ACQUIRED: u8 = 75;
 /// The lease was lost while the command ran; the command was stopped.
 pub const LOST: u8 = 79;
@@ -56,7 +56,8 @@ pub const CODES: [(&str, &str); 10] = [
     ),
     (
         "75",
-        "lease run: the lock was not acquired within --wait (held elsewhere; -E sets another)",
+        "lease run: NAME is held elsewhere and was not acquired within --wait (-n: at once); \
+         -E sets another code",
     ),
     (
         "78",
@@ -90,6 +91,9 @@ pub struct Failure {
     pub message: String,
     /// The library's error it comes from, if it does.
     pub cause: Option<redis_lease::Error>,
+    /// A run skipped because its name is held elsewhere: said unless `-q` (as `flock -n`
+    /// says nothing).
+    pub skipped: bool,
 }
 
 impl Failure {
@@ -98,6 +102,15 @@ impl Failure {
             code,
             message: message.into(),
             cause: None,
+            skipped: false,
+        }
+    }
+
+    /// A run that did not start because its name is held (or led) elsewhere.
+    pub fn skipped(message: impl Into<String>) -> Self {
+        Failure {
+            skipped: true,
+            ..Failure::new(NOT_ACQUIRED, message)
         }
     }
 
@@ -105,9 +118,12 @@ impl Failure {
         Failure::new(USAGE, message)
     }
 
-    /// Logs the message (an error record: one line, `lease: <message>`) and gives the code.
+    /// Logs the message (an error record: one line, `lease: <message>`) and gives the code; a
+    /// skipped run's says nothing under `-q`.
     pub fn report(self) -> ExitCode {
-        log::error!("{}", self.message);
+        if !(self.skipped && crate::logger::quieted()) {
+            log::error!("{}", self.message);
+        }
         ExitCode::from(self.code)
     }
 }
@@ -129,6 +145,7 @@ impl From<redis_lease::Error> for Failure {
             code,
             message: error.to_string(),
             cause: Some(error),
+            skipped: false,
         }
     }
 }

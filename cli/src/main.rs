@@ -66,7 +66,8 @@ struct Verbosity {
     /// Say more on stderr: -v the lock library's debug log, -vv its trace
     #[arg(long, short, global = true, action = ArgAction::Count)]
     verbose: u8,
-    /// Say less on stderr: -q only the failure that explains the exit code, -qq nothing
+    /// Say less on stderr: -q only the failure that explains the exit code, and nothing for a
+    /// run skipped because NAME is held elsewhere (as flock -n); -qq nothing
     #[arg(long, short, global = true, action = ArgAction::Count)]
     quiet: u8,
 }

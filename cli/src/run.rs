@@ -13,8 +13,10 @@
 //! command; when continued, it continues the command only if the lease is still valid.
 
 use crate::connect::SECRETS;
+use crate::describe::{holders, left};
 use crate::exit::{self, Failure};
 use crate::held::Held;
+use crate::human;
 use crate::identity::{self, leader_text, Found};
 use crate::job::{Group, Terminal};
 use crate::layout;
@@ -239,7 +241,7 @@ fn acquire(client: &Client, args: &RunArgs) -> Result<Held, Failure> {
     };
     match acquired {
         Ok(Some(guard)) => Ok(Held::Lock(guard)),
-        Ok(None) => Err(not_acquired(args)),
+        Ok(None) => Err(held_elsewhere(client, args)),
         Err(error @ Error::WrongType { .. }) => Err(another_primitive(client, args, error)),
         Err(error) => Err(error.into()),
     }
@@ -269,7 +271,8 @@ fn lead(client: &Client, args: &RunArgs, value: &str) -> Result<Held, Failure> {
         Some(wait) if wait.is_zero() => election.try_campaign(value)?,
         Some(wait) => election.campaign_for(wait, value)?,
     };
-    led.map(Held::Leader).ok_or_else(|| not_acquired(args))
+    led.map(Held::Leader)
+        .ok_or_else(|| another_leads(client, args))
 }
 
 /// The name's keys are another primitive's than the flags say: which, and the flag that takes
@@ -284,11 +287,74 @@ fn another_primitive(client: &Client, args: &RunArgs, error: Error) -> Failure {
     }
 }
 
-fn not_acquired(args: &RunArgs) -> Failure {
-    Failure::new(
-        exit::NOT_ACQUIRED,
-        format!("{:?} was not acquired within --wait", args.name),
-    )
+/// The run did not start: the name is held elsewhere (`-n`, `--wait 0`), or was not acquired
+/// within `--wait`; by whom, as `lease status` would say (read again now, so left out if it
+/// cannot be read or no one holds it any more).
+fn held_elsewhere(client: &Client, args: &RunArgs) -> Failure {
+    let by = holders_now(client, args);
+    let message = match (args.wait(), by) {
+        (Some(wait), by) if !wait.is_zero() => {
+            let by = by.map_or_else(String::new, |by| format!(", held elsewhere by {by}"));
+            format!(
+                "{:?} was not acquired within --wait {}{by}: not run",
+                args.name,
+                human::duration(wait)
+            )
+        }
+        (_, by) => {
+            let by = by.map_or_else(String::new, |by| format!(", by {by}"));
+            format!("{:?} is held elsewhere{by}: not run", args.name)
+        }
+    };
+    Failure::skipped(message)
+}
+
+/// Who holds what the run asked for: a lock's or a semaphore's holders, a read-write lock's
+/// writer (and its readers, for a writer), with the lease left.
+fn holders_now(client: &Client, args: &RunArgs) -> Option<String> {
+    let asked = &args.primitive;
+    if asked.read || asked.write {
+        let rw = client.read_write_lock(&args.name).ok()?;
+        let writer = rw.write_lock().inspect().ok()?;
+        if writer.is_held() {
+            return Some(format!(
+                "its writer {}, {}",
+                holders(&writer),
+                left(&writer)
+            ));
+        }
+        let readers = rw.read_lock().inspect().ok()?;
+        return (asked.write && readers.is_held())
+            .then(|| format!("its readers {}", holders(&readers)));
+    }
+    let state = asked.lock(client, &args.name).ok()?.inspect().ok()?;
+    if !state.is_held() {
+        return None;
+    }
+    let permits = match (asked.permits, state.permits_in_use) {
+        (Some(permits), Some(in_use)) => format!(", {in_use} of {permits} permits held"),
+        _ => String::new(),
+    };
+    Some(format!("{}, {}{permits}", holders(&state), left(&state)))
+}
+
+/// The campaign did not lead: another candidate does, named by its term and value where one
+/// can be read now.
+fn another_leads(client: &Client, args: &RunArgs) -> Failure {
+    let leader = identity::leader(client, &args.name)
+        .ok()
+        .flatten()
+        .map_or_else(String::new, |leader| format!(" ({})", leader_text(&leader)));
+    let within = match args.wait() {
+        Some(wait) if !wait.is_zero() => {
+            format!(" was not led within --wait {}:", human::duration(wait))
+        }
+        _ => ":".to_owned(),
+    };
+    Failure::skipped(format!(
+        "{:?}{within} another candidate leads{leader}: not run",
+        args.name
+    ))
 }
 
 /// Starts the command (through `lease __exec`) in a process group of its own.
