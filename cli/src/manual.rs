@@ -4,9 +4,10 @@
 
 use crate::exit;
 use crate::say::out_bytes;
-use clap::builder::PossibleValuesParser;
+use clap::builder::{PossibleValue, PossibleValuesParser, TypedValueParser};
 use clap::{Args, CommandFactory};
 use roff::{bold, roman, Roff};
+use std::ffi::OsStr;
 use std::process::ExitCode;
 
 /// Where the completion scripts go, as `lease completions --help` and its man page show it.
@@ -28,14 +29,43 @@ pub struct CompletionsArgs {
     shell: clap_complete::Shell,
 }
 
-/// The commands with a manual page of their own.
-const PAGES: [&str; 5] = ["run", "status", "unlock", "completions", "man"];
-
 #[derive(Args)]
 pub struct ManArgs {
     /// A command's own page (lease-run(1), ...) instead of lease(1)
-    #[arg(value_parser = PossibleValuesParser::new(PAGES))]
+    #[arg(value_parser = Page)]
     command: Option<String>,
+}
+
+/// The commands with a manual page of their own: every command a person types, read from the
+/// command line's definition, so that a new command has its page.
+pub fn pages() -> Vec<String> {
+    crate::Cli::command()
+        .get_subcommands()
+        .filter(|command| !command.is_hide_set())
+        .map(|command| command.get_name().to_owned())
+        .collect()
+}
+
+/// A page's name, one of [`pages`]: read when the value is checked or listed (in the help,
+/// the completions), never while the command line is defined, which it is part of.
+#[derive(Clone)]
+struct Page;
+
+impl TypedValueParser for Page {
+    type Value = String;
+
+    fn parse_ref(
+        &self,
+        command: &clap::Command,
+        arg: Option<&clap::Arg>,
+        value: &OsStr,
+    ) -> Result<String, clap::Error> {
+        PossibleValuesParser::new(pages()).parse_ref(command, arg, value)
+    }
+
+    fn possible_values(&self) -> Option<Box<dyn Iterator<Item = PossibleValue> + '_>> {
+        Some(Box::new(pages().into_iter().map(PossibleValue::new)))
+    }
 }
 
 pub fn completions(args: CompletionsArgs) -> ExitCode {
