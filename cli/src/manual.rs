@@ -2,26 +2,13 @@
 //! disagrees with it: `lease completions SHELL`, `lease man [COMMAND]`, and the tables (exit
 //! codes, environment variables) that `--help` and the man pages both show.
 
-use crate::exit;
 use crate::say::out_bytes;
+use crate::{examples, exit, help};
 use clap::builder::{PossibleValue, PossibleValuesParser, TypedValueParser};
 use clap::{Args, CommandFactory};
 use roff::{bold, roman, Roff};
 use std::ffi::OsStr;
 use std::process::ExitCode;
-
-/// Where the completion scripts go, as `lease completions --help` and its man page show it.
-pub const COMPLETIONS_INSTALL: [(&str, &str); 3] = [
-    (
-        "bash",
-        "lease completions bash > /etc/bash_completion.d/lease",
-    ),
-    ("zsh", "lease completions zsh > \"${fpath[1]}/_lease\""),
-    (
-        "fish",
-        "lease completions fish > ~/.config/fish/completions/lease.fish",
-    ),
-];
 
 #[derive(Args)]
 pub struct CompletionsArgs {
@@ -95,7 +82,8 @@ pub fn man(args: ManArgs) -> ExitCode {
 }
 
 /// The page of `command` (`name`, or lease(1) itself): clap's sections, then the tool's own
-/// (exit status, environment, examples) where clap would put its help's free text.
+/// (exit status, environment, examples) where clap would put its help's free text: the same
+/// lists as the help's.
 fn render(
     command: clap::Command,
     name: Option<&str>,
@@ -115,34 +103,35 @@ fn render(
         man.render_subcommands_section(out)?;
     }
     let mut roff = Roff::new();
-    match name {
-        Some("completions") => {
-            roff.control("SH", ["EXAMPLES"]);
-            for (shell, line) in COMPLETIONS_INSTALL {
-                entry(&mut roff, shell, line);
-            }
+    if help::has_exit_codes(name) {
+        roff.control("SH", ["EXIT STATUS"]);
+        for (code, meaning) in exit::codes(name) {
+            entry(&mut roff, code, meaning);
         }
-        Some("man") => {}
-        _ => {
-            roff.control("SH", ["EXIT STATUS"]);
-            for (code, meaning) in exit::CODES {
-                entry(&mut roff, code, meaning);
-            }
-            roff.control("SH", ["ENVIRONMENT"]);
-            for (variable, meaning) in &variables {
-                entry(&mut roff, variable, meaning);
-            }
-            for (variable, meaning) in crate::VARIABLES {
-                entry(&mut roff, variable, meaning);
-            }
-            if name == Some("run") {
-                roff.control("SH", ["THE COMMAND'S ENVIRONMENT"]);
-                roff.text([roman(crate::run::command_environment())]);
-                for (variable, meaning) in crate::run::COMMAND_ENVIRONMENT {
-                    entry(&mut roff, variable, meaning);
-                }
-            }
+        roff.control("SH", ["ENVIRONMENT"]);
+        for (variable, meaning) in &variables {
+            entry(&mut roff, variable, meaning);
         }
+        for (variable, meaning) in crate::VARIABLES {
+            entry(&mut roff, variable, meaning);
+        }
+    }
+    if name == Some("run") {
+        roff.control("SH", ["THE COMMAND'S ENVIRONMENT"]);
+        roff.text([roman(crate::run::command_environment())]);
+        for (variable, meaning) in crate::run::COMMAND_ENVIRONMENT {
+            entry(&mut roff, variable, meaning);
+        }
+    }
+    roff.control("SH", ["EXAMPLES"]);
+    for (what, line) in examples::of(name) {
+        roff.control("PP", []);
+        roff.text([roman(format!("{what}:"))]);
+        roff.control("RS", ["4"]);
+        roff.control("nf", []);
+        roff.text([bold(*line)]);
+        roff.control("fi", []);
+        roff.control("RE", []);
     }
     roff.to_writer(out)?;
     man.render_version_section(out)

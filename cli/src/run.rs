@@ -19,7 +19,6 @@ use crate::held::Held;
 use crate::human;
 use crate::identity::{self, leader_text, Found};
 use crate::job::{Group, Terminal};
-use crate::layout;
 use crate::primitive::PrimitiveArgs;
 use crate::supervise::{look_period, release, switch_term_before, Supervised};
 use crate::switch::Keeper;
@@ -133,17 +132,6 @@ pub fn command_environment() -> String {
     format!(
         "CMD gets the environment of lease, less {}, and with:",
         SECRETS.join(", ")
-    )
-}
-
-/// What the command finds in its environment, and the exit codes, as `lease run --help` shows
-/// them.
-pub fn after_help() -> String {
-    format!(
-        "{}\n{}\n\n{}",
-        layout::wrap(&command_environment(), layout::WIDTH).join("\n"),
-        layout::columns(&COMMAND_ENVIRONMENT),
-        layout::table("Exit codes", &exit::CODES)
     )
 }
 

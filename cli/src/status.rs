@@ -11,6 +11,16 @@ use redis_lease::{Client, LockState};
 use std::process::ExitCode;
 
 #[derive(Args)]
+#[command(
+    mut_arg("permits", |arg| arg.help(
+        "NAME is a semaphore of N permits: show its holders, and how many permits are held and free"
+    )),
+    mut_arg("read", |arg| arg.help("NAME is a read-write lock: show its readers")),
+    mut_arg("write", |arg| arg.help("NAME is a read-write lock: show its writer")),
+    mut_arg("fair", |arg| arg.help(
+        "NAME is a fair lock: show its holder, and how many wait in line"
+    )),
+)]
 pub struct StatusArgs {
     /// The name to look at
     name: String,

@@ -11,6 +11,20 @@ use redis_lease::{Client, LockState};
 use std::process::ExitCode;
 
 #[derive(Args)]
+#[command(
+    mut_arg("permits", |arg| arg.help(
+        "NAME is a semaphore of N permits: remove it, with every holder"
+    )),
+    mut_arg("read", |arg| arg.help(
+        "NAME is a read-write lock: remove it, with its readers and its writer"
+    )),
+    mut_arg("write", |arg| arg.help(
+        "NAME is a read-write lock: remove it, with its readers and its writer"
+    )),
+    mut_arg("fair", |arg| arg.help(
+        "NAME is a fair lock: remove its holder (its line of waiters stays)"
+    )),
+)]
 pub struct UnlockArgs {
     /// The name to clear
     name: String,
