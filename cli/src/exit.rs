@@ -2,7 +2,7 @@
 
 use std::process::ExitCode;
 
-/// `lease run` could not acquire the lock within `--wait`.
+/// `lease run` could not acquire NAME within `--wait`: it is held elsewhere.
 pub const NOT_ACQUIRED: u8 = 75;
 /// The lease was lost while the command ran; the command was stopped.
 pub const LOST: u8 = 79;
@@ -12,8 +12,8 @@ pub const UNAVAILABLE: u8 = 69;
 /// given as a server, a full server, a TLS handshake refused, a port that does not speak TLS.
 /// Retrying will not help until a setting changes.
 pub const REFUSED: u8 = 78;
-/// A key of the lock holds something a lock cannot use (another type, a counter that cannot give
-/// a token).
+/// NAME is another primitive's than the flags say, or a key of it holds something no primitive
+/// can use (another type, a counter that cannot give a token).
 pub const DATA: u8 = 65;
 /// The command line is wrong: an unknown option, a bad duration or URL, a missing command (or
 /// none at all).
@@ -27,50 +27,85 @@ pub const FAILED: u8 = 1;
 /// `lease status`: the lock is free (0 when it is held).
 pub const FREE: u8 = 1;
 
-/// The exit codes and what each means, as `--help` and the man pages show them.
-pub const CODES: [(&str, &str); 10] = [
+/// The commands that talk to the store, whose failures have codes of their own.
+const STORE: &[&str] = &["run", "status", "unlock", "leader", "resize"];
+
+/// The exit codes, what each means, and the commands that give it, as `--help` and the man
+/// pages show them.
+const CODES: [(&str, &str, &[&str]); 12] = [
     (
         "the command's own",
         "lease run: the command's exit status; 128+N if signal N killed it",
+        &["run"],
     ),
     (
         "0, 1",
-        "lease status: the lock is held (0) or free (1); lease leader: someone leads (0) or no \
-         one does (1)",
+        "lease status: NAME is held (0) or free (1)",
+        &["status"],
+    ),
+    (
+        "0, 1",
+        "lease leader: someone leads (0) or no one does (1)",
+        &["leader"],
     ),
     (
         "64",
         "usage error: no command, a bad option, duration, URL or name",
+        &[],
     ),
     (
         "65",
-        "a key of the lock holds something a lock cannot use; lease status: the same, or its \
-         fencing tokens are exhausted (neither held nor usable)",
+        "NAME is another primitive's than the flags say (a semaphore's, a read-write lock's, an \
+         election's: the message names the flag that takes it), or a key of it holds something \
+         no primitive can use",
+        &["run", "unlock"],
+    ),
+    (
+        "65",
+        "lease status: NAME is neither held nor usable (a key of it holds something no \
+         primitive can use, its fencing tokens are exhausted), or is another primitive's than \
+         the flags say",
+        &["status"],
     ),
     (
         "69",
         "Redis unavailable: unreachable, no answer within the timeouts, busy, or too few \
          RedLock masters for a quorum",
+        STORE,
     ),
     (
         "75",
-        "lease run: the lock was not acquired within --wait (held elsewhere; -E sets another)",
+        "lease run: NAME is held elsewhere and was not acquired within --wait (-n: at once); \
+         -E sets another code",
+        &["run"],
     ),
     (
         "78",
         "Redis refused: password, ACL, database index, full server, cluster node, TLS \
          handshake, a port that does not speak TLS",
+        STORE,
     ),
     (
         "79",
         "lease run: the lease was lost while the command ran (it was stopped)",
+        &["run"],
     ),
     (
         "126, 127",
         "lease run: the command is not executable, or was not found",
+        &["run"],
     ),
-    ("1", "any other failure"),
+    ("1", "any other failure", &[]),
 ];
+
+/// The exit codes `command` gives (every command's, for `None`), and what each means.
+pub fn codes(command: Option<&str>) -> Vec<(&'static str, &'static str)> {
+    CODES
+        .iter()
+        .filter(|(_, _, of)| command.is_none_or(|command| of.is_empty() || of.contains(&command)))
+        .map(|(code, meaning, _)| (*code, *meaning))
+        .collect()
+}
 
 /// The exit code of a command whose output went to a closed stdout: the caller stopped reading.
 pub fn printed(written: bool) -> ExitCode {
@@ -88,6 +123,9 @@ pub struct Failure {
     pub message: String,
     /// The library's error it comes from, if it does.
     pub cause: Option<redis_lease::Error>,
+    /// A run skipped because its name is held elsewhere: said unless `-q` (as `flock -n`
+    /// says nothing).
+    pub skipped: bool,
 }
 
 impl Failure {
@@ -96,6 +134,15 @@ impl Failure {
             code,
             message: message.into(),
             cause: None,
+            skipped: false,
+        }
+    }
+
+    /// A run that did not start because its name is held (or led) elsewhere.
+    pub fn skipped(message: impl Into<String>) -> Self {
+        Failure {
+            skipped: true,
+            ..Failure::new(NOT_ACQUIRED, message)
         }
     }
 
@@ -103,9 +150,12 @@ impl Failure {
         Failure::new(USAGE, message)
     }
 
-    /// Logs the message (an error record: one line, `lease: <message>`) and gives the code.
+    /// Logs the message (an error record: one line, `lease: <message>`) and gives the code; a
+    /// skipped run's says nothing under `-q`.
     pub fn report(self) -> ExitCode {
-        log::error!("{}", self.message);
+        if !(self.skipped && crate::logger::quieted()) {
+            log::error!("{}", self.message);
+        }
         ExitCode::from(self.code)
     }
 }
@@ -127,6 +177,7 @@ impl From<redis_lease::Error> for Failure {
             code,
             message: error.to_string(),
             cause: Some(error),
+            skipped: false,
         }
     }
 }

@@ -5,6 +5,19 @@ pub fn table(title: &str, rows: &[(&str, &str)]) -> String {
     format!("{title}:\n{}", columns(rows))
 }
 
+/// `Examples:`, each example's description (wrapped) above its command line (never wrapped,
+/// so that it can be copied whole).
+pub fn examples(examples: &[(&str, &str)]) -> String {
+    let lines: Vec<String> = examples
+        .iter()
+        .map(|(what, line)| {
+            let what = wrap(&format!("{what}:"), WIDTH - 2).join("\n  ");
+            format!("  {what}\n    {line}")
+        })
+        .collect();
+    format!("Examples:\n{}", lines.join("\n"))
+}
+
 /// How wide the help's own paragraphs and tables are: clap wraps what is wider, but only to
 /// the terminal's width, and without their indentation.
 pub const WIDTH: usize = 80;

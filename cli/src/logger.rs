@@ -69,6 +69,13 @@ pub fn install(verbose: u8, quiet: u8) {
     let _ = builder.try_init();
 }
 
+/// Whether `-q` asks for less than the default (more `-q` than `-v`): a skipped run then says
+/// nothing.
+pub fn quieted() -> bool {
+    let (verbose, quiet) = FLAGS.get().copied().unwrap_or_default();
+    quiet > verbose
+}
+
 /// The `-v` and `-q` flags this process was given, to pass on to a process of the tool's own.
 pub fn flags() -> Vec<String> {
     let (verbose, quiet) = FLAGS.get().copied().unwrap_or_default();

@@ -16,9 +16,14 @@
 
 mod clock;
 mod connect;
+mod describe;
+mod examples;
 mod exec;
 mod exit;
 mod held;
+mod help;
+mod human;
+mod identity;
 mod job;
 mod keeper;
 mod layout;
@@ -27,11 +32,13 @@ mod logger;
 mod manual;
 mod primitive;
 mod program;
+mod resize;
 mod run;
 mod say;
 mod status;
 mod supervise;
 mod switch;
+mod unlock;
 
 use clap::error::ErrorKind;
 use clap::{ArgAction, ArgMatches, Args, CommandFactory, FromArgMatches, Parser, Subcommand};
@@ -44,7 +51,7 @@ use std::time::Duration;
 
 /// Run a command while holding a lease on Redis, renewed for as long as the command runs.
 #[derive(Parser)]
-#[command(name = "lease", version, after_help = after_help())]
+#[command(name = "lease", version, after_help = help::after_help(None))]
 struct Cli {
     #[command(flatten)]
     connection: Connection,
@@ -61,7 +68,8 @@ struct Verbosity {
     /// Say more on stderr: -v the lock library's debug log, -vv its trace
     #[arg(long, short, global = true, action = ArgAction::Count)]
     verbose: u8,
-    /// Say less on stderr: -q only the failure that explains the exit code, -qq nothing
+    /// Say less on stderr: -q only the failure that explains the exit code, and nothing for a
+    /// run skipped because NAME is held elsewhere (as flock -n); -qq nothing
     #[arg(long, short, global = true, action = ArgAction::Count)]
     quiet: u8,
 }
@@ -69,20 +77,25 @@ struct Verbosity {
 #[derive(Subcommand)]
 enum Command {
     /// Acquire NAME, run CMD while holding it, release it when CMD exits
-    #[command(after_help = run::after_help())]
+    #[command(after_help = help::after_help(Some("run")))]
     Run(run::RunArgs),
     /// Show whether NAME is held, by whom, for how long, and its fencing tokens
+    #[command(after_help = help::after_help(Some("status")))]
     Status(status::StatusArgs),
     /// Remove NAME whoever holds it (for clearing a dead holder)
-    Unlock(status::UnlockArgs),
+    #[command(after_help = help::after_help(Some("unlock")))]
+    Unlock(unlock::UnlockArgs),
     /// Show who leads the election NAME (its term and value), once or as it changes
+    #[command(after_help = help::after_help(Some("leader")))]
     Leader(leader::LeaderArgs),
     /// Change the number of permits of the semaphore NAME, whoever holds permits now
-    Resize(status::ResizeArgs),
+    #[command(after_help = help::after_help(Some("resize")))]
+    Resize(resize::ResizeArgs),
     /// Print a completion script for SHELL on stdout
-    #[command(after_help = layout::table("Install, for example", &manual::COMPLETIONS_INSTALL))]
+    #[command(after_help = help::after_help(Some("completions")))]
     Completions(manual::CompletionsArgs),
     /// Print the manual page on stdout, in roff (man -l <(lease man))
+    #[command(after_help = help::after_help(Some("man")))]
     Man(manual::ManArgs),
 }
 
@@ -115,7 +128,7 @@ fn is_helper() -> bool {
 }
 
 /// The variables the tool reads besides the options' own.
-const VARIABLES: [(&str, &str); 4] = [
+pub(crate) const VARIABLES: [(&str, &str); 4] = [
     (
         "REDIS_URL",
         "the server, when neither --url nor LEASE_REDIS_URL gives one",
@@ -134,18 +147,6 @@ const VARIABLES: [(&str, &str); 4] = [
         "what to log, when LEASE_LOG is unset",
     ),
 ];
-
-/// The variables the tool reads besides the options' own, and the exit codes.
-fn after_help() -> String {
-    format!(
-        "{}\n\n{}",
-        layout::table(
-            "Environment (besides the options' own variables, shown beside them)",
-            &VARIABLES
-        ),
-        layout::table("Exit codes", &exit::CODES)
-    )
-}
 
 /// A duration such as `500ms`, `30s`, `5m` or `1h30m`, or a bare number of seconds (`10`,
 /// `0.5`), as `flock -w`, `timeout` and `sleep` take it; `0` is allowed.
@@ -246,13 +247,13 @@ fn execute(cli: Cli, matches: &ArgMatches) -> Result<ExitCode, Failure> {
             with_client(connection, matches, |client| status::status(client, args))
         }
         Command::Unlock(args) => {
-            with_client(connection, matches, |client| status::unlock(client, args))
+            with_client(connection, matches, |client| unlock::unlock(client, args))
         }
         Command::Leader(args) => {
             with_client(connection, matches, |client| leader::leader(client, args))
         }
         Command::Resize(args) => {
-            with_client(connection, matches, |client| status::resize(client, args))
+            with_client(connection, matches, |client| resize::resize(client, args))
         }
         Command::Completions(args) => Ok(manual::completions(args)),
         Command::Man(args) => Ok(manual::man(args)),

@@ -2,25 +2,13 @@
 //! disagrees with it: `lease completions SHELL`, `lease man [COMMAND]`, and the tables (exit
 //! codes, environment variables) that `--help` and the man pages both show.
 
-use crate::exit;
 use crate::say::out_bytes;
-use clap::builder::PossibleValuesParser;
+use crate::{examples, exit, help};
+use clap::builder::{PossibleValue, PossibleValuesParser, TypedValueParser};
 use clap::{Args, CommandFactory};
 use roff::{bold, roman, Roff};
+use std::ffi::OsStr;
 use std::process::ExitCode;
-
-/// Where the completion scripts go, as `lease completions --help` and its man page show it.
-pub const COMPLETIONS_INSTALL: [(&str, &str); 3] = [
-    (
-        "bash",
-        "lease completions bash > /etc/bash_completion.d/lease",
-    ),
-    ("zsh", "lease completions zsh > \"${fpath[1]}/_lease\""),
-    (
-        "fish",
-        "lease completions fish > ~/.config/fish/completions/lease.fish",
-    ),
-];
 
 #[derive(Args)]
 pub struct CompletionsArgs {
@@ -28,14 +16,43 @@ pub struct CompletionsArgs {
     shell: clap_complete::Shell,
 }
 
-/// The commands with a manual page of their own.
-const PAGES: [&str; 5] = ["run", "status", "unlock", "completions", "man"];
-
 #[derive(Args)]
 pub struct ManArgs {
     /// A command's own page (lease-run(1), ...) instead of lease(1)
-    #[arg(value_parser = PossibleValuesParser::new(PAGES))]
+    #[arg(value_parser = Page)]
     command: Option<String>,
+}
+
+/// The commands with a manual page of their own: every command a person types, read from the
+/// command line's definition, so that a new command has its page.
+pub fn pages() -> Vec<String> {
+    crate::Cli::command()
+        .get_subcommands()
+        .filter(|command| !command.is_hide_set())
+        .map(|command| command.get_name().to_owned())
+        .collect()
+}
+
+/// A page's name, one of [`pages`]: read when the value is checked or listed (in the help,
+/// the completions), never while the command line is defined, which it is part of.
+#[derive(Clone)]
+struct Page;
+
+impl TypedValueParser for Page {
+    type Value = String;
+
+    fn parse_ref(
+        &self,
+        command: &clap::Command,
+        arg: Option<&clap::Arg>,
+        value: &OsStr,
+    ) -> Result<String, clap::Error> {
+        PossibleValuesParser::new(pages()).parse_ref(command, arg, value)
+    }
+
+    fn possible_values(&self) -> Option<Box<dyn Iterator<Item = PossibleValue> + '_>> {
+        Some(Box::new(pages().into_iter().map(PossibleValue::new)))
+    }
 }
 
 pub fn completions(args: CompletionsArgs) -> ExitCode {
@@ -65,7 +82,8 @@ pub fn man(args: ManArgs) -> ExitCode {
 }
 
 /// The page of `command` (`name`, or lease(1) itself): clap's sections, then the tool's own
-/// (exit status, environment, examples) where clap would put its help's free text.
+/// (exit status, environment, examples) where clap would put its help's free text: the same
+/// lists as the help's.
 fn render(
     command: clap::Command,
     name: Option<&str>,
@@ -85,34 +103,35 @@ fn render(
         man.render_subcommands_section(out)?;
     }
     let mut roff = Roff::new();
-    match name {
-        Some("completions") => {
-            roff.control("SH", ["EXAMPLES"]);
-            for (shell, line) in COMPLETIONS_INSTALL {
-                entry(&mut roff, shell, line);
-            }
+    if help::has_exit_codes(name) {
+        roff.control("SH", ["EXIT STATUS"]);
+        for (code, meaning) in exit::codes(name) {
+            entry(&mut roff, code, meaning);
         }
-        Some("man") => {}
-        _ => {
-            roff.control("SH", ["EXIT STATUS"]);
-            for (code, meaning) in exit::CODES {
-                entry(&mut roff, code, meaning);
-            }
-            roff.control("SH", ["ENVIRONMENT"]);
-            for (variable, meaning) in &variables {
-                entry(&mut roff, variable, meaning);
-            }
-            for (variable, meaning) in crate::VARIABLES {
-                entry(&mut roff, variable, meaning);
-            }
-            if name == Some("run") {
-                roff.control("SH", ["THE COMMAND'S ENVIRONMENT"]);
-                roff.text([roman(crate::run::command_environment())]);
-                for (variable, meaning) in crate::run::COMMAND_ENVIRONMENT {
-                    entry(&mut roff, variable, meaning);
-                }
-            }
+        roff.control("SH", ["ENVIRONMENT"]);
+        for (variable, meaning) in &variables {
+            entry(&mut roff, variable, meaning);
         }
+        for (variable, meaning) in crate::VARIABLES {
+            entry(&mut roff, variable, meaning);
+        }
+    }
+    if name == Some("run") {
+        roff.control("SH", ["THE COMMAND'S ENVIRONMENT"]);
+        roff.text([roman(crate::run::command_environment())]);
+        for (variable, meaning) in crate::run::COMMAND_ENVIRONMENT {
+            entry(&mut roff, variable, meaning);
+        }
+    }
+    roff.control("SH", ["EXAMPLES"]);
+    for (what, line) in examples::of(name) {
+        roff.control("PP", []);
+        roff.text([roman(format!("{what}:"))]);
+        roff.control("RS", ["4"]);
+        roff.control("nf", []);
+        roff.text([bold(*line)]);
+        roff.control("fi", []);
+        roff.control("RE", []);
     }
     roff.to_writer(out)?;
     man.render_version_section(out)

@@ -1,5 +1,6 @@
 //! Which primitive a command takes or looks at: a lock (the default), a fair lock, one of a
-//! semaphore's permits, or a side of a read-write lock.
+//! semaphore's permits, or a side of a read-write lock. The flags' help is `lease run`'s;
+//! the commands that look at a name or remove it word it for what they do.
 
 use clap::Args;
 use redis_lease::{Client, Lock, Result};
@@ -7,7 +8,7 @@ use redis_lease::{Client, Lock, Result};
 #[derive(Args, Clone, Debug, Default)]
 pub struct PrimitiveArgs {
     /// NAME is a semaphore of N permits: hold one of them (at most N holders at once, each with
-    /// a lease of its own); status shows the permits held and free
+    /// a lease of its own)
     #[arg(long, value_name = "N", conflicts_with_all = ["read", "write", "fair"])]
     pub permits: Option<u32>,
     /// NAME is a read-write lock: take its shared side (many readers at once, never with a

@@ -13,21 +13,23 @@
 //! command; when continued, it continues the command only if the lease is still valid.
 
 use crate::connect::SECRETS;
+use crate::describe::{holders, left};
 use crate::exit::{self, Failure};
 use crate::held::Held;
+use crate::human;
+use crate::identity::{self, leader_text, Found};
 use crate::job::{Group, Terminal};
-use crate::layout;
 use crate::primitive::PrimitiveArgs;
 use crate::supervise::{look_period, release, switch_term_before, Supervised};
 use crate::switch::Keeper;
 use clap::Args;
 use nix::unistd::{getpid, Pid};
-use redis_lease::Client;
+use redis_lease::{Client, Error};
 use signal_hook::consts::{SIGHUP, SIGINT, SIGQUIT, SIGTERM, SIGTSTP, SIGUSR1, SIGUSR2};
 use signal_hook::iterator::Signals;
 use std::os::unix::process::CommandExt;
 use std::process::{Child, ExitCode};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 #[derive(Args)]
 pub struct RunArgs {
@@ -133,17 +135,6 @@ pub fn command_environment() -> String {
     )
 }
 
-/// What the command finds in its environment, and the exit codes, as `lease run --help` shows
-/// them.
-pub fn after_help() -> String {
-    format!(
-        "{}\n{}\n\n{}",
-        layout::wrap(&command_environment(), layout::WIDTH).join("\n"),
-        layout::columns(&COMMAND_ENVIRONMENT),
-        layout::table("Exit codes", &exit::CODES)
-    )
-}
-
 pub fn run(client: &Client, args: RunArgs) -> Result<ExitCode, Failure> {
     let grace = args.kill_grace.min(client.default_lease() / 3);
     let look = look_period(client.default_lease());
@@ -151,6 +142,9 @@ pub fn run(client: &Client, args: RunArgs) -> Result<ExitCode, Failure> {
     // SIGTERM ends the wait (and `lease`) at once, with nothing held that a job could outlive.
     // Once the lock is held, they are caught, to be forwarded to the job.
     let guard = acquire(client, &args)?;
+    // Read after the acquisition, so that the hold reaches `--max-hold` here no earlier than
+    // the library stops renewing it.
+    let max_hold = args.max_hold.map(|limit| (limit, Instant::now() + limit));
     let signals = match Signals::new([SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGUSR1, SIGUSR2, SIGTSTP])
     {
         Ok(signals) => signals,
@@ -199,6 +193,7 @@ pub fn run(client: &Client, args: RunArgs) -> Result<ExitCode, Failure> {
         keeper,
         fed,
         switched: None,
+        max_hold,
     };
     supervised.run(child, signals)
 }
@@ -206,6 +201,19 @@ pub fn run(client: &Client, args: RunArgs) -> Result<ExitCode, Failure> {
 fn acquire(client: &Client, args: &RunArgs) -> Result<Held, Failure> {
     if let Some(value) = &args.value {
         return lead(client, args, value);
+    }
+    // An election has keys of its own: a run that took the lock of its name would run beside
+    // the leader's.
+    if let Some(leader) = identity::leader(client, &args.name)? {
+        return Err(Failure::new(
+            exit::DATA,
+            format!(
+                "{:?} is an election ({} leads), not a {}: campaign for it with --value VALUE",
+                args.name,
+                leader_text(&leader),
+                identity::asked(&args.primitive)
+            ),
+        ));
     }
     let mut lock = args.primitive.lock(client, &args.name)?;
     if let Some(owner) = &args.owner {
@@ -215,29 +223,126 @@ fn acquire(client: &Client, args: &RunArgs) -> Result<Held, Failure> {
         lock = lock.max_hold(max_hold);
     }
     let acquired = match args.wait() {
-        None => Some(lock.lock()?),
-        Some(wait) if wait.is_zero() => lock.try_lock()?,
-        Some(wait) => lock.try_lock_for(wait)?,
+        None => lock.lock().map(Some),
+        Some(wait) if wait.is_zero() => lock.try_lock(),
+        Some(wait) => lock.try_lock_for(wait),
     };
-    acquired.map(Held::Lock).ok_or_else(|| not_acquired(args))
+    match acquired {
+        Ok(Some(guard)) => Ok(Held::Lock(guard)),
+        Ok(None) => Err(held_elsewhere(client, args)),
+        Err(error @ Error::WrongType { .. }) => Err(another_primitive(client, args, error)),
+        Err(error) => Err(error.into()),
+    }
 }
 
-/// Campaigns for the election NAME, proclaiming `value`.
+/// Campaigns for the election NAME, proclaiming `value`, unless the name is held as a lock, a
+/// semaphore or a read-write lock, whose holders the leader would run beside.
 fn lead(client: &Client, args: &RunArgs, value: &str) -> Result<Held, Failure> {
+    let found = identity::found(client, &args.name)?;
+    if found.is_held() {
+        let take = match found {
+            Found::Lock(_) => "without --value".to_owned(),
+            _ => format!("{} instead of --value", found.flags()),
+        };
+        return Err(Failure::new(
+            exit::DATA,
+            format!(
+                "{:?} is {} that is held now, not an election: take it {take}",
+                args.name,
+                found.what()
+            ),
+        ));
+    }
     let election = client.election(&args.name)?;
     let led = match args.wait() {
         None => Some(election.campaign(value)?),
         Some(wait) if wait.is_zero() => election.try_campaign(value)?,
         Some(wait) => election.try_campaign_for(wait, value)?,
     };
-    led.map(Held::Leader).ok_or_else(|| not_acquired(args))
+    led.map(Held::Leader)
+        .ok_or_else(|| another_leads(client, args))
 }
 
-fn not_acquired(args: &RunArgs) -> Failure {
-    Failure::new(
-        exit::NOT_ACQUIRED,
-        format!("{:?} was not acquired within --wait", args.name),
-    )
+/// The name's keys are another primitive's than the flags say: which, and the flag that takes
+/// it; the library's error where no primitive can use them.
+fn another_primitive(client: &Client, args: &RunArgs, error: Error) -> Failure {
+    match identity::found(client, &args.name) {
+        Ok(found) if !found.takes(&args.primitive) => Failure::new(
+            exit::DATA,
+            found.mismatch(&args.name, &args.primitive, "take"),
+        ),
+        _ => error.into(),
+    }
+}
+
+/// The run did not start: the name is held elsewhere (`-n`, `--wait 0`), or was not acquired
+/// within `--wait`; by whom, as `lease status` would say (read again now, so left out if it
+/// cannot be read or no one holds it any more).
+fn held_elsewhere(client: &Client, args: &RunArgs) -> Failure {
+    let by = holders_now(client, args);
+    let message = match (args.wait(), by) {
+        (Some(wait), by) if !wait.is_zero() => {
+            let by = by.map_or_else(String::new, |by| format!(", held elsewhere by {by}"));
+            format!(
+                "{:?} was not acquired within --wait {}{by}: not run",
+                args.name,
+                human::duration(wait)
+            )
+        }
+        (_, by) => {
+            let by = by.map_or_else(String::new, |by| format!(", by {by}"));
+            format!("{:?} is held elsewhere{by}: not run", args.name)
+        }
+    };
+    Failure::skipped(message)
+}
+
+/// Who holds what the run asked for: a lock's or a semaphore's holders, a read-write lock's
+/// writer (and its readers, for a writer), with the lease left.
+fn holders_now(client: &Client, args: &RunArgs) -> Option<String> {
+    let asked = &args.primitive;
+    if asked.read || asked.write {
+        let rw = client.read_write_lock(&args.name).ok()?;
+        let writer = rw.write_lock().inspect().ok()?;
+        if writer.is_held() {
+            return Some(format!(
+                "its writer {}, {}",
+                holders(&writer),
+                left(&writer)
+            ));
+        }
+        let readers = rw.read_lock().inspect().ok()?;
+        return (asked.write && readers.is_held())
+            .then(|| format!("its readers {}", holders(&readers)));
+    }
+    let state = asked.lock(client, &args.name).ok()?.inspect().ok()?;
+    if !state.is_held() {
+        return None;
+    }
+    let permits = match (asked.permits, state.permits_in_use) {
+        (Some(permits), Some(in_use)) => format!(", {in_use} of {permits} permits held"),
+        _ => String::new(),
+    };
+    Some(format!("{}, {}{permits}", holders(&state), left(&state)))
+}
+
+/// The campaign did not lead: another candidate does, named by its term and value where one
+/// can be read now.
+fn another_leads(client: &Client, args: &RunArgs) -> Failure {
+    let leader = identity::leader(client, &args.name)
+        .ok()
+        .flatten()
+        .map_or_else(String::new, |leader| format!(" ({})", leader_text(&leader)));
+    let within = match args.wait() {
+        Some(wait) if !wait.is_zero() => {
+            format!(" was not led within --wait {}:", human::duration(wait))
+        }
+        _ => ":".to_owned(),
+    };
+    Failure::skipped(format!(
+        "{:?}{within} another candidate leads{leader}: not run",
+        args.name
+    ))
 }
 
 /// Starts the command (through `lease __exec`) in a process group of its own.

@@ -4,6 +4,7 @@
 
 use crate::exit::{self, Failure};
 use crate::held::Held;
+use crate::human;
 use crate::job::{self, Event, Group, Terminal};
 use crate::switch::Keeper;
 use crossbeam_channel::{never, select, Receiver};
@@ -58,6 +59,9 @@ pub struct Supervised {
     pub fed: Instant,
     /// The first signal the dead-man's switch said it sent the command.
     pub switched: Option<Signal>,
+    /// `--max-hold`, and when the hold reaches it (counted from just after the acquisition,
+    /// so never before the library stops renewing).
+    pub max_hold: Option<(Duration, Instant)>,
 }
 
 impl Supervised {
@@ -165,15 +169,48 @@ impl Supervised {
         }
     }
 
+    /// Whether the hold has reached `--max-hold` by `now`: nothing renews it any more.
+    fn held_for_max(&self, now: Instant) -> Option<Duration> {
+        self.max_hold
+            .and_then(|(limit, reached)| (now >= reached).then_some(limit))
+    }
+
+    /// Why the lease ends with no renewal, up to when: the hold reached `--max-hold`, after
+    /// which nothing renews it, or no renewal was confirmed in time.
+    fn ends_unrenewed_in(&self, now: Instant, left: Duration) -> String {
+        match self.held_for_max(now) {
+            Some(limit) => format!(
+                "{:?} was held for --max-hold {}, so its lease is no longer renewed and ends in {}",
+                self.name,
+                human::duration(limit),
+                human::duration(left)
+            ),
+            None => format!(
+                "no renewal of {:?} confirmed and its lease ends in {}",
+                self.name,
+                human::duration(left)
+            ),
+        }
+    }
+
+    /// Why a hold was lost, in the tool's terms: `--max-hold`, not the library's `max_hold`.
+    fn lost_because(&self, reason: LostReason) -> String {
+        match (reason, self.max_hold) {
+            (LostReason::MaxHold, Some((limit, _))) => {
+                format!("it was held for --max-hold {}", human::duration(limit))
+            }
+            (reason, _) => reason.to_string(),
+        }
+    }
+
     /// Stops the command by the deadline: SIGTERM `grace` before it, SIGKILL at it.
     fn enforce(&self, deadline: Instant, stopping: &mut Option<Stopping>) {
         let now = Instant::now();
         if stopping.is_none() && now + self.grace >= deadline {
             self.group.terminate();
             log::error!(
-                "no renewal of {:?} confirmed and its lease ends in {:?}: stopping the command",
-                self.name,
-                deadline.saturating_duration_since(now)
+                "{}: stopping the command",
+                self.ends_unrenewed_in(now, deadline.saturating_duration_since(now))
             );
             *stopping = Some(Stopping {
                 why: Stop::Lease,
@@ -186,8 +223,8 @@ impl Supervised {
                 self.group.signal(Signal::SIGKILL);
                 stopping.killed = true;
                 log::warn!(
-                    "the command outlived its grace of {:?}: SIGKILL",
-                    self.grace
+                    "the command outlived its grace of {}: SIGKILL",
+                    human::duration(self.grace)
                 );
             }
         }
@@ -217,7 +254,10 @@ impl Supervised {
             }
         }
         self.enforce(self.guard.valid_until(), stopping);
-        let why = reason.map_or_else(|| "the watchdog stopped".to_owned(), |r| r.to_string());
+        let why = reason.map_or_else(
+            || "the watchdog stopped".to_owned(),
+            |reason| self.lost_because(reason),
+        );
         log::error!(
             "lost the lease on {:?} ({why}); stopping the command",
             self.name
@@ -343,25 +383,34 @@ impl Supervised {
 
     /// The reason a command that ended before `lease` said anything was stopped for its lease.
     fn say_why_the_lease_stopped_it(&self) {
+        let now = Instant::now();
         if let Some(signal) = self.switched {
-            log::error!(
-                "the dead-man's switch sent the command {signal}: no renewal of {:?} was \
-                 confirmed in time for the deadline it had",
-                self.name
-            );
+            match self.held_for_max(now) {
+                Some(limit) => log::error!(
+                    "the dead-man's switch sent the command {signal}: {:?} was held for \
+                     --max-hold {}, so its lease was no longer renewed",
+                    self.name,
+                    human::duration(limit)
+                ),
+                None => log::error!(
+                    "the dead-man's switch sent the command {signal}: no renewal of {:?} was \
+                     confirmed in time for the deadline it had",
+                    self.name
+                ),
+            }
         } else if let Some(lost) = self.guard.lost() {
             log::error!(
                 "lost the lease on {:?} ({}); the command was stopped",
                 self.name,
-                lost.reason
+                self.lost_because(lost.reason)
             );
         } else {
             log::error!(
-                "no renewal of {:?} confirmed and its lease ends in {:?}: the command was stopped",
-                self.name,
-                self.guard
-                    .valid_until()
-                    .saturating_duration_since(Instant::now())
+                "{}: the command was stopped",
+                self.ends_unrenewed_in(
+                    now,
+                    self.guard.valid_until().saturating_duration_since(now)
+                )
             );
         }
     }

@@ -79,7 +79,7 @@ fn wait_zero_fails_at_once_on_a_held_lock_without_running_the_command() {
     assert!(started.elapsed() < Duration::from_secs(5));
     assert!(!marker.exists(), "the command must not run");
     let stderr = String::from_utf8_lossy(&done.stderr);
-    assert!(stderr.contains("not acquired"), "{stderr}");
+    assert!(stderr.contains("is held elsewhere"), "{stderr}");
     assert_eq!(stderr.trim_end().lines().count(), 1, "{stderr}");
 }
 

@@ -2,6 +2,7 @@
 //! as it would under a shell, so that it never takes the test's terminal.
 #![allow(dead_code)]
 
+use std::io::Write;
 use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Output, Stdio};
@@ -107,4 +108,47 @@ pub fn gone(pid: &str) -> bool {
             .rsplit_once(") ")
             .is_some_and(|(_, rest)| rest.starts_with('Z')),
     }
+}
+
+/// The requests and macros a man page may use here.
+const ROFF: [&str; 18] = [
+    ".TH", ".SH", ".SS", ".TP", ".PP", ".IP", ".LP", ".B", ".I", ".RS", ".RE", ".br", ".sp", ".nf",
+    ".fi", ".ie", ".el", ".ds",
+];
+
+/// The man page `args` print, checked to be roff: `.TH` first after the apostrophe preamble,
+/// no unknown request, and no warning from groff where it is installed.
+pub fn man_page(args: &[&str]) -> String {
+    let done = output(bare().args(args));
+    assert_eq!(done.status.code(), Some(0), "{args:?}: {done:?}");
+    let page = stdout_of(&done);
+    let first = page
+        .lines()
+        .find(|line| !line.starts_with(".ie") && !line.starts_with(".el"))
+        .unwrap_or_default();
+    assert!(first.starts_with(".TH "), "{args:?} starts with {first:?}");
+    for line in page.lines().filter(|line| line.starts_with('.')) {
+        let request = line.split_whitespace().next().unwrap_or_default();
+        assert!(
+            ROFF.contains(&request),
+            "{args:?}: unknown request {line:?}"
+        );
+    }
+    let groff = Command::new("groff")
+        .args(["-man", "-Tascii", "-ww", "-z"])
+        .stdin(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn();
+    if let Ok(mut groff) = groff {
+        groff
+            .stdin
+            .take()
+            .expect("stdin")
+            .write_all(page.as_bytes())
+            .expect("feed groff");
+        let checked = groff.wait_with_output().expect("groff ran");
+        assert!(checked.status.success(), "{args:?}: {checked:?}");
+        assert_eq!(stderr_of(&checked), "", "{args:?}: groff warns");
+    }
+    page
 }

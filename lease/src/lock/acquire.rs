@@ -98,12 +98,18 @@ fn guard(lock: &Request<'_>, acquired: Acquired, lease: Duration) -> Result<Leas
     let hold = Arc::clone(&acquired.hold);
     watched.on_lost(Box::new(move |_| ending.ended(&hold, HoldEnd::Lost)));
     core.acquired(place.id(), owner, &live);
-    log::debug!(
-        "lock {:?} acquired (token {:?}, holds {})",
-        place.id().name,
-        acquired.token,
-        acquired.holds
-    );
+    match acquired.token {
+        Some(token) => log::debug!(
+            "lock {:?} acquired (token {token}, holds {})",
+            place.id().name,
+            acquired.holds
+        ),
+        None => log::debug!(
+            "lock {:?} acquired (no token, holds {})",
+            place.id().name,
+            acquired.holds
+        ),
+    }
     Ok(LeaseGuard::new(Acquisition {
         holding: Holding::new(
             Arc::clone(core),
