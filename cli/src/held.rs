@@ -1,8 +1,7 @@
 //! What `lease run` holds while the command runs: a lock's hold, or a term of an election's
 //! leadership. Both are renewed, lost and told alike; they differ in how they end.
 
-use redis_lease::{Leadership, LeaseGuard, Lost, LostSignal};
-use std::time::Instant;
+use redis_lease::{Guard, Leadership, LeaseGuard};
 
 pub enum Held {
     Lock(LeaseGuard),
@@ -33,34 +32,6 @@ impl Held {
         }
     }
 
-    pub fn valid_until(&self) -> Instant {
-        match self {
-            Held::Lock(guard) => guard.valid_until(),
-            Held::Leader(leadership) => leadership.valid_until(),
-        }
-    }
-
-    pub fn is_lost(&self) -> bool {
-        match self {
-            Held::Lock(guard) => guard.is_lost(),
-            Held::Leader(leadership) => leadership.is_lost(),
-        }
-    }
-
-    pub fn lost(&self) -> Option<Lost> {
-        match self {
-            Held::Lock(guard) => guard.lost(),
-            Held::Leader(leadership) => leadership.lost(),
-        }
-    }
-
-    pub fn lost_signal(&self) -> LostSignal {
-        match self {
-            Held::Lock(guard) => guard.lost_signal(),
-            Held::Leader(leadership) => leadership.lost_signal(),
-        }
-    }
-
     /// Stops renewing without a command sent: it lapses with its lease.
     pub fn abandon(self) {
         match self {
@@ -73,7 +44,20 @@ impl Held {
     pub fn release(self) -> redis_lease::Result<()> {
         match self {
             Held::Lock(guard) => guard.unlock(),
-            Held::Leader(mut leadership) => leadership.resign(),
+            Held::Leader(leadership) => Guard::unlock(leadership),
+        }
+    }
+}
+
+/// What every hold offers (lost or not, until when it is valid, the lost signal), whichever
+/// primitive made it.
+impl std::ops::Deref for Held {
+    type Target = dyn Guard + 'static;
+
+    fn deref(&self) -> &(dyn Guard + 'static) {
+        match self {
+            Held::Lock(guard) => guard,
+            Held::Leader(leadership) => leadership,
         }
     }
 }
