@@ -35,6 +35,8 @@ const LONG_EVERY: u64 = 20;
 const WAIT: Duration = Duration::from_secs(1);
 /// How often a long step looks whether a renewal moved the hold's deadline.
 const LOOK: Duration = Duration::from_millis(50);
+/// How long a call to the resource server (never faulted) may take.
+const RESOURCE_TIMEOUT: Duration = Duration::from_secs(5);
 
 /// What the threads of the process share: one client, of one server, of RedLock's masters, of
 /// a cluster, of a Sentinel-managed primary or of a ZooKeeper ensemble.
@@ -255,8 +257,7 @@ fn run(
     run_for: Duration,
 ) -> Result<(), Box<dyn std::error::Error>> {
     let stamp = Stamp::new();
-    let mut store = redis::Client::open(resource_url)?.get_connection()?;
-    store.set_read_timeout(Some(Duration::from_secs(5)))?;
+    let mut store = resource::Connection::open(resource_url, RESOURCE_TIMEOUT)?;
     let primitive = Primitive::parse(&std::env::var("FAULT_PRIMITIVE").unwrap_or_default())
         .ok_or("FAULT_PRIMITIVE names no primitive")?;
     let lock = shared.lock("jobs")?;
