@@ -5,6 +5,21 @@ repo_root() {
     cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd
 }
 
+# The directory cargo builds in, as cargo says: `target/` at the repository root, or wherever
+# CARGO_TARGET_DIR (or a cargo configuration) puts it. Use: `target=$(target_dir)`.
+target_dir() {
+    local metadata dir
+    metadata=$(cargo metadata --format-version 1 --no-deps --manifest-path "$(repo_root)/Cargo.toml") ||
+        return 1
+    dir=$(sed -n 's/.*"target_directory":"\([^"]*\)".*/\1/p' <<<"$metadata")
+    # JSON escapes a quote or a backslash in a path: such a path is not read here.
+    if [ -z "$dir" ] || [[ "$dir" == *\\* ]]; then
+        echo "cannot read the target directory from cargo metadata (got \"$dir\")" >&2
+        return 1
+    fi
+    printf '%s\n' "$dir"
+}
+
 say() {
     printf '\n==> %s\n' "$*"
 }

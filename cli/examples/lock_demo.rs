@@ -15,7 +15,8 @@
 //! ZooKeeper.
 //!
 //! Run by `scripts/demo [cluster|zookeeper]`, which builds the tool first; by hand:
-//! `cargo run --release -p lease-cli --example lock_demo -- target/release/lease [cluster|zookeeper]`.
+//! `cargo run --release -p lease-cli --example lock_demo -- target/release/lease [cluster|zookeeper]`
+//! (the tool is `release/lease` in cargo's target directory, wherever `CARGO_TARGET_DIR` puts it).
 #![allow(clippy::print_stdout, clippy::unwrap_used)]
 
 use std::io::{BufRead, BufReader, Read};

@@ -76,6 +76,14 @@ pub enum Event {
         client: String,
         term: Option<u64>,
     },
+    /// The client's time was up, and it stopped.
+    Done { t: u64, client: String },
+    /// The client stopped before its time was up, on this error.
+    Quit {
+        t: u64,
+        client: String,
+        error: String,
+    },
 }
 
 impl Event {
@@ -92,7 +100,9 @@ impl Event {
             | Event::Lost { t, .. }
             | Event::ReleaseInvoke { t, .. }
             | Event::ReleaseDone { t, .. }
-            | Event::Observed { t, .. } => *t,
+            | Event::Observed { t, .. }
+            | Event::Done { t, .. }
+            | Event::Quit { t, .. } => *t,
         }
     }
 
@@ -109,7 +119,9 @@ impl Event {
             | Event::Lost { client, .. }
             | Event::ReleaseInvoke { client, .. }
             | Event::ReleaseDone { client, .. }
-            | Event::Observed { client, .. } => client,
+            | Event::Observed { client, .. }
+            | Event::Done { client, .. }
+            | Event::Quit { client, .. } => client,
         }
     }
 }

@@ -7,12 +7,14 @@
 //! in `fault.rs`, the failovers it calls in `failover.rs`; a deployment in `mode.rs`; the
 //! primitive the clients take (a lock, a semaphore, a read-write lock) in `primitive.rs`; which
 //! scenarios a profile runs in `profiles.rs`; how a scenario runs in `scenario.rs`; what counts
-//! as a failure in `checker.rs`, `touches.rs` and `verdict.rs`.
+//! as a failure in `checker.rs`, `touches.rs`, `ends.rs` and `verdict.rs`; the clients'
+//! connection to the resource they write to in `resource/`.
 // An internal tool (never published): event fields and small helpers speak for themselves.
 #![allow(clippy::print_stdout, missing_docs)]
 
 pub mod checker;
 pub mod clock;
+pub mod ends;
 pub mod failover;
 pub mod fault;
 pub mod history;

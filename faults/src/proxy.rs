@@ -118,8 +118,10 @@ fn pump(shared: &Shared, number: u64, mut from: TcpStream, mut to: TcpStream, re
     let mut buffer = [0u8; 16 * 1024];
     loop {
         let read = match from.read(&mut buffer) {
-            Ok(0) | Err(_) => break,
+            Ok(0) => break,
             Ok(read) => read,
+            Err(error) if error.kind() == std::io::ErrorKind::Interrupted => continue,
+            Err(_) => break,
         };
         let mode = *shared.mode.lock();
         match mode {

@@ -2,6 +2,7 @@
 //! a random mix) injected again and again, and the checker over what the clients did.
 
 use crate::checker::{self, Findings};
+use crate::ends::{self, EarlyEnd, Exit};
 use crate::fault::{Evidence, Fault, Targets};
 use crate::history::{self, Event};
 use crate::mode::Mode;
@@ -65,6 +66,8 @@ pub struct Outcome {
     /// After each failover that brought the old primary back as a replica, what its copy of the
     /// lock had that the new primary's did not (nothing, if the copies were equal).
     pub diverged: Vec<String>,
+    /// The client processes and workers that ended before their time, and why.
+    pub ended_early: Vec<EarlyEnd>,
 }
 
 impl Outcome {
@@ -82,6 +85,7 @@ impl Outcome {
                 ineffective: self.scenario.fault != Fault::None && self.effective == 0,
                 foreign_touches: self.touches.as_ref().is_some_and(|t| t.foreign > 0),
                 diverged: !self.diverged.is_empty(),
+                ended_early: !self.ended_early.is_empty(),
             },
         )
     }
@@ -291,15 +295,20 @@ pub fn run(scenario: &Scenario, settings: &Settings) -> std::io::Result<Outcome>
         }
     }
     let limit = end + Duration::from_secs(30);
-    for client in &mut clients {
-        while client.try_wait()?.is_none() {
+    let mut exits = Vec::new();
+    for (n, client) in clients.iter_mut().enumerate() {
+        let exit = loop {
+            if let Some(status) = client.try_wait()? {
+                break Exit::Exited(status);
+            }
             if Instant::now() > limit {
                 let _ = client.kill();
-                break;
+                let _ = client.wait();
+                break Exit::Killed;
             }
             thread::sleep(Duration::from_millis(20));
-        }
-        let _ = client.wait();
+        };
+        exits.push((client_name(n), exit));
     }
     let touches = monitors.map(|monitors| {
         monitors
@@ -308,6 +317,7 @@ pub fn run(scenario: &Scenario, settings: &Settings) -> std::io::Result<Outcome>
             .fold(Touches::default(), Touches::and)
     });
     let events = history::merge(&histories);
+    let ended_early = ends::early(&exits, settings.threads, &events);
     let mut store = resource_server.connection();
     let log = resource::log(&mut store).unwrap_or_default();
     let counter = resource::counter(&mut store).unwrap_or(0);
@@ -341,7 +351,13 @@ pub fn run(scenario: &Scenario, settings: &Settings) -> std::io::Result<Outcome>
         findings,
         touches,
         diverged,
+        ended_early,
     })
+}
+
+/// The name of client process `n`; its workers are `NAME.K` in the histories.
+fn client_name(n: usize) -> String {
+    format!("c{n}")
 }
 
 /// libfaketime, as Debian's `faketime` package installs it.
@@ -383,7 +399,7 @@ fn spawn_client(
     }
     command
         .env("FAULT_PRIMITIVE", scenario.primitive.arg())
-        .arg(format!("c{n}"))
+        .arg(client_name(n))
         .arg(history)
         .arg(resource_url)
         .arg(scenario.mode.client_mode())

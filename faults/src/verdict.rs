@@ -15,8 +15,9 @@ pub enum Verdict {
     /// The fault never took effect.
     Inconclusive,
     /// Anywhere, a stale write accepted, a lease of another owner touched, an old primary's
-    /// copy of the lock different from the new primary's, or an election's observer that went
-    /// back to an older term; inside the timing assumptions, an
+    /// copy of the lock different from the new primary's, an election's observer that went
+    /// back to an older term, or a client that ended before its time (the checks then cover
+    /// fewer clients than ran); inside the timing assumptions, an
     /// overlap, a token that did not rise, a lost update, or an acquisition that failed with an
     /// error a wait does not ride out. (Outside them, a hold that Redis lost while its client
     /// still believes in it may be handed on in memory with a token reserved before the token of
@@ -36,6 +37,8 @@ pub struct Judged {
     /// Whether an old primary back as a replica had a copy of the lock that differed from the
     /// new primary's.
     pub diverged: bool,
+    /// Whether a client process, or a worker of one, ended before its time.
+    pub ended_early: bool,
 }
 
 impl Verdict {
@@ -45,6 +48,7 @@ impl Verdict {
             || findings.observer_regressions > 0
             || judged.foreign_touches
             || judged.diverged
+            || judged.ended_early
         {
             Verdict::Fail
         } else if judged.ineffective {
@@ -83,6 +87,7 @@ mod tests {
         ineffective: false,
         foreign_touches: false,
         diverged: false,
+        ended_early: false,
     };
 
     const OUTSIDE: Judged = Judged {
@@ -172,5 +177,29 @@ mod tests {
             ..OUTSIDE
         };
         assert_eq!(Verdict::of(&Findings::default(), touched), Verdict::Fail);
+    }
+
+    #[test]
+    fn a_client_that_ended_before_its_time_fails_inside_and_outside_the_assumptions() {
+        for judged in [CLEAN, OUTSIDE] {
+            let ended_early = Judged {
+                ended_early: true,
+                ..judged
+            };
+            assert_eq!(
+                Verdict::of(&Findings::default(), ended_early),
+                Verdict::Fail,
+                "{judged:?}"
+            );
+        }
+        let ineffective = Judged {
+            ineffective: true,
+            ended_early: true,
+            ..OUTSIDE
+        };
+        assert_eq!(
+            Verdict::of(&Findings::default(), ineffective),
+            Verdict::Fail
+        );
     }
 }

@@ -2,7 +2,8 @@
 //! until its time is up, and under the lock writes to the fenced store and increments the
 //! unfenced counter, checking between steps that its hold is not lost. The threads share one
 //! `lease` client (so they also queue locally and hand the lock to each other); each has its own
-//! owner id and writes what it does to its own history file, `HISTORY-<thread>.jsonl`.
+//! owner id and writes what it does to its own history file, `HISTORY-<thread>.jsonl`, which ends
+//! with its run done, or with the error it quit on.
 //!
 //! `fault_client CLIENT HISTORY RESOURCE_URL MODE LEASE_MS RUN_MS THREADS URL...`
 //!
@@ -19,6 +20,7 @@
 
 #![allow(clippy::print_stderr, clippy::print_stdout, missing_docs)]
 
+use crossbeam_channel::RecvTimeoutError;
 use faults::clock::{now_ns, Stamp};
 use faults::history::{Event, Recorder};
 use faults::primitive::Primitive;
@@ -35,6 +37,8 @@ const LONG_EVERY: u64 = 20;
 const WAIT: Duration = Duration::from_secs(1);
 /// How often a long step looks whether a renewal moved the hold's deadline.
 const LOOK: Duration = Duration::from_millis(50);
+/// How long a call to the resource server (never faulted) may take.
+const RESOURCE_TIMEOUT: Duration = Duration::from_secs(5);
 
 /// What the threads of the process share: one client, of one server, of RedLock's masters, of
 /// a cluster, of a Sentinel-managed primary or of a ZooKeeper ensemble.
@@ -167,17 +171,22 @@ fn observe(
             Err(error) => return Err(error.into()),
         }
     };
-    while let Ok(change) = observer
-        .changes()
-        .recv_timeout(end.saturating_duration_since(Instant::now()))
-    {
-        recorder.record(&Event::Observed {
-            t: now_ns(),
-            client: client.to_owned(),
-            term: change.map(|leader| leader.term),
-        });
+    loop {
+        match observer
+            .changes()
+            .recv_timeout(end.saturating_duration_since(Instant::now()))
+        {
+            Ok(change) => recorder.record(&Event::Observed {
+                t: now_ns(),
+                client: client.to_owned(),
+                term: change.map(|leader| leader.term),
+            }),
+            Err(RecvTimeoutError::Timeout) => return Ok(()),
+            Err(RecvTimeoutError::Disconnected) => {
+                return Err("the observer stopped before its time".into())
+            }
+        }
     }
-    Ok(())
 }
 
 fn main() {
@@ -226,8 +235,15 @@ fn main() {
             std::thread::spawn(move || {
                 let mut recorder = Recorder::create(Path::new(&path))
                     .map_err(|error| format!("cannot write {path}: {error}"))?;
-                run(&name, &mut recorder, &resource_url, &shared, lease, run_for)
-                    .map_err(|error| format!("{name}: {error}"))
+                let ran = run(&name, &mut recorder, &resource_url, &shared, lease, run_for);
+                if let Err(error) = &ran {
+                    recorder.record(&Event::Quit {
+                        t: now_ns(),
+                        client: name.clone(),
+                        error: error.to_string(),
+                    });
+                }
+                ran.map_err(|error| format!("{name}: {error}"))
             })
         })
         .collect();
@@ -255,8 +271,7 @@ fn run(
     run_for: Duration,
 ) -> Result<(), Box<dyn std::error::Error>> {
     let stamp = Stamp::new();
-    let mut store = redis::Client::open(resource_url)?.get_connection()?;
-    store.set_read_timeout(Some(Duration::from_secs(5)))?;
+    let mut store = resource::Connection::open(resource_url, RESOURCE_TIMEOUT)?;
     let primitive = Primitive::parse(&std::env::var("FAULT_PRIMITIVE").unwrap_or_default())
         .ok_or("FAULT_PRIMITIVE names no primitive")?;
     let lock = shared.lock("jobs")?;
@@ -417,5 +432,9 @@ fn run(
             }
         }
     }
+    recorder.record(&Event::Done {
+        t: now_ns(),
+        client: name,
+    });
     Ok(())
 }

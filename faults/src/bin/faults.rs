@@ -1,7 +1,7 @@
 //! Runs the fault scenarios and prints the checker's table (Markdown). Exits 1 if a scenario
 //! failed: an overlap, a lost update or an acquisition that failed with an error a wait does not
-//! ride out inside the timing assumptions, or, anywhere, fencing broken or a lease of another
-//! owner touched.
+//! ride out inside the timing assumptions, or, anywhere, fencing broken, a lease of another
+//! owner touched, or a client that ended before its time.
 //!
 //! `faults [--profile short|default|soak] [--minutes N] [--seed N] [--report FILE] [--only TEXT] [--keep]`
 //!
@@ -115,6 +115,9 @@ fn main() {
                 }
                 for difference in &outcome.diverged {
                     eprintln!("faults: after a failover, {difference}");
+                }
+                for end in &outcome.ended_early {
+                    eprintln!("faults: ended before its time: {end}");
                 }
                 if let Some(error) = &outcome.findings.first_unexpected {
                     eprintln!(

@@ -1,8 +1,13 @@
 //! The resource the lock protects, on a Redis server of its own that is never faulted: a fenced
 //! store (a script that refuses a token lower than the highest it accepted) and an unfenced
-//! counter that clients read, then write, under the lock.
+//! counter that clients read, then write, under the lock. The clients reach it through
+//! [`Connection`].
 
-use redis::{Commands, Connection, RedisResult, Script};
+mod connection;
+
+pub use connection::Connection;
+
+use redis::{Commands, ConnectionLike, RedisResult, Script};
 use std::sync::LazyLock;
 
 static FENCED_WRITE: LazyLock<Script> =
@@ -13,7 +18,7 @@ pub const LOG: &str = "resource:log";
 pub const COUNTER: &str = "counter";
 
 /// Writes to the fenced store with `token`; whether it was accepted.
-pub fn fenced_write(con: &mut Connection, token: u64, client: &str) -> RedisResult<bool> {
+pub fn fenced_write(con: &mut impl ConnectionLike, token: u64, client: &str) -> RedisResult<bool> {
     let accepted: i64 = FENCED_WRITE
         .key(STORE)
         .key(LOG)
@@ -24,7 +29,7 @@ pub fn fenced_write(con: &mut Connection, token: u64, client: &str) -> RedisResu
 }
 
 /// Reads the counter and writes it back one higher, in two commands: safe only under the lock.
-pub fn increment(con: &mut Connection) -> RedisResult<()> {
+pub fn increment(con: &mut impl ConnectionLike) -> RedisResult<()> {
     let value: Option<u64> = con.get(COUNTER)?;
     con.set(COUNTER, value.unwrap_or(0) + 1)
 }
@@ -38,7 +43,7 @@ pub struct Logged {
 }
 
 /// The store's write log in arrival order.
-pub fn log(con: &mut Connection) -> RedisResult<Vec<Logged>> {
+pub fn log(con: &mut impl ConnectionLike) -> RedisResult<Vec<Logged>> {
     let lines: Vec<String> = con.lrange(LOG, 0, -1)?;
     Ok(lines
         .iter()
@@ -57,7 +62,7 @@ pub fn log(con: &mut Connection) -> RedisResult<Vec<Logged>> {
 }
 
 /// The counter's final value.
-pub fn counter(con: &mut Connection) -> RedisResult<u64> {
+pub fn counter(con: &mut impl ConnectionLike) -> RedisResult<u64> {
     let value: Option<u64> = con.get(COUNTER)?;
     Ok(value.unwrap_or(0))
 }
