@@ -61,7 +61,9 @@ pub fn wait_until(what: &str, done: impl FnMut() -> bool) {
 }
 
 /// What `call` returns, called again while the deployment is unavailable (a failover in
-/// progress), failing the test after `settle`.
+/// progress) or its replicas do not acknowledge in time (a replica that has just synced gets the
+/// primary's writes only after its first acknowledgement, up to a second later), failing the
+/// test after `settle`.
 pub fn retried_while_unavailable<T>(
     settle: Duration,
     mut call: impl FnMut() -> redis_lease::Result<T>,
@@ -70,7 +72,9 @@ pub fn retried_while_unavailable<T>(
     loop {
         match call() {
             Ok(value) => return value,
-            Err(redis_lease::Error::Unavailable { .. }) if std::time::Instant::now() < deadline => {
+            Err(
+                redis_lease::Error::Unavailable { .. } | redis_lease::Error::NotReplicated { .. },
+            ) if std::time::Instant::now() < deadline => {
                 std::thread::sleep(Duration::from_millis(50));
             }
             Err(error) => panic!("{error}"),
