@@ -69,6 +69,11 @@ impl Silent {
     pub fn url(&self) -> String {
         self.0.url()
     }
+
+    /// The listener's port, for clients of other protocols.
+    pub fn port(&self) -> u16 {
+        self.0.port
+    }
 }
 
 /// Passes requests to a real server at once, and its replies back one byte every `interval`.
@@ -105,6 +110,11 @@ impl Drip {
     /// `redis://127.0.0.1:port` of the listener.
     pub fn url(&self) -> String {
         self.0.url()
+    }
+
+    /// The listener's port, for clients of other protocols.
+    pub fn port(&self) -> u16 {
+        self.0.port
     }
 }
 
