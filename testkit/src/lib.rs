@@ -80,7 +80,7 @@ mod zookeeper;
 pub use cli::redis_cli;
 pub use cluster::{slot, ClusterNode, Failover, RedisCluster, Role, SLOTS};
 pub use gate::{Gate, PEER_SOURCE};
-pub use hostile::{Drip, Lossy, Silent};
+pub use hostile::{Drip, Garbage, Lossy, Silent};
 pub use lcg::Lcg;
 pub use monitor::{Monitor, Monitored};
 pub use pgbouncer::PgBouncer;
