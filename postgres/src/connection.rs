@@ -46,6 +46,11 @@ impl Connection {
     /// and [`Error::Db`] for the server's refusal of the session (no such database, too many
     /// connections, a server shutting down).
     pub fn connect(config: &Config, deadline: Instant) -> Result<Connection> {
+        if config.get_user().is_none() {
+            return Err(Error::Config(
+                "no user: give one in the URL or with Config::user".into(),
+            ));
+        }
         let opened = connect::open(config, deadline)?;
         let mut session = Session::new(opened.wire);
         session.begin(deadline)?;
@@ -290,7 +295,8 @@ impl Connection {
 
     /// The next notification for a channel this session listens on (`LISTEN`): one received
     /// already (during any call) at once, else the first to come by `deadline`. `Ok(None)` when
-    /// none came by then: the connection stays usable.
+    /// none came by then: the connection stays usable. Notifications are kept until taken, with
+    /// no bound: a connection that listens is one that is waited on.
     ///
     /// # Errors
     ///
@@ -373,5 +379,21 @@ impl fmt::Debug for Connection {
             .field("transaction_status", &self.session.status)
             .field("backend_pid", &self.backend_pid())
             .finish()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn connections_move_between_threads_and_tokens_are_shared() {
+        fn send<T: Send>() {}
+        fn shared<T: Send + Sync>() {}
+        send::<Connection>();
+        shared::<CancelToken>();
+        shared::<Config>();
+        shared::<Error>();
+        shared::<Row>();
     }
 }

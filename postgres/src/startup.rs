@@ -17,11 +17,7 @@ const SCRAM: &str = "SCRAM-SHA-256";
 /// Starts the session as the user of `config`: every message by the deadline the session's call
 /// was begun with. `private` says whether a cleartext password may go over the connection.
 pub(crate) fn start(session: &mut Session, config: &Config, private: bool) -> Result<()> {
-    let Some(user) = config.get_user() else {
-        return session.fail(Error::Config(
-            "no user: give one in the URL or with Config::user".into(),
-        ));
-    };
+    let user = config.get_user().unwrap_or_default();
     let mut parameters = vec![("user", user), ("client_encoding", "UTF8")];
     if let Some(dbname) = config.get_dbname() {
         parameters.push(("database", dbname));

@@ -6,7 +6,7 @@ mod common;
 use common::{connect, soon};
 use postgres_blocking::{Config, Connection, Error, TransactionStatus};
 use std::time::{Duration, Instant};
-use testkit::{PgServer, RedisServer, Silent};
+use testkit::{Garbage, PgServer, RedisServer, Silent};
 
 fn user_of(conn: &mut Connection) -> String {
     let row = conn
@@ -111,7 +111,38 @@ fn a_peer_that_never_answers_fails_by_the_deadline() {
 }
 
 #[test]
-fn a_peer_that_speaks_another_protocol_is_a_protocol_error() {
+fn a_peer_that_speaks_another_protocol_is_a_protocol_error_at_once() {
+    for reply in [
+        &b"HTTP/1.1 400 Bad Request\r\nContent-Length: 0\r\n\r\n"[..],
+        &b"-ERR unknown command\r\n"[..],
+        // A PostgreSQL-like message of a type the protocol does not have.
+        &b"Q\0\0\0\x04"[..],
+    ] {
+        let peer = Garbage::start(reply);
+        for mode in ["disable", "prefer"] {
+            let url = format!("postgres://u:p@127.0.0.1:{}/db?sslmode={mode}", peer.port());
+            let started = Instant::now();
+            let error = Connection::connect(
+                &url.parse().expect("valid"),
+                started + Duration::from_secs(5),
+            )
+            .expect_err("not PostgreSQL");
+            assert!(
+                matches!(error, Error::Protocol(_)),
+                "{mode} {reply:?}: {error:?}"
+            );
+            assert!(error.is_connection_lost() && !error.is_retryable());
+            assert!(
+                started.elapsed() < Duration::from_secs(2),
+                "{mode}: at once"
+            );
+        }
+    }
+}
+
+#[test]
+fn a_peer_that_reads_but_never_answers_a_startup_fails_by_the_deadline() {
+    // Redis waits for a line's end that a startup message never sends.
     let redis = RedisServer::start();
     let url = format!(
         "postgres://u:p@127.0.0.1:{}/db?sslmode=disable",
@@ -120,12 +151,12 @@ fn a_peer_that_speaks_another_protocol_is_a_protocol_error() {
     let started = Instant::now();
     let error = Connection::connect(
         &url.parse().expect("valid"),
-        started + Duration::from_secs(2),
+        started + Duration::from_millis(500),
     )
     .expect_err("Redis is not PostgreSQL");
     assert!(
-        matches!(error, Error::Protocol(_)) || error.is_timeout(),
+        error.is_timeout() || matches!(error, Error::Protocol(_)),
         "{error:?}"
     );
-    assert!(started.elapsed() < Duration::from_secs(5));
+    assert!(started.elapsed() < Duration::from_secs(3));
 }
