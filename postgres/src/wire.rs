@@ -144,3 +144,74 @@ pub(crate) fn classify(error: io::Error, during: &str) -> Error {
         },
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use deadline_net::{Socket, Timed};
+    use std::net::TcpListener;
+    use std::time::Duration;
+
+    /// A wire to a loopback peer that writes what it is sent on `bytes`.
+    fn wire_to_peer() -> (
+        Wire,
+        std::sync::mpsc::Sender<Vec<u8>>,
+        std::thread::JoinHandle<()>,
+    ) {
+        let listener = TcpListener::bind("127.0.0.1:0").expect("a free port");
+        let port = listener.local_addr().expect("bound").port();
+        let (send, bytes) = std::sync::mpsc::channel::<Vec<u8>>();
+        let peer = std::thread::spawn(move || {
+            let (mut socket, _) = listener.accept().expect("the client");
+            for chunk in bytes {
+                socket.write_all(&chunk).expect("written");
+            }
+        });
+        let soon = Instant::now() + Duration::from_secs(5);
+        let socket = deadline_net::connect_tcp("127.0.0.1", port, soon).expect("connected");
+        let stream = Stream::Plain(Timed::new(Socket::Tcp(socket), soon));
+        (Wire::new(stream, "peer".into()), send, peer)
+    }
+
+    #[test]
+    fn a_message_cut_by_the_deadline_is_kept_and_completed_later() {
+        let (mut wire, peer, thread) = wire_to_peer();
+        // NotificationResponse: 'A', length, process id, channel and payload as C strings.
+        let mut message = vec![b'A', 0, 0, 0, 14, 0, 0, 0, 7];
+        message.extend_from_slice(b"ch\0hi\0");
+        peer.send(message[..7].to_vec()).expect("the peer");
+        wire.set_deadline(Instant::now() + Duration::from_millis(200));
+        let cut = wire.receive().map(|_| ()).expect_err("half a message");
+        assert!(matches!(cut, Error::Timeout { .. }), "{cut:?}");
+        peer.send(message[7..].to_vec()).expect("the peer");
+        wire.set_deadline(Instant::now() + Duration::from_secs(5));
+        match wire.receive() {
+            Ok(Message::NotificationResponse(body)) => {
+                assert_eq!(body.process_id(), 7);
+                assert_eq!(body.channel().expect("UTF-8"), "ch");
+                assert_eq!(body.message().expect("UTF-8"), "hi");
+            }
+            Ok(_) => panic!("another message"),
+            Err(error) => panic!("{error:?}"),
+        }
+        drop(peer);
+        thread.join().expect("the peer");
+    }
+
+    #[test]
+    fn a_first_byte_or_a_length_no_message_has_is_refused_at_once() {
+        for bytes in [&b"HTTP/1.1 200 OK\r\n"[..], &b"Zzzzz"[..], &b"x"[..]] {
+            let (mut wire, peer, thread) = wire_to_peer();
+            peer.send(bytes.to_vec()).expect("the peer");
+            let started = Instant::now();
+            wire.set_deadline(started + Duration::from_secs(1));
+            let error = wire.receive().map(|_| ()).expect_err("not PostgreSQL");
+            let refused = matches!(error, Error::Protocol(_));
+            // One byte alone is not yet a header: it waits for the deadline.
+            assert!(refused || bytes.len() < 5, "{bytes:?}: {error:?}");
+            assert_eq!(refused, started.elapsed() < Duration::from_millis(500));
+            drop(peer);
+            thread.join().expect("the peer");
+        }
+    }
+}

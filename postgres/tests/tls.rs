@@ -120,3 +120,42 @@ fn a_server_that_asks_for_a_client_certificate_gets_the_one_given() {
     let token = conn.cancel_token().expect("a key");
     token.cancel(soon()).expect("a cancel request over TLS too");
 }
+
+#[test]
+fn over_tls_a_wait_ends_by_its_deadline_and_a_frozen_server_cannot_hold_a_call() {
+    use std::time::{Duration, Instant};
+    let pg = tls_server(false);
+    let files = pg.tls_certificates().expect("a TLS server");
+    let config = Config::from_url(&pg.scram_url())
+        .expect("valid")
+        .ssl_mode(SslMode::VerifyFull)
+        .ca_file(Pem::File(files.ca_cert()));
+    let mut listener = Connection::connect(&config, soon()).expect("TLS");
+    listener
+        .batch_execute("LISTEN holds", soon())
+        .expect("listening");
+    for _ in 0..3 {
+        let nothing = listener
+            .wait_notification(Instant::now() + Duration::from_millis(150))
+            .expect("not a failure");
+        assert!(nothing.is_none() && listener.is_usable());
+    }
+    let mut notifier = Connection::connect(&config, soon()).expect("TLS");
+    notifier
+        .execute("SELECT pg_notify('holds', 'over TLS')", &[], soon())
+        .expect("notified");
+    let note = listener
+        .wait_notification(soon())
+        .expect("a wait")
+        .expect("a notification");
+    assert_eq!(note.payload(), "over TLS");
+
+    pg.pause();
+    let started = Instant::now();
+    let error = listener
+        .query("SELECT 1", &[], started + Duration::from_millis(500))
+        .expect_err("frozen");
+    assert!(error.is_timeout() && !listener.is_usable(), "{error:?}");
+    assert!(started.elapsed() < Duration::from_secs(3));
+    pg.resume();
+}

@@ -16,7 +16,7 @@ pub const DEFAULT_PORT: u16 = 5432;
 /// Where the server listens.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Host {
-    /// A host name or an IP address (IPv6 with or without brackets), for TCP.
+    /// A host name or an IP address (IPv6 without brackets), for TCP.
     Tcp(String),
     /// A directory holding the server's Unix socket, `.s.PGSQL.<port>`.
     Unix(PathBuf),
@@ -25,7 +25,8 @@ pub enum Host {
 /// Whether and how TLS is used (libpq's `sslmode`). This client never runs TLS without verifying
 /// the server: wherever TLS runs, the server's certificate must chain to a trusted root (the
 /// system's, or the CA given) and name the host, as libpq's `verify-full` asks. `verify-ca`
-/// (a certificate not checked against the host) is refused.
+/// (a certificate not checked against the host) and `allow` (a plain connection tried first)
+/// are refused.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
 pub enum SslMode {
     /// No TLS.
@@ -134,7 +135,7 @@ impl Config {
     /// # Errors
     ///
     /// [`Error::Config`] for a malformed URL, an unknown parameter or one this client cannot
-    /// honour (several hosts, `sslmode=verify-ca`, TLS in a build without the `tls` feature or
+    /// honour (several hosts, `sslmode=verify-ca` or `allow`, `sslcert` without `sslkey`, TLS in a build without the `tls` feature or
     /// over a Unix socket). The message never contains the password.
     pub fn from_url(url: &str) -> Result<Config> {
         let config = url::parse(url)?;
@@ -142,14 +143,18 @@ impl Config {
         Ok(config)
     }
 
-    /// Sets the host: a name or an IP address, or, when it starts with `/`, the directory of the
-    /// server's Unix socket.
+    /// Sets the host: a name or an IP address (IPv6 with or without brackets), or, when it starts
+    /// with `/`, the directory of the server's Unix socket.
     #[must_use]
     pub fn host(mut self, host: &str) -> Config {
         self.host = if host.starts_with('/') {
             Host::Unix(PathBuf::from(host))
         } else {
-            Host::Tcp(host.to_owned())
+            Host::Tcp(
+                host.trim_start_matches('[')
+                    .trim_end_matches(']')
+                    .to_owned(),
+            )
         };
         self
     }
@@ -410,5 +415,6 @@ mod tests {
         assert!(set.has_password() && set.password_bytes() == Some(&b"pw"[..]));
         assert_eq!(set.server(), "db:6432");
         assert_eq!(Config::new().host("::1").server(), "[::1]:5432");
+        assert_eq!(Config::new().host("[::1]").server(), "[::1]:5432");
     }
 }

@@ -45,6 +45,7 @@ pub(super) fn parse(url: &str) -> Result<Config> {
     if !path.is_empty() {
         config.dbname = Some(decode(path, "the database name")?);
     }
+    let mut client_cert = ClientCert::default();
     for pair in query.into_iter().flat_map(|query| query.split('&')) {
         if pair.is_empty() {
             continue;
@@ -52,7 +53,18 @@ pub(super) fn parse(url: &str) -> Result<Config> {
         let (name, value) = pair
             .split_once('=')
             .ok_or_else(|| invalid(format!("parameter {pair:?} has no value")))?;
-        parameter(&mut config, name, value)?;
+        parameter(&mut config, &mut client_cert, name, value)?;
+    }
+    match client_cert {
+        ClientCert {
+            cert: Some(cert),
+            key: Some(key),
+        } => config.tls.client_cert = Some((Pem::File(cert), Pem::File(key))),
+        ClientCert {
+            cert: None,
+            key: None,
+        } => {}
+        _ => return Err(invalid("sslcert and sslkey go together: give both")),
     }
     Ok(config)
 }
@@ -102,8 +114,20 @@ fn parse_port(port: &str) -> Result<u16> {
         .ok_or_else(|| invalid(format!("port {port:?} is not a number from 1 to 65535")))
 }
 
+/// A client certificate's files, as the parameters give them one by one.
+#[derive(Default)]
+struct ClientCert {
+    cert: Option<PathBuf>,
+    key: Option<PathBuf>,
+}
+
 /// Sets the query parameter `name` to `value` (both percent-encoded).
-fn parameter(config: &mut Config, name: &str, value: &str) -> Result<()> {
+fn parameter(
+    config: &mut Config,
+    client_cert: &mut ClientCert,
+    name: &str,
+    value: &str,
+) -> Result<()> {
     let name = decode(name, "a parameter's name")?;
     if name == "password" {
         config.password = Some(Password(decode(value, "the password")?));
@@ -126,16 +150,8 @@ fn parameter(config: &mut Config, name: &str, value: &str) -> Result<()> {
         // "system" asks for the system's roots, which are always trusted.
         "sslrootcert" if value == "system" => {}
         "sslrootcert" => config.tls.ca_file = Some(Pem::File(value.into())),
-        "sslcert" => {
-            let key = config.tls.client_cert.take().map(|(_, key)| key);
-            config.tls.client_cert =
-                Some((Pem::File(value.into()), key.unwrap_or(Pem::Text(empty()))));
-        }
-        "sslkey" => {
-            let cert = config.tls.client_cert.take().map(|(cert, _)| cert);
-            config.tls.client_cert =
-                Some((cert.unwrap_or(Pem::Text(empty())), Pem::File(value.into())));
-        }
+        "sslcert" => client_cert.cert = Some(value.into()),
+        "sslkey" => client_cert.key = Some(value.into()),
         other => {
             return Err(invalid(format!(
                 "parameter {other:?} is unknown or not supported by this client"
@@ -145,16 +161,13 @@ fn parameter(config: &mut Config, name: &str, value: &str) -> Result<()> {
     Ok(())
 }
 
-/// No PEM text: a client certificate given without its key, or the other way round, which
-/// making the TLS configuration then refuses.
-fn empty() -> std::sync::Arc<[u8]> {
-    std::sync::Arc::from(&b""[..])
-}
-
 fn ssl_mode(value: &str) -> Result<SslMode> {
     match value {
         "disable" => Ok(SslMode::Disable),
-        "allow" | "prefer" => Ok(SslMode::Prefer),
+        "prefer" => Ok(SslMode::Prefer),
+        "allow" => Err(invalid(
+            "sslmode=allow (a plain connection first) is not supported: use prefer or disable",
+        )),
         "require" => Ok(SslMode::Require),
         "verify-full" => Ok(SslMode::VerifyFull),
         "verify-ca" => Err(invalid(
@@ -281,6 +294,8 @@ mod tests {
             "mysql://u:hunter2@h/db",
             "postgres://u:hunter2@h1,h2/db",
             "postgres://u:hunter2@h/db?sslmode=verify-ca",
+            "postgres://u:hunter2@h/db?sslmode=allow",
+            "postgres://u:hunter2@h/db?sslcert=/c.pem",
             "postgres://u:hunter2@h/db?connect_timeout=5",
             "postgres://u:hunter2@h:99999/db",
             "postgres://u:hunt%zzer2@h/db",
@@ -294,6 +309,22 @@ mod tests {
                 "{shown}"
             );
         }
+    }
+
+    #[test]
+    fn certificate_files_come_as_libpq_names_them() {
+        let config = parse(
+            "postgres://u@h/db?sslmode=verify-full&sslrootcert=/ca.pem&sslkey=/k.pem&sslcert=/c.pem",
+        )
+        .expect("valid");
+        let files = config.get_tls_files();
+        assert!(matches!(&files.ca_file, Some(Pem::File(ca)) if ca.as_os_str() == "/ca.pem"));
+        assert!(matches!(
+            &files.client_cert,
+            Some((Pem::File(cert), Pem::File(key))) if cert.as_os_str() == "/c.pem" && key.as_os_str() == "/k.pem"
+        ));
+        let system = parse("postgres://u@h/db?sslrootcert=system").expect("valid");
+        assert!(system.get_tls_files().ca_file.is_none());
     }
 
     #[test]
