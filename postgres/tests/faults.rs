@@ -151,3 +151,39 @@ fn a_cancel_request_ends_a_running_statement() {
     assert!(conn.is_usable());
     conn.ping(soon()).expect("the session goes on");
 }
+
+#[test]
+fn a_silent_network_and_a_cut_one_each_end_a_call_and_close_the_connection() {
+    let pg = PgServer::start();
+    let proxy = testkit::Proxy::start(([127, 0, 0, 1], pg.port()).into());
+    let url = format!(
+        "postgres://{}:{}@127.0.0.1:{}/postgres",
+        PgServer::SCRAM_USER,
+        PgServer::SCRAM_PASSWORD,
+        proxy.port()
+    );
+    let mut conn = connect(&url);
+    proxy.freeze();
+    let started = Instant::now();
+    let error = conn
+        .query("SELECT 1", &[], started + Duration::from_millis(500))
+        .expect_err("nothing passes");
+    assert!(error.is_timeout(), "{error:?}");
+    assert!(started.elapsed() < Duration::from_millis(500) + SLACK);
+    proxy.heal();
+    // The late answer is never read as the answer to a later call.
+    assert!(matches!(
+        conn.query("SELECT 2", &[], soon()),
+        Err(Error::Closed)
+    ));
+
+    let mut conn = connect(&url);
+    proxy.cut();
+    let error = conn.query("SELECT 1", &[], soon()).expect_err("cut");
+    assert!(
+        matches!(error, Error::Io { .. }) && error.is_connection_lost() && error.is_retryable(),
+        "{error:?}"
+    );
+    proxy.heal();
+    connect(&url).ping(soon()).expect("a new connection");
+}
