@@ -271,6 +271,15 @@ impl Connection {
         groups: usize,
         deadline: Instant,
     ) -> Result<Vec<Vec<Result<Outcome, DbError>>>> {
+        if Instant::now() >= deadline && self.is_usable() {
+            // Nothing is sent: the session is as it was.
+            return Err(Error::Timeout {
+                during: format!(
+                    "a call to {} whose deadline had passed",
+                    self.config.server()
+                ),
+            });
+        }
         self.session.begin(deadline)?;
         self.session.send(messages)?;
         let mut answers = Vec::with_capacity(groups);

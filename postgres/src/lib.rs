@@ -21,7 +21,8 @@
 //! * the simple query protocol for statements without parameters
 //!   ([`Connection::batch_execute`]);
 //! * `LISTEN`/`NOTIFY`: notifications are kept whenever they come, and
-//!   [`Connection::wait_notification`] waits for one until a deadline;
+//!   [`Connection::wait_notification`] waits for one until a deadline (`LISTEN` is session
+//!   state: through a transaction-mode pooler, listen on a connection to the server itself);
 //! * [`CancelToken`]: a cancel request on a connection of its own.
 //!
 //! ```no_run
@@ -63,9 +64,11 @@
 //! resolution, TCP, TLS, authentication), each statement or pipeline, a wait, a cancel. A call
 //! that fails or overruns closes its connection, so that a late answer is never read as the
 //! answer to a later call; [`Connection::is_usable`] says so, and later calls fail with
-//! [`Error::Closed`]. A statement whose call timed out may or may not have run. Two outcomes
-//! leave the connection open: the server's error on a statement ([`Error::Db`] of severity
-//! `ERROR`), and a wait for a notification that ends by its deadline (`Ok(None)`).
+//! [`Error::Closed`]. A statement whose call timed out may or may not have run, and may still
+//! be running on the server (a [`CancelToken`] stops it). Three outcomes leave the connection
+//! open: the server's error on a statement ([`Error::Db`] of severity `ERROR`), a wait for a
+//! notification that ends by its deadline (`Ok(None)`), and a call whose deadline had passed
+//! before it sent anything ([`Error::Timeout`]).
 //!
 //! # TLS
 //!

@@ -144,8 +144,8 @@ impl fmt::Debug for Row {
     }
 }
 
-/// What names a column of a row: its index from 0 (`usize`) or its name (`&str`, the first
-/// column of that name).
+/// What names a column of a row: its index from 0 (`usize`) or its name (`&str` or `&String`,
+/// the first column of that name).
 pub trait ColumnIndex: fmt::Display {
     /// The column's index among `columns`, if there is one.
     fn find(&self, columns: &[Column]) -> Option<usize>;
@@ -160,6 +160,12 @@ impl ColumnIndex for usize {
 impl ColumnIndex for &str {
     fn find(&self, columns: &[Column]) -> Option<usize> {
         columns.iter().position(|column| column.name == *self)
+    }
+}
+
+impl ColumnIndex for &String {
+    fn find(&self, columns: &[Column]) -> Option<usize> {
+        ColumnIndex::find(&self.as_str(), columns)
     }
 }
 

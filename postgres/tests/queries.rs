@@ -247,6 +247,20 @@ fn the_simple_protocol_runs_several_statements_and_stops_at_an_error() {
         .expect("a row");
     assert_eq!(row.get::<i64>(0).expect("a count"), 1);
     conn.batch_execute("", soon()).expect("an empty query");
+    let late = conn
+        .query(
+            "SELECT 1",
+            &[],
+            std::time::Instant::now() - std::time::Duration::from_millis(1),
+        )
+        .expect_err("a deadline already past");
+    assert!(
+        late.is_timeout() && conn.is_usable(),
+        "nothing was sent: {late:?}"
+    );
+    let name = String::from("n");
+    let row = conn.query_one("SELECT 5 AS n", &[], soon()).expect("a row");
+    assert_eq!(row.get::<i32>(&name).expect("by a String's name"), 5);
     conn.ping(soon()).expect("a ping");
     let copy = conn
         .batch_execute("COPY t FROM STDIN", soon())
