@@ -32,7 +32,7 @@ impl PgServer {
              local all cleartext_user password\n\
              local all all scram-sha-256\n",
         );
-        let tcp = "127.0.0.1/32";
+        let tcp = "127.0.0.0/8";
         if let Some(tls) = tls {
             let clientcert = if tls.client_certificates {
                 " clientcert=verify-ca"

@@ -1,6 +1,7 @@
 //! A real PostgreSQL 15 server for tests (Debian's, under `/usr/lib/postgresql/15/bin`): a
 //! fresh cluster made with `initdb` in a temporary directory, `postgres` started on a free
-//! loopback port and on a Unix socket in that directory, killed on drop. Run as the `postgres`
+//! loopback port (of 127.0.0.1 and [`PgServer::UNNAMED_ADDRESS`]) and on a Unix socket in that
+//! directory, killed on drop. Run as the `postgres`
 //! user when the test runs as root, which PostgreSQL refuses.
 //!
 //! Every server has the superuser `postgres` (trusted, over the socket and loopback TCP) and
@@ -75,6 +76,9 @@ pub struct PgServer {
 }
 
 impl PgServer {
+    /// A second loopback address the server listens on, which its TLS certificate does not name
+    /// (the certificate names `localhost` and `127.0.0.1`).
+    pub const UNNAMED_ADDRESS: &'static str = "127.0.0.2";
     /// The superuser, trusted (no password) over the Unix socket and loopback TCP.
     pub const SUPERUSER: &'static str = "postgres";
     /// A user authenticated by SCRAM-SHA-256.
@@ -147,7 +151,11 @@ impl PgServer {
             .arg(self.data())
             .args(["-p", &self.port.to_string(), "-k"])
             .arg(self.dir.path())
-            .args(["-c", "listen_addresses=127.0.0.1"]);
+            .arg("-c")
+            .arg(format!(
+                "listen_addresses=127.0.0.1,{}",
+                Self::UNNAMED_ADDRESS
+            ));
         if self.tls.is_some() {
             let tls = self.dir.path().join("tls");
             command.args(["-c", "ssl=on"]);
