@@ -84,12 +84,17 @@ pub(crate) fn open(config: &Config, deadline: Instant) -> Result<Opened> {
     };
     let session =
         deadline_net::tls::handshake(tls, host, timed, None).map_err(|error| match error {
-            HandshakeError::Refused(why) if mode == SslMode::VerifyFull => Error::Tls(why),
-            HandshakeError::Refused(why) => Error::Tls(format!(
-                "{why} (sslmode={} verifies the server's certificate too, as verify-full does: \
-                 give its CA, or sslmode=disable)",
-                mode.as_str()
-            )),
+            HandshakeError::Refused(why) => {
+                let must = match mode {
+                    SslMode::VerifyFull => "chain to a trusted root and name the host",
+                    _ => "chain to a trusted root",
+                };
+                Error::Tls(format!(
+                    "{why} (sslmode={}: the server's certificate must {must}; the roots are \
+                     the system's and the CA given)",
+                    mode.as_str()
+                ))
+            }
             HandshakeError::Plain => Error::Tls(format!("{server} does not speak TLS")),
             HandshakeError::Io(error) => classify(error, &format!("TLS handshake with {server}")),
         })?;

@@ -72,10 +72,11 @@
 //!
 //! # TLS
 //!
-//! With the `tls` feature, TLS runs over rustls; the server's certificate is always verified
-//! against the host (the system's roots and a CA given): `sslmode=require` and `prefer` verify as
-//! `verify-full` does, and `verify-ca` is refused. Without the feature, `prefer` connects
-//! without TLS and `require`/`verify-full` are refused. SCRAM runs without channel binding.
+//! With the `tls` feature, TLS runs over rustls, and never unverified: the server's certificate
+//! must chain to a trusted root (the system's, or the CA given) whatever the `sslmode` (as
+//! libpq's `require` and `verify-ca` check it when given a root certificate), and with
+//! `verify-full` it must also name the host. Without the feature, `prefer` connects without TLS
+//! and the modes that require it are refused. SCRAM runs without channel binding.
 //!
 //! # Logging
 //!

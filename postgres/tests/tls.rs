@@ -159,3 +159,33 @@ fn over_tls_a_wait_ends_by_its_deadline_and_a_frozen_server_cannot_hold_a_call()
     assert!(started.elapsed() < Duration::from_secs(3));
     pg.resume();
 }
+
+#[test]
+fn verify_full_checks_the_host_name_and_the_other_modes_the_chain() {
+    let pg = tls_server(false);
+    let files = pg.tls_certificates().expect("a TLS server");
+    // The server also listens on an address its certificate does not name.
+    let unnamed = Config::from_url(&pg.scram_url())
+        .expect("valid")
+        .host(PgServer::UNNAMED_ADDRESS)
+        .ca_file(Pem::File(files.ca_cert()));
+    let error = Connection::connect(&unnamed.clone().ssl_mode(SslMode::VerifyFull), soon())
+        .expect_err("a certificate for another name");
+    assert!(
+        matches!(&error, Error::Tls(why) if why.contains("name")),
+        "{error:?}"
+    );
+    for mode in [SslMode::VerifyCa, SslMode::Require, SslMode::Prefer] {
+        let mut conn = Connection::connect(&unnamed.clone().ssl_mode(mode), soon())
+            .unwrap_or_else(|error| panic!("{mode:?}: {error}"));
+        assert!(over_tls(&mut conn), "{mode:?}");
+    }
+    let url = format!(
+        "{}?sslmode=verify-ca&sslrootcert={}",
+        pg.scram_url()
+            .replace("127.0.0.1", PgServer::UNNAMED_ADDRESS),
+        files.ca_cert().display()
+    );
+    let mut conn = Connection::connect(&url.parse().expect("valid"), soon()).expect("verify-ca");
+    assert!(over_tls(&mut conn));
+}

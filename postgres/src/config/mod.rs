@@ -5,7 +5,7 @@
 mod url;
 
 use crate::{Error, Result};
-use deadline_net::tls::{ClientConfig, Pem, TlsFiles};
+use deadline_net::tls::{ClientConfig, Pem, ServerCheck, TlsFiles};
 use std::fmt;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, OnceLock};
@@ -23,10 +23,9 @@ pub enum Host {
 }
 
 /// Whether and how TLS is used (libpq's `sslmode`). This client never runs TLS without verifying
-/// the server: wherever TLS runs, the server's certificate must chain to a trusted root (the
-/// system's, or the CA given) and name the host, as libpq's `verify-full` asks. `verify-ca`
-/// (a certificate not checked against the host) and `allow` (a plain connection tried first)
-/// are refused.
+/// the server's certificate: its chain to a trusted root (the system's, or the CA given) is
+/// always checked, as libpq checks it when it has a root certificate; `VerifyFull` checks also
+/// that it names the host. `allow` (a plain connection tried first) is refused.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
 pub enum SslMode {
     /// No TLS.
@@ -35,9 +34,11 @@ pub enum SslMode {
     /// build without the `tls` feature. libpq's default.
     #[default]
     Prefer,
-    /// TLS, or no connection (the certificate verified as with `VerifyFull`).
+    /// TLS, or no connection.
     Require,
-    /// TLS with the certificate verified against the host, or no connection.
+    /// TLS, or no connection; as `Require` here, since the chain is always checked.
+    VerifyCa,
+    /// TLS with a certificate that names the host, or no connection.
     VerifyFull,
 }
 
@@ -48,13 +49,17 @@ impl SslMode {
             SslMode::Disable => "disable",
             SslMode::Prefer => "prefer",
             SslMode::Require => "require",
+            SslMode::VerifyCa => "verify-ca",
             SslMode::VerifyFull => "verify-full",
         }
     }
 
     /// Whether a connection without TLS is refused.
     pub(crate) fn requires_tls(self) -> bool {
-        matches!(self, SslMode::Require | SslMode::VerifyFull)
+        matches!(
+            self,
+            SslMode::Require | SslMode::VerifyCa | SslMode::VerifyFull
+        )
     }
 }
 
@@ -129,13 +134,13 @@ impl Config {
     /// The host may be an IPv6 address in brackets, or a percent-encoded path (`%2Frun%2Fpostgresql`)
     /// of the directory of a Unix socket. Parameters: `host` (a name, or a directory when it
     /// starts with `/`), `port`, `user`, `password`, `dbname`, `application_name`, `sslmode`
-    /// (`disable`, `prefer`, `require`, `verify-full`), `sslrootcert` (a CA file, trusted beside
+    /// (`disable`, `prefer`, `require`, `verify-ca`, `verify-full`), `sslrootcert` (a CA file, trusted beside
     /// the system's roots), `sslcert` and `sslkey` (a client certificate).
     ///
     /// # Errors
     ///
     /// [`Error::Config`] for a malformed URL, an unknown parameter or one this client cannot
-    /// honour (several hosts, `sslmode=verify-ca` or `allow`, `sslcert` without `sslkey`, TLS in a build without the `tls` feature or
+    /// honour (several hosts, `sslmode=allow`, `sslcert` without `sslkey`, TLS in a build without the `tls` feature or
     /// over a Unix socket). The message never contains the password.
     pub fn from_url(url: &str) -> Result<Config> {
         let config = url::parse(url)?;
@@ -205,6 +210,7 @@ impl Config {
     #[must_use]
     pub fn ssl_mode(mut self, mode: SslMode) -> Config {
         self.ssl_mode = mode;
+        self.tls_config = TlsCache::default();
         self
     }
 
@@ -334,11 +340,17 @@ impl Config {
         Ok(())
     }
 
-    /// The TLS client configuration, made from the certificates once and then shared.
+    /// The TLS client configuration, made from the certificates once and then shared: the
+    /// certificate's name checked for `verify-full` only.
     pub(crate) fn tls_client_config(&self) -> Result<Arc<ClientConfig>> {
+        let check = match self.ssl_mode {
+            SslMode::VerifyFull => ServerCheck::ChainAndName,
+            _ => ServerCheck::ChainOnly,
+        };
         self.tls_config
             .get_or_init(|| {
-                deadline_net::tls::client_config(&self.tls).map_err(|error| error.to_string())
+                deadline_net::tls::client_config_checking(&self.tls, check)
+                    .map_err(|error| error.to_string())
             })
             .clone()
             .map_err(Error::Config)

@@ -170,12 +170,9 @@ fn ssl_mode(value: &str) -> Result<SslMode> {
         )),
         "require" => Ok(SslMode::Require),
         "verify-full" => Ok(SslMode::VerifyFull),
-        "verify-ca" => Err(invalid(
-            "sslmode=verify-ca is not supported: this client always checks that the server's \
-             certificate names the host (sslmode=verify-full)",
-        )),
+        "verify-ca" => Ok(SslMode::VerifyCa),
         other => Err(invalid(format!(
-            "sslmode {other:?}: disable, prefer, require or verify-full"
+            "sslmode {other:?}: disable, prefer, require, verify-ca or verify-full"
         ))),
     }
 }
@@ -293,7 +290,6 @@ mod tests {
         for url in [
             "mysql://u:hunter2@h/db",
             "postgres://u:hunter2@h1,h2/db",
-            "postgres://u:hunter2@h/db?sslmode=verify-ca",
             "postgres://u:hunter2@h/db?sslmode=allow",
             "postgres://u:hunter2@h/db?sslcert=/c.pem",
             "postgres://u:hunter2@h/db?connect_timeout=5",
