@@ -70,3 +70,15 @@ need_zookeeper() {
         exit 1
     fi
 }
+
+# Makes sure Debian's PostgreSQL 15 and PgBouncer are installed (the testkit runs them itself, on
+# free ports, as the postgres user when run as root), installing the packages when missing.
+need_postgres() {
+    local server=/usr/lib/postgresql/15/bin/postgres
+    { [ -x "$server" ] && [ -x /usr/sbin/pgbouncer ]; } || need_packages postgresql-15 pgbouncer
+    if [ ! -x "$server" ] || [ ! -x /usr/sbin/pgbouncer ] || ! id postgres >/dev/null 2>&1; then
+        echo "PostgreSQL 15 and PgBouncer (Debian's postgresql-15 and pgbouncer packages) are" \
+            "missing and could not be installed: they are needed here" >&2
+        exit 1
+    fi
+}

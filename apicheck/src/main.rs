@@ -15,10 +15,11 @@ use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
 /// The published library crates: their folder and package.
-const CRATES: [(&str, &str); 4] = [
+const CRATES: [(&str, &str); 5] = [
     ("wheel", "hashwheel"),
     ("net", "deadline-net"),
     ("zookeeper", "zookeeper-blocking"),
+    ("postgres", "postgres-blocking"),
     ("lease", "redis-lease"),
 ];
 

@@ -1,5 +1,5 @@
 //! Servers that misbehave on purpose, for tests of deadlines: one that accepts connections and
-//! never answers, a proxy that passes requests to a real server at once but drips its replies
+//! never answers, one that answers whatever comes with the same bytes of another protocol, a proxy that passes requests to a real server at once but drips its replies
 //! one byte at a time, and one that loses the replies while it is told to. All listen on a free
 //! loopback port and stop when dropped.
 
@@ -69,6 +69,36 @@ impl Silent {
     pub fn url(&self) -> String {
         self.0.url()
     }
+
+    /// The listener's port, for clients of other protocols.
+    pub fn port(&self) -> u16 {
+        self.0.port
+    }
+}
+
+/// Accepts connections and answers each, once it has read something, with the same bytes: a
+/// peer that speaks another protocol (an HTTP server, say), for clients that must refuse it.
+pub struct Garbage(Listener);
+
+impl Garbage {
+    /// Listens on a free loopback port until dropped, answering with `reply`.
+    pub fn start(reply: &'static [u8]) -> Garbage {
+        Garbage(Listener::serve(move |mut client, _| {
+            thread::spawn(move || {
+                let mut request = [0u8; 4096];
+                if matches!(client.read(&mut request), Ok(n) if n > 0) {
+                    let _ = client.write_all(reply);
+                }
+                let mut sink = [0u8; 4096];
+                while matches!(client.read(&mut sink), Ok(n) if n > 0) {}
+            });
+        }))
+    }
+
+    /// The listener's port.
+    pub fn port(&self) -> u16 {
+        self.0.port
+    }
 }
 
 /// Passes requests to a real server at once, and its replies back one byte every `interval`.
@@ -105,6 +135,11 @@ impl Drip {
     /// `redis://127.0.0.1:port` of the listener.
     pub fn url(&self) -> String {
         self.0.url()
+    }
+
+    /// The listener's port, for clients of other protocols.
+    pub fn port(&self) -> u16 {
+        self.0.port
     }
 }
 

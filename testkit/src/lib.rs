@@ -3,7 +3,9 @@
 //! that speaks TLS with certificates made at test time; [`RedisCluster`] and [`SentinelSet`]
 //! are real topologies of such processes on loopback. [`ZooKeeper`] and [`ZooKeeperEnsemble`]
 //! are real ZooKeeper servers from Debian's `zookeeper` package, and a [`Proxy`] in front of one
-//! cuts or freezes the network to it. Every process is killed when the value that started it is
+//! cuts or freezes the network to it. [`PgServer`] is a real PostgreSQL 15 cluster made with
+//! `initdb` (password users, TLS), and [`PgBouncer`] a real PgBouncer in transaction mode in
+//! front of one. Every process is killed when the value that started it is
 //! dropped, also when a test panics.
 //!
 //! ```no_run
@@ -40,6 +42,18 @@
 //! let leader = ensemble.leader();
 //! ensemble.stop(leader);
 //! let _ = (ensemble.connect_string(), ensemble.leader(), proxy.addr());
+//!
+//! // PostgreSQL 15 with TLS, and PgBouncer in transaction mode in front of it.
+//! use testkit::{PgBouncer, PgOptions, PgServer, PgTls, Shutdown};
+//! let mut pg = PgServer::start_with(PgOptions {
+//!     tls: Some(PgTls::default()),
+//!     settings: vec![("synchronous_commit".into(), "off".into())],
+//! });
+//! let bouncer = PgBouncer::start(&pg);
+//! let _ = (pg.scram_url(), pg.md5_url(), bouncer.scram_url(), pg.psql("SELECT 1"));
+//! pg.pause();
+//! pg.resume();
+//! pg.restart(Shutdown::Immediate);
 //! ```
 #![allow(clippy::unwrap_used)]
 
@@ -51,10 +65,13 @@ mod hostile;
 mod info;
 mod lcg;
 mod monitor;
+mod pgbouncer;
+mod postgres;
 mod programs;
 mod redis_server;
 mod sentinel;
 mod tied;
+mod timed_run;
 mod tls;
 mod tls_server;
 mod wait;
@@ -63,9 +80,11 @@ mod zookeeper;
 pub use cli::redis_cli;
 pub use cluster::{slot, ClusterNode, Failover, RedisCluster, Role, SLOTS};
 pub use gate::{Gate, PEER_SOURCE};
-pub use hostile::{Drip, Lossy, Silent};
+pub use hostile::{Drip, Garbage, Lossy, Silent};
 pub use lcg::Lcg;
 pub use monitor::{Monitor, Monitored};
+pub use pgbouncer::PgBouncer;
+pub use postgres::{PgOptions, PgServer, PgTls, Shutdown};
 pub use redis_server::RedisServer;
 pub use sentinel::SentinelSet;
 pub use tls::{ClientAuth, TlsCertificates, TlsOptions};

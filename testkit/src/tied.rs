@@ -28,6 +28,31 @@ pub(crate) fn command(program: &Path) -> Command {
     }
 }
 
+/// A command that runs `program` as `user` when one is given (for servers that refuse to run as
+/// root), killed when this process ends. `setpriv` changes the user and then execs the program,
+/// which keeps the process id the server's own; without `setpriv`, `runuser` runs it (as a child
+/// of its own, which signals by process id then miss).
+pub(crate) fn command_as(program: &Path, user: Option<&str>) -> Command {
+    match (setpriv(), user) {
+        (_, None) => command(program),
+        (Some(setpriv), Some(user)) => {
+            let mut command = Command::new(setpriv);
+            command
+                .arg(format!("--reuid={user}"))
+                .arg(format!("--regid={user}"))
+                .arg("--init-groups")
+                .args(["--pdeathsig", "KILL", "--"])
+                .arg(program);
+            command
+        }
+        (None, Some(user)) => {
+            let mut command = Command::new("runuser");
+            command.args(["-u", user, "--"]).arg(program);
+            command
+        }
+    }
+}
+
 /// Starts `command` from the thread that lives as long as the process.
 pub(crate) fn spawn(command: Command) -> io::Result<Child> {
     static STARTER: OnceLock<Mutex<Sender<Request>>> = OnceLock::new();

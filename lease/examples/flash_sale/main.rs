@@ -34,7 +34,6 @@
 //! and made afresh.
 #![allow(clippy::print_stdout, clippy::print_stderr)]
 
-mod pg_server;
 mod sale;
 mod store;
 mod worker;
@@ -183,7 +182,12 @@ fn run_sales(args: Args) -> Result<ExitCode> {
     let postgres = match args.text("db").unwrap_or("sqlite") {
         "sqlite" => None,
         "postgres" => {
-            let started = pg_server::PgServer::start()?;
+            // Like the SQLite file's `synchronous = NORMAL`: a commit does not wait for its WAL
+            // to reach the disk.
+            let started = testkit::PgServer::start_with(testkit::PgOptions {
+                tls: None,
+                settings: vec![("synchronous_commit".into(), "off".into())],
+            });
             let url = started.url();
             pg_server = Some(started);
             Some(url)

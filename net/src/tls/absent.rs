@@ -1,6 +1,6 @@
 //! A build without the `tls` feature: no TLS session can exist, and a configuration is refused.
 
-use super::{ConfigError, HandshakeError, TlsFiles};
+use super::{ConfigError, HandshakeError, ServerCheck, TlsFiles};
 use crate::Timed;
 use std::io;
 use std::net::SocketAddr;
@@ -24,6 +24,18 @@ pub enum TlsStream {}
 ///
 /// Always.
 pub fn client_config(_files: &TlsFiles) -> Result<Arc<ClientConfig>, ConfigError> {
+    Err(ConfigError(NO_TLS.into()))
+}
+
+/// Refuses: this build has no TLS.
+///
+/// # Errors
+///
+/// Always.
+pub fn client_config_checking(
+    _files: &TlsFiles,
+    _check: ServerCheck,
+) -> Result<Arc<ClientConfig>, ConfigError> {
     Err(ConfigError(NO_TLS.into()))
 }
 

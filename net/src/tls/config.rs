@@ -1,7 +1,8 @@
 //! The rustls client configuration a client's TLS settings make: the system's root
 //! certificates and any CA given, and a client certificate if one is given.
 
-use super::{ConfigError, Pem, TlsFiles};
+use super::chain_only::ChainOnly;
+use super::{ConfigError, Pem, ServerCheck, TlsFiles};
 use rustls::pki_types::pem::PemObject;
 use rustls::pki_types::{CertificateDer, PrivateKeyDer};
 use rustls::{ClientConfig, RootCertStore};
@@ -34,12 +35,23 @@ fn invalid(what: &str, pem: &Pem, error: impl std::fmt::Display) -> ConfigError 
 }
 
 /// The client configuration for `files`, read now, so that a missing or malformed file fails
-/// when a client is built rather than at its first call. Certificates are always verified.
+/// when a client is built rather than at its first call. Certificates are always verified: their
+/// chain to a trusted root, and that they name the host.
 ///
 /// # Errors
 ///
 /// A [`ConfigError`] naming the file (or the PEM text, by its length) and what is wrong with it.
 pub fn client_config(files: &TlsFiles) -> Result<Arc<ClientConfig>> {
+    client_config_checking(files, ServerCheck::ChainAndName)
+}
+
+/// The client configuration for `files`, as [`client_config`] makes it, with the server's
+/// certificate checked as `check` says.
+///
+/// # Errors
+///
+/// A [`ConfigError`] naming the file (or the PEM text, by its length) and what is wrong with it.
+pub fn client_config_checking(files: &TlsFiles, check: ServerCheck) -> Result<Arc<ClientConfig>> {
     let mut roots = RootCertStore::empty();
     let native = rustls_native_certs::load_native_certs();
     for cert in native.certs {
@@ -58,10 +70,23 @@ pub fn client_config(files: &TlsFiles) -> Result<Arc<ClientConfig>> {
         }
     }
     let provider = Arc::new(rustls::crypto::ring::default_provider());
-    let builder = ClientConfig::builder_with_provider(provider)
+    let builder = ClientConfig::builder_with_provider(Arc::clone(&provider))
         .with_safe_default_protocol_versions()
-        .map_err(|error| ConfigError(format!("TLS: {error}")))?
-        .with_root_certificates(roots);
+        .map_err(|error| ConfigError(format!("TLS: {error}")))?;
+    let builder = match check {
+        ServerCheck::ChainAndName => builder.with_root_certificates(roots),
+        ServerCheck::ChainOnly => {
+            let verifier = rustls::client::WebPkiServerVerifier::builder_with_provider(
+                Arc::new(roots),
+                provider,
+            )
+            .build()
+            .map_err(|error| ConfigError(format!("TLS: {error}")))?;
+            builder
+                .dangerous()
+                .with_custom_certificate_verifier(Arc::new(ChainOnly(verifier)))
+        }
+    };
     let config = match &files.client_cert {
         None => builder.with_no_client_auth(),
         Some((cert, key_pem)) => {

@@ -6,14 +6,16 @@
 #[cfg(not(feature = "tls"))]
 mod absent;
 #[cfg(feature = "tls")]
+mod chain_only;
+#[cfg(feature = "tls")]
 mod config;
 #[cfg(feature = "tls")]
 mod session;
 
 #[cfg(not(feature = "tls"))]
-pub use absent::{client_config, handshake, ClientConfig, TlsStream};
+pub use absent::{client_config, client_config_checking, handshake, ClientConfig, TlsStream};
 #[cfg(feature = "tls")]
-pub use config::client_config;
+pub use config::{client_config, client_config_checking};
 #[cfg(feature = "tls")]
 pub use rustls::ClientConfig;
 #[cfg(feature = "tls")]
@@ -50,6 +52,18 @@ pub struct TlsFiles {
     pub ca_file: Option<Pem>,
     /// A PEM certificate chain and its private key, to present to the server.
     pub client_cert: Option<(Pem, Pem)>,
+}
+
+/// How much of the server's certificate a client checks. Its chain to a trusted root (with
+/// its validity dates and signatures) is checked either way.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum ServerCheck {
+    /// The chain, and that the certificate names the host the client connects to.
+    #[default]
+    ChainAndName,
+    /// The chain only: a certificate of a trusted root that names another host is accepted,
+    /// as libpq's `sslmode=verify-ca` accepts it.
+    ChainOnly,
 }
 
 /// A TLS configuration that cannot be made: a file missing or malformed, a certificate without a
