@@ -184,7 +184,7 @@ fn main() -> ExitCode {
         Ok(code) => code,
         Err(failure) => failure.report(),
     };
-    say::flush(Duration::from_millis(200));
+    say::flush(EXIT_FLUSH);
     code
 }
 
@@ -198,9 +198,15 @@ fn helper() -> ExitCode {
         HelperProcess::Keeper(args) => keeper::keeper(args),
         HelperProcess::Exec(args) => exec::exec(args),
     };
-    say::flush(Duration::from_millis(200));
+    say::flush(EXIT_FLUSH);
     code
 }
+
+/// How long the tool waits at its exit for what it said to reach stderr: long enough for a
+/// stderr thread that a loaded machine schedules late (the tool's work is done: nothing waits on
+/// it), short enough that a stderr that cannot be written (a stopped background job's terminal)
+/// delays the exit by no more.
+const EXIT_FLUSH: Duration = Duration::from_secs(2);
 
 /// `lease` alone, whatever its variables say: the help on stderr, and the usage code.
 fn help_for_nothing() -> ExitCode {

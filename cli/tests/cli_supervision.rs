@@ -529,7 +529,9 @@ fn a_lease_below_the_floor_is_refused_naming_it_and_one_at_the_floor_is_kept() {
         stderr_of(&from_env).contains("(from $LEASE_LEASE)"),
         "{from_env:?}"
     );
-    let at_floor = output(lease(&url).args(["--lease", "300ms", "run", "x", "--", "sleep", "2"]));
+    // Taken and run: whether a lease this short is kept through many renewals depends on how
+    // busy the machine is, which the library's tests check on a manual clock.
+    let at_floor = output(lease(&url).args(["--lease", "300ms", "run", "x", "--", "true"]));
     assert_eq!(at_floor.status.code(), Some(0), "{at_floor:?}");
     assert_eq!(stderr_of(&at_floor), "", "{at_floor:?}");
 }
