@@ -16,8 +16,14 @@ pub struct Cause {
 #[derive(Debug)]
 enum Kind {
     Redis(redis::RedisError),
-    #[cfg_attr(not(feature = "zookeeper"), allow(dead_code))]
+    #[cfg_attr(
+        not(any(feature = "zookeeper", feature = "postgres")),
+        allow(dead_code)
+    )]
     Text(String),
+    /// A description, with the server's own error code (boxed: errors stay small).
+    #[cfg_attr(not(feature = "postgres"), allow(dead_code))]
+    Coded(Box<(String, String)>),
 }
 
 impl Cause {
@@ -29,8 +35,20 @@ impl Cause {
         }
     }
 
+    /// A cause told in words, with the server's error `code`, by the client of `store`.
+    #[cfg_attr(not(feature = "postgres"), allow(dead_code))]
+    pub(crate) fn coded(store: &'static str, code: &str, text: impl Into<String>) -> Cause {
+        Cause {
+            store,
+            kind: Kind::Coded(Box::new((code.to_owned(), text.into()))),
+        }
+    }
+
     /// A cause told in words, by the client of `store`.
-    #[cfg_attr(not(feature = "zookeeper"), allow(dead_code))]
+    #[cfg_attr(
+        not(any(feature = "zookeeper", feature = "postgres")),
+        allow(dead_code)
+    )]
     pub(crate) fn text(store: &'static str, text: impl Into<String>) -> Cause {
         Cause {
             store,
@@ -38,17 +56,20 @@ impl Cause {
         }
     }
 
-    /// The store whose server failed the call, as messages name it (`redis`, `zookeeper`).
+    /// The store whose server failed the call, as messages name it (`redis`, `zookeeper`,
+    /// `postgres`).
     pub fn store(&self) -> &'static str {
         self.store
     }
 
     /// The server's error code, where it gave one: Redis's `NOPERM`, `WRONGPASS`, `OOM`,
-    /// `LOADING`, ...; `TLS` for a TLS handshake refused by either side. `None` for a failure
-    /// with no code (a connection refused or cut, a timeout).
+    /// `LOADING`, ...; `TLS` for a TLS handshake refused by either side; PostgreSQL's SQLSTATE
+    /// (`28P01`, `42501`, ...). `None` for a failure with no code (a connection refused or
+    /// cut, a timeout).
     pub fn code(&self) -> Option<&str> {
         match &self.kind {
             Kind::Redis(error) => error.code(),
+            Kind::Coded(coded) => Some(&coded.0),
             Kind::Text(_) => None,
         }
     }
@@ -58,7 +79,7 @@ impl Cause {
     pub fn as_redis(&self) -> Option<&redis::RedisError> {
         match &self.kind {
             Kind::Redis(error) => Some(error),
-            Kind::Text(_) => None,
+            Kind::Text(_) | Kind::Coded(_) => None,
         }
     }
 }
@@ -68,6 +89,7 @@ impl fmt::Display for Cause {
         match &self.kind {
             Kind::Redis(error) => error.fmt(f),
             Kind::Text(text) => f.write_str(text),
+            Kind::Coded(coded) => f.write_str(&coded.1),
         }
     }
 }

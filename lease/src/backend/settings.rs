@@ -3,6 +3,7 @@
 //! honour rather than ignore them.
 
 use crate::error::{Error, Result};
+use deadline_net::tls::TlsFiles;
 use std::collections::BTreeSet;
 use std::time::Duration;
 
@@ -18,6 +19,10 @@ pub(crate) struct Settings {
     /// The builder settings the caller gave, by their method's name (`password`,
     /// `zookeeper_auth`, ...).
     pub(crate) given: BTreeSet<&'static str>,
+    /// The password to log in with, in place of any in the URLs (never shown).
+    pub(crate) password: Option<String>,
+    /// The TLS files (a CA, a client certificate) of stores reached over TLS.
+    pub(crate) tls: TlsFiles,
 }
 
 impl Default for Settings {
@@ -29,6 +34,8 @@ impl Default for Settings {
             client_id: String::new(),
             prefix: String::new(),
             given: BTreeSet::new(),
+            password: None,
+            tls: TlsFiles::default(),
         }
     }
 }

@@ -25,6 +25,8 @@ pub(super) enum Topology {
     Redis(Redis),
     #[cfg(feature = "zookeeper")]
     ZooKeeper(crate::stores::zookeeper::ZooKeeperSettings),
+    #[cfg(feature = "postgres")]
+    Postgres(crate::stores::postgres::PostgresSettings),
 }
 
 impl Topology {
@@ -34,6 +36,8 @@ impl Topology {
             Topology::Redis(redis) => redis.urls(),
             #[cfg(feature = "zookeeper")]
             Topology::ZooKeeper(zk) => &zk.hosts,
+            #[cfg(feature = "postgres")]
+            Topology::Postgres(pg) => std::slice::from_ref(&pg.url),
         }
     }
 }
@@ -51,6 +55,9 @@ pub struct ClientBuilder {
     redis: RedisSettings,
     /// `user:password` for a ZooKeeper session's digest authentication.
     zookeeper_auth: Option<String>,
+    /// PostgreSQL's schema and listening address, if given.
+    postgres_schema: Option<String>,
+    postgres_listen_url: Option<String>,
     default_lease: Duration,
     max_local_waiters: usize,
     renewal_batch: usize,
@@ -67,12 +74,12 @@ impl std::fmt::Debug for ClientBuilder {
             .field("command_timeout", &self.common.command_timeout)
             .field("prefix", &self.common.prefix)
             .field("quorum", &self.redis.quorum)
-            .field("password", &self.redis.password.as_ref().map(|_| "***"))
+            .field("password", &self.common.password.as_ref().map(|_| "***"))
             .field(
                 "zookeeper_auth",
                 &self.zookeeper_auth.as_ref().map(|_| "***"),
             )
-            .field("tls", &self.redis.tls)
+            .field("tls", &self.common.tls)
             .finish_non_exhaustive()
     }
 }
@@ -84,6 +91,8 @@ impl ClientBuilder {
             common: Settings::default(),
             redis: RedisSettings::default(),
             zookeeper_auth: None,
+            postgres_schema: None,
+            postgres_listen_url: None,
             default_lease: Duration::from_secs(30),
             max_local_waiters: 1024,
             renewal_batch: watchdog::DEFAULT_BATCH,
@@ -107,7 +116,7 @@ impl ClientBuilder {
     #[must_use = "a setting applies to the builder it returns"]
     pub fn tls_ca_file(mut self, path: impl Into<std::path::PathBuf>) -> Self {
         self.common.given.insert("tls_ca_file");
-        self.redis.tls.ca_file = Some(Pem::File(path.into()));
+        self.common.tls.ca_file = Some(Pem::File(path.into()));
         self
     }
 
@@ -116,7 +125,7 @@ impl ClientBuilder {
     #[must_use = "a setting applies to the builder it returns"]
     pub fn tls_ca_pem(mut self, pem: impl AsRef<[u8]>) -> Self {
         self.common.given.insert("tls_ca_pem");
-        self.redis.tls.ca_file = Some(Pem::Text(pem.as_ref().into()));
+        self.common.tls.ca_file = Some(Pem::Text(pem.as_ref().into()));
         self
     }
 
@@ -125,7 +134,7 @@ impl ClientBuilder {
     #[must_use = "a setting applies to the builder it returns"]
     pub fn tls_client_cert_pem(mut self, cert: impl AsRef<[u8]>, key: impl AsRef<[u8]>) -> Self {
         self.common.given.insert("tls_client_cert_pem");
-        self.redis.tls.client_cert = Some((
+        self.common.tls.client_cert = Some((
             Pem::Text(cert.as_ref().into()),
             Pem::Text(key.as_ref().into()),
         ));
@@ -141,7 +150,7 @@ impl ClientBuilder {
         key: impl Into<std::path::PathBuf>,
     ) -> Self {
         self.common.given.insert("tls_client_cert");
-        self.redis.tls.client_cert = Some((Pem::File(cert.into()), Pem::File(key.into())));
+        self.common.tls.client_cert = Some((Pem::File(cert.into()), Pem::File(key.into())));
         self
     }
 
@@ -151,7 +160,7 @@ impl ClientBuilder {
     #[must_use = "a setting applies to the builder it returns"]
     pub fn password(mut self, password: impl Into<String>) -> Self {
         self.common.given.insert("password");
-        self.redis.password = Some(password.into());
+        self.common.password = Some(password.into());
         self
     }
 
@@ -164,6 +173,32 @@ impl ClientBuilder {
     pub fn zookeeper_auth(mut self, user: &str, password: &str) -> Self {
         self.common.given.insert("zookeeper_auth");
         self.zookeeper_auth = Some(format!("{user}:{password}"));
+        self
+    }
+
+    /// On PostgreSQL: the schema the store's tables and functions live in (made at the first
+    /// call if it is missing, and the role may), default `lease`: 1 to 57 lower-case letters,
+    /// digits and `_`. Refused on Redis and ZooKeeper by [`ClientBuilder::build`].
+    #[cfg(feature = "postgres")]
+    #[cfg_attr(docsrs, doc(cfg(feature = "postgres")))]
+    #[must_use = "a setting applies to the builder it returns"]
+    pub fn postgres_schema(mut self, schema: impl Into<String>) -> Self {
+        self.common.given.insert("postgres_schema");
+        self.postgres_schema = Some(schema.into());
+        self
+    }
+
+    /// On PostgreSQL: the database's own address for the client's listening connection, when
+    /// the client's URL is a pooler in transaction mode (PgBouncer), which cannot carry
+    /// `LISTEN`. Without it, a client whose notifications do not arrive says so once in its log,
+    /// and its waiters look again every second. The builder's password and TLS files apply to
+    /// it too. Refused on Redis and ZooKeeper by [`ClientBuilder::build`].
+    #[cfg(feature = "postgres")]
+    #[cfg_attr(docsrs, doc(cfg(feature = "postgres")))]
+    #[must_use = "a setting applies to the builder it returns"]
+    pub fn postgres_listen_url(mut self, url: impl Into<String>) -> Self {
+        self.common.given.insert("postgres_listen_url");
+        self.postgres_listen_url = Some(url.into());
         self
     }
 
@@ -199,7 +234,7 @@ impl ClientBuilder {
     }
 
     /// Idle connections kept for reuse, per server; default 8. Busy threads open more when all
-    /// are in use. Redis only: refused on ZooKeeper, whose session is one connection.
+    /// are in use. Redis and PostgreSQL: refused on ZooKeeper, whose session is one connection.
     #[must_use = "a setting applies to the builder it returns"]
     pub fn pool_size(mut self, size: usize) -> Self {
         self.common.given.insert("pool_size");
@@ -352,6 +387,15 @@ impl ClientBuilder {
                     ..zk.clone()
                 };
                 crate::stores::zookeeper::build(&common, &zk, default_lease)?
+            }
+            #[cfg(feature = "postgres")]
+            Topology::Postgres(pg) => {
+                let pg = crate::stores::postgres::PostgresSettings {
+                    schema: self.postgres_schema.clone(),
+                    listen_url: self.postgres_listen_url.clone(),
+                    ..pg.clone()
+                };
+                crate::stores::postgres::build(&common, &pg, self.redis.pool_size)?
             }
         };
         let events = Events::new(self.name.as_deref().unwrap_or(&common.client_id));

@@ -247,6 +247,40 @@ impl Client {
         ClientBuilder::new(Topology::ZooKeeper(zk))
     }
 
+    /// Settings for a client that takes its locks on PostgreSQL (feature `postgres`), at
+    /// `postgres://[user[:password]@]host[:port]/database[?sslmode=...]` (or
+    /// `postgresql://`; `host=/run/postgresql` for a Unix socket's directory). A hold is a row
+    /// whose expiry the database's clock sets and judges; fencing tokens rise per name across
+    /// restarts of the server; waiters are woken by `NOTIFY`. Every call is one round trip that
+    /// keeps no session state, so a transaction-mode pooler (PgBouncer) may stand in front (see
+    /// [`ClientBuilder::postgres_listen_url`]). The store's tables and functions are made in
+    /// their schema ([`ClientBuilder::postgres_schema`], default `lease`) by the first call
+    /// that finds them missing, if the role may (see the guide, "PostgreSQL").
+    ///
+    /// ```no_run
+    /// use redis_lease::Client;
+    ///
+    /// let client = Client::postgres("postgres://app@db.internal/orders")
+    ///     .password(std::env::var("PGPASSWORD").unwrap_or_default())
+    ///     .build()?;
+    /// let guard = client.lock("billing/invoices")?.lock()?;
+    /// let token = guard.fencing_token();
+    /// guard.unlock()?;
+    /// # let _ = token;
+    /// # Ok::<(), redis_lease::Error>(())
+    /// ```
+    #[cfg(feature = "postgres")]
+    #[cfg_attr(docsrs, doc(cfg(feature = "postgres")))]
+    pub fn postgres(url: impl Into<String>) -> ClientBuilder {
+        ClientBuilder::new(Topology::Postgres(
+            crate::stores::postgres::PostgresSettings {
+                url: url.into(),
+                schema: None,
+                listen_url: None,
+            },
+        ))
+    }
+
     /// A lock by name: 1 to 1024 bytes, without `{` or `}`; on ZooKeeper, also a relative node
     /// path (segments separated by single `/`, none `.` or `..`).
     ///

@@ -6,7 +6,6 @@ use crate::error::{Error, Result};
 use crate::stores::redis::conn::{tls_config, Endpoint};
 use crate::stores::redis::pool::{Pool, Target};
 use crate::stores::redis::scripts::Acks;
-use deadline_net::tls::TlsFiles;
 use std::ops::Deref;
 use std::time::Duration;
 
@@ -27,9 +26,6 @@ pub(crate) struct RedisSettings {
     /// attempts. Refused by every other deployment.
     pub(crate) quorum: Option<usize>,
     pub(crate) retry_delay: Option<Duration>,
-    /// The password to log in with, in place of any in the URLs.
-    pub(crate) password: Option<String>,
-    pub(crate) tls: TlsFiles,
 }
 
 impl Deref for RedisSettings {
@@ -51,8 +47,6 @@ impl Default for RedisSettings {
             acks: None,
             quorum: None,
             retry_delay: None,
-            password: None,
-            tls: TlsFiles::default(),
         }
     }
 }

@@ -18,10 +18,14 @@ pub(crate) enum Topology {
 }
 
 /// What no Redis deployment honours, and why.
-const FOREIGN: &[(&str, &str)] = &[(
-    "zookeeper_auth",
-    "it authenticates a ZooKeeper session (on Redis, give a password or a URL's user)",
-)];
+const FOREIGN: &[(&str, &str)] = &[
+    (
+        "zookeeper_auth",
+        "it authenticates a ZooKeeper session (on Redis, give a password or a URL's user)",
+    ),
+    ("postgres_schema", "it is PostgreSQL's"),
+    ("postgres_listen_url", "it is PostgreSQL's"),
+];
 
 impl Topology {
     /// The URLs the builder was given.

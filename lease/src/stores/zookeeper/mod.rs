@@ -78,6 +78,8 @@ pub(crate) struct ZooKeeper {
 /// What a ZooKeeper client does not honour, and why.
 const FOREIGN: &[(&str, &str)] = &[
     ("password", "a session authenticates with zookeeper_auth"),
+    ("postgres_schema", "it is PostgreSQL's"),
+    ("postgres_listen_url", "it is PostgreSQL's"),
     (
         "tls_ca_file",
         "this client speaks to ZooKeeper in plaintext only",

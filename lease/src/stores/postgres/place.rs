@@ -1,0 +1,309 @@
+//! A lock in PostgreSQL: its key in the store's tables, and each call on it one function of the
+//! schema (`schema.sql`), run in one round trip. An attempt whose answer is lost is undone: at
+//! once on a fresh connection if the server answers, else before the next call on the same name
+//! or at the next renewal round; its undoing leaves a record, so that should the attempt run
+//! after it, it takes nothing.
+
+use super::errors::other_permits;
+use super::inspect;
+use super::store::{Shared, Undo};
+use crate::backend::{
+    Attempt, Attempted, Elects, HoldEnd, Kind, Leading, LockId, Place, Release, ReleaseOutcome,
+    Released, Resizes, ServerIdentity,
+};
+use crate::error::{Error, Result};
+use crate::policy::after;
+use crate::state::LockState;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+/// How long a waiting fair acquisition's place in line, or a waiting writer's mark, lasts
+/// without it asking again (each waiting call asks at least every second).
+const MARK: Duration = Duration::from_secs(5);
+
+/// The key of the primitive `id` under `prefix`: the name in braces (names hold none), and an
+/// election's apart from the lock of the same name.
+pub(crate) fn key_of(prefix: &str, id: &LockId) -> String {
+    let tail = if id.kind == Kind::Leader {
+        "}:leader"
+    } else {
+        "}"
+    };
+    [prefix, "{", &id.name, tail].concat()
+}
+
+/// The kind of an acquisition, as the store's `acquire` names it.
+fn kind_text(kind: Kind) -> &'static str {
+    match kind {
+        Kind::Lock => "lock",
+        Kind::Fair => "fair",
+        Kind::Semaphore { .. } => "semaphore",
+        Kind::Read => "read",
+        Kind::Write => "write",
+        Kind::Leader => "leader",
+    }
+}
+
+/// A lock in the store's tables.
+pub(crate) struct PgPlace {
+    pub(crate) id: LockId,
+    pub(crate) key: String,
+    pub(crate) shared: Arc<Shared>,
+}
+
+impl PgPlace {
+    fn election(&self) -> &'static str {
+        if self.id.kind == Kind::Leader {
+            "true"
+        } else {
+            "false"
+        }
+    }
+
+    /// Undoes `attempt` (whose answer was lost) by `deadline` if the server answers; else keeps
+    /// it to undo later.
+    fn undo(&self, attempt: &Attempt<'_>, deadline: Instant) {
+        let undo = Undo {
+            key: self.key.clone(),
+            owner: attempt.owner.to_owned(),
+            id: attempt.id.to_owned(),
+            election: self.id.kind == Kind::Leader,
+        };
+        if let Err(error) = self.shared.undo(&undo, deadline) {
+            log::debug!(
+                "undoing an unanswered attempt on {:?}: {error}; it is undone later",
+                self.id.name
+            );
+            self.shared.keep_undo(undo);
+        }
+    }
+}
+
+impl Place for PgPlace {
+    fn id(&self) -> &LockId {
+        &self.id
+    }
+
+    fn of_kind(&self, kind: Kind) -> Arc<dyn Place> {
+        let id = self.id.with_kind(kind);
+        Arc::new(PgPlace {
+            key: key_of(&self.shared.prefix, &id),
+            id,
+            shared: Arc::clone(&self.shared),
+        })
+    }
+
+    fn address(&self) -> (&str, &str) {
+        (&self.shared.shown, &self.key)
+    }
+
+    fn wake_key(&self) -> &str {
+        &self.key
+    }
+
+    fn hold_address(&self, _hold: &str) -> Arc<str> {
+        Arc::from(self.key.as_str())
+    }
+
+    fn servers(&self, deadline: Instant) -> Result<Vec<ServerIdentity>> {
+        let row = self.shared.call(&self.key, deadline, |conn| {
+            conn.query_one(&self.shared.sql.identify, &[], deadline)
+        })?;
+        let field = |name: &str| row.text(name).ok().flatten().unwrap_or_default();
+        Ok(vec![ServerIdentity {
+            run_id: Some(format!(
+                "{}/{}/{}",
+                field("started"),
+                field("port"),
+                field("db")
+            )),
+            peer: None,
+        }])
+    }
+
+    fn attempt(&self, attempt: &Attempt<'_>, deadline: Instant) -> Result<Attempted> {
+        self.shared.ensure_schema(deadline)?;
+        self.shared.settle_undos(Some(&self.key), deadline);
+        let (permits, take) = match self.id.kind {
+            Kind::Semaphore { permits, take } => (permits, take),
+            _ => (0, 1),
+        };
+        let texts = [
+            self.key.clone(),
+            kind_text(self.id.kind).to_owned(),
+            attempt.owner.to_owned(),
+            attempt.id.to_owned(),
+            attempt.reenter.unwrap_or("").to_owned(),
+            attempt.lease.as_millis().to_string(),
+            attempt.waits.to_string(),
+            permits.to_string(),
+            take.to_string(),
+            MARK.as_millis().to_string(),
+        ];
+        let params: Vec<Option<&str>> = texts.iter().map(|text| Some(text.as_str())).collect();
+        let replied = self.shared.pool.call(deadline, |conn| {
+            conn.query_one(&self.shared.sql.acquire, &params, deadline)
+        });
+        let row = match replied {
+            Ok(row) => row,
+            Err(error) => {
+                if let Some(refused) = other_permits(&error, &self.key, permits) {
+                    return Err(refused);
+                }
+                let mapped = self.shared.error(error, &self.key);
+                if mapped.is_unavailable() {
+                    self.undo(attempt, after(self.shared.call_timeout));
+                }
+                return Err(mapped);
+            }
+        };
+        let read = || -> postgres_blocking::Result<Attempted> {
+            Ok(if row.get::<bool>("acquired")? {
+                Attempted::Acquired {
+                    holds: row.get::<u64>("holds")?,
+                    token: Some(row.get::<u64>("token")?),
+                    confirmed_at: None,
+                    reserved: None,
+                }
+            } else {
+                Attempted::Busy {
+                    ttl: row.get::<Option<u64>>("ttl_ms")?.map(Duration::from_millis),
+                }
+            })
+        };
+        read()
+            .map_err(|error| Error::Protocol(format!("postgres: an acquisition's reply: {error}")))
+    }
+
+    fn abandon(&self, owner: &str, waited: bool) {
+        if !(waited && self.id.kind.marks_waiting()) {
+            return;
+        }
+        let deadline = after(self.shared.call_timeout);
+        let withdrawn = self.shared.call(&self.key, deadline, |conn| {
+            conn.execute(
+                &self.shared.sql.withdraw,
+                &[Some(&self.key), Some(owner)],
+                deadline,
+            )
+        });
+        if let Err(error) = withdrawn {
+            log::debug!(
+                "withdrawing a wait for {:?} failed: {error}; its mark lapses within {MARK:?}",
+                self.id.name
+            );
+        }
+    }
+
+    /// A hold in the store lapses with its lease, by the database's clock.
+    fn ended(&self, _hold: &str, _end: HoldEnd) {}
+
+    fn release(&self, release: &Release<'_>, deadline: Instant) -> ReleaseOutcome {
+        let params = [
+            Some(self.key.as_str()),
+            Some(release.owner),
+            Some(release.hold),
+            Some(release.id),
+            Some(self.election()),
+        ];
+        let once = || {
+            self.shared.call(&self.key, deadline, |conn| {
+                conn.query_one(&self.shared.sql.release, &params, deadline)
+                    .and_then(|row| row.get::<i64>(0))
+            })
+        };
+        let mut outcome = once();
+        if matches!(&outcome, Err(error) if error.is_unavailable()) && Instant::now() < deadline {
+            log::debug!(
+                "release of {:?} got no answer; sending it again",
+                self.id.name
+            );
+            outcome = once();
+        }
+        ReleaseOutcome {
+            settled: !matches!(&outcome, Err(error) if error.is_unavailable()),
+            released: outcome.map(|left| match left {
+                -2 => Released::AlreadyApplied,
+                -1 => Released::NotOwner,
+                left => Released::Applied {
+                    holds_left: u64::try_from(left).unwrap_or(0),
+                },
+            }),
+        }
+    }
+
+    fn inspect(&self, deadline: Instant) -> Result<LockState> {
+        inspect::inspect(self, deadline)
+    }
+
+    fn force_release(&self, deadline: Instant) -> Result<bool> {
+        self.shared.call(&self.key, deadline, |conn| {
+            conn.query_one(
+                &self.shared.sql.force_release,
+                &[Some(&self.key), Some(self.election())],
+                deadline,
+            )
+            .and_then(|row| row.get::<bool>(0))
+        })
+    }
+
+    fn resizes(&self) -> Option<&dyn Resizes> {
+        matches!(self.id.kind, Kind::Semaphore { .. }).then_some(self as &dyn Resizes)
+    }
+
+    fn elects(&self) -> Option<&dyn Elects> {
+        (self.id.kind == Kind::Leader).then_some(self as &dyn Elects)
+    }
+}
+
+impl Resizes for PgPlace {
+    fn resize(&self, permits: u32, deadline: Instant) -> Result<Option<u32>> {
+        let permits = permits.to_string();
+        self.shared.call(&self.key, deadline, |conn| {
+            conn.query_one(
+                &self.shared.sql.resize,
+                &[Some(&self.key), Some(&permits)],
+                deadline,
+            )
+            .and_then(|row| row.get::<Option<u32>>(0))
+        })
+    }
+}
+
+impl Elects for PgPlace {
+    fn proclaim(&self, owner: &str, hold: &str, value: &str, deadline: Instant) -> Result<bool> {
+        self.shared.call(&self.key, deadline, |conn| {
+            conn.query_one(
+                &self.shared.sql.proclaim,
+                &[Some(&self.key), Some(owner), Some(hold), Some(value)],
+                deadline,
+            )
+            .and_then(|row| row.get::<bool>(0))
+        })
+    }
+
+    /// Observers are woken by the name's announcements, which a proclamation and every end of
+    /// a term send, and by the leader's lease lapsing.
+    fn leader(&self, _watch: bool, deadline: Instant) -> Result<Option<Leading>> {
+        let row = self.shared.call(&self.key, deadline, |conn| {
+            conn.query_opt(&self.shared.sql.leader, &[Some(&self.key)], deadline)
+        })?;
+        let Some(row) = row else {
+            return Ok(None);
+        };
+        let read = || -> postgres_blocking::Result<Option<Leading>> {
+            if row
+                .get::<Option<&str>>("family")?
+                .is_some_and(|family| family != "lock")
+            {
+                return Ok(None);
+            }
+            Ok(Some(Leading {
+                term: row.get::<u64>("token")?,
+                value: row.get::<Option<String>>("proclaimed")?,
+                ttl: row.get::<Option<u64>>("ttl_ms")?.map(Duration::from_millis),
+            }))
+        };
+        read().map_err(|error| Error::Protocol(format!("postgres: a leader's row: {error}")))
+    }
+}

@@ -1,0 +1,343 @@
+-- The PostgreSQL store's tables and functions, in the schema the client names (`@schema@` is its
+-- quoted name, `@channel@` the notification channel of its releases, as a string literal). Made
+-- by the first client that finds them missing, in one transaction; a role that may not create
+-- them is told which right it lacks, and an administrator runs this file instead (the guide shows
+-- it). Every function takes the name's row lock first: the calls on one name run one at a time,
+-- and each sees what the one before it committed. Expiries are set and judged by the database's
+-- clock (clock_timestamp()), never the client's; an expired hold is taken over lazily, so no
+-- reaper runs anywhere. Commits are synchronous whatever the server's setting: a hold or a token
+-- the server acknowledged survives its crash.
+CREATE SCHEMA IF NOT EXISTS @schema@;
+
+-- One row per name ever used: its fencing counter (the last token handed out, which only rises),
+-- the family of the primitive holding it now ('lock' for a lock, a fair lock or an election,
+-- 'semaphore', 'rw'; none while nothing holds it), a semaphore's stored number of permits, and
+-- whether a waiter found it held since its last release was announced.
+CREATE TABLE IF NOT EXISTS @schema@.names (
+    key text PRIMARY KEY,
+    fence bigint NOT NULL DEFAULT 0 CHECK (fence >= 0),
+    family text,
+    permits integer,
+    contended boolean NOT NULL DEFAULT false
+);
+
+-- One row per hold: its owner, which side it takes ('lock', 'read', 'write', 'permits') and how
+-- many permits, its token, when its lease lapses (the database's clock), the acquisitions of it
+-- not yet released (their number is the hold count), and what an election's leader proclaimed.
+CREATE TABLE IF NOT EXISTS @schema@.holds (
+    key text NOT NULL,
+    hold text NOT NULL,
+    owner text NOT NULL,
+    side text NOT NULL,
+    take integer NOT NULL,
+    token bigint NOT NULL,
+    expires timestamptz NOT NULL,
+    acquisitions text[] NOT NULL,
+    proclaimed text,
+    PRIMARY KEY (key, hold)
+);
+
+-- Waiters that leave a mark: a fair lock's line ('fair': by when each first asked) and a writer
+-- that waits ('writer': new readers let it go first). A mark lapses unless its waiter asks again.
+CREATE TABLE IF NOT EXISTS @schema@.marks (
+    key text NOT NULL,
+    what text NOT NULL,
+    owner text NOT NULL,
+    arrived timestamptz NOT NULL,
+    lapses timestamptz NOT NULL,
+    PRIMARY KEY (key, what, owner)
+);
+
+-- Acquisitions that ended: 'released', the last of a hold's (for 60 s, so that a release sent
+-- again is told it was applied), and 'undone', an attempt whose answer was lost (for a day, so
+-- that the attempt, should it run after its undoing, takes nothing).
+CREATE TABLE IF NOT EXISTS @schema@.ended (
+    key text NOT NULL,
+    id text NOT NULL,
+    how text NOT NULL,
+    at timestamptz NOT NULL,
+    PRIMARY KEY (key, id)
+);
+
+-- The name's row, locked for the rest of the transaction (made if it is new), with what has
+-- lapsed swept away: expired holds, lapsed marks, old records of ended acquisitions.
+CREATE OR REPLACE FUNCTION @schema@.enter(p_key text) RETURNS @schema@.names
+LANGUAGE plpgsql AS $$
+DECLARE
+    n @schema@.names;
+    v_now timestamptz;
+BEGIN
+    PERFORM set_config('synchronous_commit', 'on', true);
+    SELECT * INTO n FROM @schema@.names WHERE key = p_key FOR UPDATE;
+    IF NOT FOUND THEN
+        INSERT INTO @schema@.names (key) VALUES (p_key) ON CONFLICT DO NOTHING;
+        SELECT * INTO n FROM @schema@.names WHERE key = p_key FOR UPDATE;
+    END IF;
+    v_now := clock_timestamp();
+    DELETE FROM @schema@.holds WHERE key = p_key AND expires <= v_now;
+    DELETE FROM @schema@.marks WHERE key = p_key AND lapses <= v_now;
+    DELETE FROM @schema@.ended WHERE key = p_key
+        AND at < v_now - CASE how WHEN 'released' THEN interval '60 s' ELSE interval '1 day' END;
+    IF n.family IS NOT NULL AND NOT EXISTS (SELECT 1 FROM @schema@.holds WHERE key = p_key) THEN
+        UPDATE @schema@.names SET family = NULL WHERE key = p_key;
+        n.family := NULL;
+    END IF;
+    RETURN n;
+END $$;
+
+-- Announces that the name's holds changed: to its waiters if one found it held (`always` for an
+-- election, whose observers follow every change).
+CREATE OR REPLACE FUNCTION @schema@.announce(p_key text, p_contended boolean, p_always boolean)
+RETURNS void LANGUAGE plpgsql AS $$
+BEGIN
+    IF p_contended OR p_always THEN
+        PERFORM pg_notify(@channel@, p_key);
+        IF p_contended THEN
+            UPDATE @schema@.names SET contended = false WHERE key = p_key;
+        END IF;
+    END IF;
+END $$;
+
+-- One attempt of `p_owner` to take the primitive `p_kind` ('lock', 'fair', 'leader',
+-- 'semaphore', 'read', 'write') named `p_key` as the acquisition `p_id` (also the new hold's id),
+-- or to re-enter its hold `p_reenter`, with a lease of `p_lease_ms`. A semaphore's acquisition
+-- declares `p_permits` and takes `p_take`; a waiting fair or write acquisition (`p_waits`) keeps
+-- a mark for `p_mark_ms`. Returns whether it holds, the hold count, the token, and when busy how
+-- long until the hold in its way lapses (ms). Raises LS001 (another primitive's name, DETAIL its
+-- family), LS002 (a semaphore's holders declared other permits, DETAIL them), LS003 (the counter
+-- has no token left).
+CREATE OR REPLACE FUNCTION @schema@.acquire(
+    p_key text, p_kind text, p_owner text, p_id text, p_reenter text, p_lease_ms bigint,
+    p_waits boolean, p_permits integer, p_take integer, p_mark_ms integer,
+    OUT acquired boolean, OUT holds integer, OUT token bigint, OUT ttl_ms bigint)
+LANGUAGE plpgsql AS $$
+DECLARE
+    n @schema@.names;
+    h @schema@.holds;
+    v_now timestamptz;
+    v_family text := CASE p_kind WHEN 'semaphore' THEN 'semaphore' WHEN 'read' THEN 'rw'
+        WHEN 'write' THEN 'rw' ELSE 'lock' END;
+    free boolean;
+    lapse timestamptz;
+    head text;
+BEGIN
+    n := @schema@.enter(p_key);
+    v_now := clock_timestamp();
+    acquired := false;
+    holds := 0;
+    IF EXISTS (SELECT 1 FROM @schema@.ended WHERE key = p_key AND id = p_id) THEN
+        -- Undone before it ran: it takes nothing.
+        ttl_ms := 1;
+        RETURN;
+    END IF;
+    IF n.family IS NOT NULL AND n.family <> v_family THEN
+        RAISE EXCEPTION 'the name is another primitive''s' USING ERRCODE = 'LS001',
+            DETAIL = n.family;
+    END IF;
+    IF p_reenter <> '' THEN
+        SELECT * INTO h FROM @schema@.holds
+            WHERE key = p_key AND hold = p_reenter AND owner = p_owner;
+        IF FOUND THEN
+            UPDATE @schema@.holds SET acquisitions = acquisitions || p_id,
+                expires = greatest(expires, v_now + p_lease_ms * interval '1 ms')
+                WHERE key = p_key AND hold = p_reenter;
+            acquired := true;
+            holds := cardinality(h.acquisitions) + 1;
+            token := h.token;
+            RETURN;
+        END IF;
+    END IF;
+    IF p_kind = 'semaphore' THEN
+        IF n.family IS NOT NULL AND n.permits IS DISTINCT FROM p_permits THEN
+            RAISE EXCEPTION 'the semaphore''s holders declared other permits' USING
+                ERRCODE = 'LS002', DETAIL = n.permits::text;
+        END IF;
+        free := (SELECT coalesce(sum(take), 0) FROM @schema@.holds WHERE key = p_key) + p_take
+            <= p_permits;
+    ELSIF p_kind = 'read' THEN
+        free := NOT EXISTS (SELECT 1 FROM @schema@.holds
+                WHERE key = p_key AND side = 'write' AND owner <> p_owner)
+            AND NOT EXISTS (SELECT 1 FROM @schema@.marks
+                WHERE key = p_key AND what = 'writer' AND owner <> p_owner);
+    ELSE
+        free := NOT EXISTS (SELECT 1 FROM @schema@.holds WHERE key = p_key);
+    END IF;
+    IF free AND p_kind = 'fair' THEN
+        SELECT owner, lapses INTO head, lapse FROM @schema@.marks
+            WHERE key = p_key AND what = 'fair' ORDER BY arrived, owner LIMIT 1;
+        IF head IS NOT NULL AND head <> p_owner THEN
+            free := false;
+        END IF;
+    END IF;
+    IF free THEN
+        IF n.fence >= 9223372036854775807 THEN
+            RAISE EXCEPTION 'the fencing counter has reached the largest token' USING
+                ERRCODE = 'LS003';
+        END IF;
+        token := n.fence + 1;
+        UPDATE @schema@.names SET fence = token, family = v_family,
+            permits = CASE WHEN p_kind = 'semaphore' THEN p_permits ELSE permits END
+            WHERE key = p_key;
+        INSERT INTO @schema@.holds VALUES (p_key, p_id, p_owner,
+            CASE p_kind WHEN 'semaphore' THEN 'permits' WHEN 'read' THEN 'read'
+                WHEN 'write' THEN 'write' ELSE 'lock' END,
+            p_take, token, v_now + p_lease_ms * interval '1 ms', ARRAY[p_id], NULL);
+        DELETE FROM @schema@.marks WHERE key = p_key AND owner = p_owner;
+        acquired := true;
+        holds := 1;
+        RETURN;
+    END IF;
+    IF NOT n.contended THEN
+        UPDATE @schema@.names SET contended = true WHERE key = p_key;
+    END IF;
+    IF p_waits AND p_kind IN ('fair', 'write') THEN
+        INSERT INTO @schema@.marks VALUES (p_key,
+                CASE p_kind WHEN 'fair' THEN 'fair' ELSE 'writer' END, p_owner, v_now,
+                v_now + p_mark_ms * interval '1 ms')
+            ON CONFLICT (key, what, owner) DO UPDATE SET lapses = excluded.lapses;
+    END IF;
+    SELECT min(expires) INTO lapse FROM @schema@.holds WHERE key = p_key;
+    IF lapse IS NULL THEN
+        -- Free, but another's turn in a fair line: until that waiter's mark lapses.
+        SELECT min(lapses) INTO lapse FROM @schema@.marks WHERE key = p_key AND what = 'fair';
+    END IF;
+    ttl_ms := greatest(1, ceil(extract(epoch FROM coalesce(lapse, v_now) - v_now) * 1000))::bigint;
+END $$;
+
+-- Releases the acquisition `p_id` of `p_owner`'s hold `p_hold`; at its last, the hold ends and
+-- the name's waiters are told. Returns the acquisitions left (from 1), 0 if the hold ended, -1
+-- if the hold does not hold the name, -2 if this release was applied already.
+CREATE OR REPLACE FUNCTION @schema@.release(p_key text, p_owner text, p_hold text, p_id text,
+    p_election boolean) RETURNS integer
+LANGUAGE plpgsql AS $$
+DECLARE
+    n @schema@.names;
+    h @schema@.holds;
+BEGIN
+    n := @schema@.enter(p_key);
+    SELECT * INTO h FROM @schema@.holds WHERE key = p_key AND hold = p_hold AND owner = p_owner;
+    IF NOT FOUND THEN
+        IF EXISTS (SELECT 1 FROM @schema@.ended WHERE key = p_key AND id = p_id) THEN
+            RETURN -2;
+        END IF;
+        RETURN -1;
+    END IF;
+    IF NOT (p_id = ANY (h.acquisitions)) THEN
+        RETURN -2;
+    END IF;
+    IF cardinality(h.acquisitions) > 1 THEN
+        UPDATE @schema@.holds SET acquisitions = array_remove(acquisitions, p_id)
+            WHERE key = p_key AND hold = p_hold;
+        RETURN cardinality(h.acquisitions) - 1;
+    END IF;
+    DELETE FROM @schema@.holds WHERE key = p_key AND hold = p_hold;
+    INSERT INTO @schema@.ended VALUES (p_key, p_id, 'released', clock_timestamp())
+        ON CONFLICT (key, id) DO NOTHING;
+    PERFORM @schema@.announce(p_key, n.contended, p_election);
+    RETURN 0;
+END $$;
+
+-- Undoes the attempt `p_id` of `p_owner`, whose answer was lost: released if it took or
+-- re-entered a hold, else recorded, so that it takes nothing should it run later.
+CREATE OR REPLACE FUNCTION @schema@.undo(p_key text, p_owner text, p_id text,
+    p_election boolean) RETURNS void
+LANGUAGE plpgsql AS $$
+DECLARE
+    h @schema@.holds;
+BEGIN
+    PERFORM @schema@.enter(p_key);
+    SELECT * INTO h FROM @schema@.holds
+        WHERE key = p_key AND owner = p_owner AND p_id = ANY (acquisitions);
+    IF FOUND THEN
+        PERFORM @schema@.release(p_key, p_owner, h.hold, p_id, p_election);
+    ELSE
+        INSERT INTO @schema@.ended VALUES (p_key, p_id, 'undone', clock_timestamp())
+            ON CONFLICT (key, id) DO NOTHING;
+    END IF;
+END $$;
+
+-- Takes `p_owner`'s marks off the name: its wait ended without it.
+CREATE OR REPLACE FUNCTION @schema@.withdraw(p_key text, p_owner text) RETURNS void
+LANGUAGE plpgsql AS $$
+DECLARE
+    n @schema@.names;
+BEGIN
+    n := @schema@.enter(p_key);
+    DELETE FROM @schema@.marks WHERE key = p_key AND owner = p_owner;
+    IF FOUND THEN
+        PERFORM @schema@.announce(p_key, n.contended, false);
+    END IF;
+END $$;
+
+-- Renews the holds named by `p_keys` and `p_holds` (in pairs) to `p_leases_ms` from now, each if
+-- it still holds; returns the indices (from 1) of those renewed. Takes no name's row lock: a
+-- hold being taken over is either renewed first or found gone.
+CREATE OR REPLACE FUNCTION @schema@.renew(p_keys text[], p_holds text[], p_leases_ms bigint[])
+RETURNS SETOF integer
+LANGUAGE plpgsql AS $$
+BEGIN
+    PERFORM set_config('synchronous_commit', 'on', true);
+    RETURN QUERY
+    WITH wanted AS (
+        SELECT * FROM unnest(p_keys, p_holds, p_leases_ms) WITH ORDINALITY AS w(key, hold, ms, i)
+    ), renewed AS (
+        UPDATE @schema@.holds h
+            SET expires = greatest(h.expires, clock_timestamp() + w.ms * interval '1 ms')
+            FROM wanted w
+            WHERE h.key = w.key AND h.hold = w.hold AND h.expires > clock_timestamp()
+            RETURNING w.i
+    )
+    SELECT i::integer FROM renewed;
+END $$;
+
+-- Ends every hold of the name, whoever holds it, and its marks; whether anything was held.
+CREATE OR REPLACE FUNCTION @schema@.force_release(p_key text, p_election boolean)
+RETURNS boolean
+LANGUAGE plpgsql AS $$
+DECLARE
+    n @schema@.names;
+    held boolean;
+BEGIN
+    n := @schema@.enter(p_key);
+    DELETE FROM @schema@.marks WHERE key = p_key;
+    DELETE FROM @schema@.holds WHERE key = p_key;
+    held := FOUND;
+    UPDATE @schema@.names SET family = NULL WHERE key = p_key;
+    PERFORM @schema@.announce(p_key, true, false);
+    RETURN held;
+END $$;
+
+-- Makes `p_permits` a semaphore's stored number of permits; the number stored before.
+CREATE OR REPLACE FUNCTION @schema@.resize(p_key text, p_permits integer) RETURNS integer
+LANGUAGE plpgsql AS $$
+DECLARE
+    n @schema@.names;
+BEGIN
+    n := @schema@.enter(p_key);
+    IF n.family IS NOT NULL AND n.family <> 'semaphore' THEN
+        RAISE EXCEPTION 'the name is another primitive''s' USING ERRCODE = 'LS001',
+            DETAIL = n.family;
+    END IF;
+    UPDATE @schema@.names SET permits = p_permits WHERE key = p_key;
+    PERFORM @schema@.announce(p_key, n.contended, false);
+    RETURN n.permits;
+END $$;
+
+-- An election's leader proclaims `p_value` beside its hold, if the hold still leads; whether it
+-- did. Observers are told.
+CREATE OR REPLACE FUNCTION @schema@.proclaim(p_key text, p_owner text, p_hold text,
+    p_value text) RETURNS boolean
+LANGUAGE plpgsql AS $$
+BEGIN
+    PERFORM @schema@.enter(p_key);
+    UPDATE @schema@.holds SET proclaimed = p_value
+        WHERE key = p_key AND hold = p_hold AND owner = p_owner;
+    IF NOT FOUND THEN
+        RETURN false;
+    END IF;
+    PERFORM @schema@.announce(p_key, false, true);
+    RETURN true;
+END $$;
+
+-- The version of these functions, which a client checks at its first use (made by the client).
+-- @version@
