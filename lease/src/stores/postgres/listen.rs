@@ -3,6 +3,9 @@
 //! (releases, proclamations and resizes `NOTIFY` it at their commit). Reconnected when it
 //! breaks, every waiter then woken to look for itself (a notification may have been lost).
 //!
+//! The thread also tries, once a second, the undoing of attempts whose answer was lost (see
+//! `place.rs`), so that one runs soon after the server answers again.
+//!
 //! A transaction-mode pooler (PgBouncer) cannot carry `LISTEN`: the session that listens is
 //! handed to another client after each transaction. So once listening, the connection checks
 //! that a notification sent through the calls' own connections reaches it; if none does, it
@@ -136,6 +139,8 @@ fn listen(shared: &Shared, config: &Config, notifier: &Notifier, state: &State) 
                     break;
                 }
             }
+            // An attempt whose answer was lost is undone as soon as the server answers again.
+            shared.settle_undos(None, after(shared.call_timeout));
             if probe_by.is_some_and(|by| Instant::now() >= by) {
                 probe_by = None;
                 if !warned {

@@ -1,8 +1,9 @@
 //! A lock in PostgreSQL: its key in the store's tables, and each call on it one function of the
 //! schema (`schema.sql`), run in one round trip. An attempt whose answer is lost is undone: at
-//! once on a fresh connection if the server answers, else before the next call on the same name
-//! or at the next renewal round; its undoing leaves a record, so that should the attempt run
-//! after it, it takes nothing.
+//! once on a fresh connection if the server answers, else within a second of the server
+//! answering again (the listening thread tries), or before the next call on the same name, or
+//! at the next renewal round, whichever comes first; its undoing leaves a record, so that should
+//! the attempt run after it, it takes nothing.
 
 use super::errors::other_permits;
 use super::inspect;

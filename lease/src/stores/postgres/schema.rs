@@ -172,16 +172,25 @@ pub(crate) fn ensure(
     deadline: Instant,
 ) -> Result<(), Unusable> {
     if installed_version(conn, &statements.schema, deadline)? == Some(VERSION) {
-        return check_shape(conn, &statements.schema, deadline);
+        return check_shape(conn, &statements.schema, Tables::All, deadline);
     }
-    check_shape_if_present(conn, &statements.schema, deadline)?;
+    check_shape(conn, &statements.schema, Tables::Present, deadline)?;
     let sql = format!(
         "BEGIN; SELECT pg_advisory_xact_lock(hashtext({})); {} COMMIT;",
         quoted(&format!("lease schema {}", statements.schema)),
         statements.install_sql()
     );
     conn.batch_execute(&sql, deadline)?;
-    check_shape(conn, &statements.schema, deadline)
+    check_shape(conn, &statements.schema, Tables::All, deadline)
+}
+
+/// Which tables a shape check looks at.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Tables {
+    /// Every table of the store: each must be there.
+    All,
+    /// Those present, before the missing ones are made.
+    Present,
 }
 
 /// The version of the functions installed in `schema`, if they are.
@@ -203,26 +212,14 @@ fn installed_version(
     Ok(Some(row.get::<i32>("v")?))
 }
 
-/// [`check_shape`], where any table exists in the schema.
-fn check_shape_if_present(
+/// Checks that every table of the store in `schema` (or every one present) has the columns it
+/// needs, of their types.
+fn check_shape(
     conn: &mut Connection,
     schema: &str,
+    tables: Tables,
     deadline: Instant,
 ) -> Result<(), Unusable> {
-    let row = conn.query_one(
-        "SELECT EXISTS (SELECT 1 FROM information_schema.tables WHERE table_schema = $1) AS \
-         present",
-        &[Some(schema)],
-        deadline,
-    )?;
-    if row.get::<bool>("present")? {
-        check_shape(conn, schema, deadline)?;
-    }
-    Ok(())
-}
-
-/// Checks that every table of the store in `schema` has the columns it needs, of their types.
-fn check_shape(conn: &mut Connection, schema: &str, deadline: Instant) -> Result<(), Unusable> {
     let rows = conn.query(
         "SELECT table_name, column_name, data_type FROM information_schema.columns WHERE \
          table_schema = $1",
@@ -238,6 +235,10 @@ fn check_shape(conn: &mut Connection, schema: &str, deadline: Instant) -> Result
         ));
     }
     for (table, columns) in COLUMNS {
+        let present = found.iter().any(|(t, _, _)| t == table);
+        if tables == Tables::Present && !present {
+            continue;
+        }
         for (column, wanted) in *columns {
             let has = found
                 .iter()
