@@ -17,27 +17,35 @@
 //!
 //! # Ground rules
 //!
-//! * `now` only moves forward. Every entry with `deadline <= now` sits on the `expired` list, in
-//!   deadline order, until [`Wheel::advance`] hands it out.
-//! * Every other entry sits in exactly one bucket, found from `(now, deadline)` alone
-//!   ([`Wheel::locate`]): the lowest level whose rotation contains both. Moving `now` forward never
-//!   changes that answer without [`Wheel::advance`] first visiting the bucket and moving the entry.
+//! * `now` only moves forward. Every entry with `deadline <= cursor` sits on the `expired` list
+//!   (with `deadline == cursor`) until [`Wheel::advance`] hands it out.
+//! * Every other entry sits in exactly one bucket, found from `(cursor, deadline)` alone
+//!   ([`Wheel::locate`]): the lowest level whose rotation contains both. Moving the cursor never
+//!   changes that answer without [`Wheel::advance`] first visiting the bucket and moving the
+//!   entry.
+//! * Taking a node out of a list needs no knowledge of which list that is (`lists.rs`).
 //! * A key is valid from insert until its entry is expired, cancelled or drained; then never again.
 
 mod arena;
 mod level;
+mod lists;
 
+use arena::Arena;
 pub use arena::Key;
-use arena::{Arena, List};
 use level::{Level, OUTER_BITS};
+use lists::Lists;
 
 /// The largest level-0 ring a wheel accepts.
 pub const MAX_SLOTS: usize = 1 << 16;
 
-/// The most entries a wheel holds; [`Wheel::insert`] fails only when it holds this many.
-pub const MAX_LEN: usize = (u32::MAX - 1) as usize;
+/// The most entries a wheel holds; [`Wheel::insert`] fails only when it holds this many. (Below
+/// 2^32, so that an entry's place in its list is a `u32`, with room for the lists' heads.)
+pub const MAX_LEN: usize = (u32::MAX - (1 << 17)) as usize;
 
-/// An entry could not be inserted: the wheel holds `u32::MAX - 1` entries already. The value is
+/// The head of the list of expired entries; the buckets' heads follow.
+const EXPIRED: u32 = 0;
+
+/// An entry could not be inserted: the wheel holds [`MAX_LEN`] entries already. The value is
 /// handed back.
 ///
 /// ```
@@ -73,6 +81,8 @@ impl<T: std::fmt::Debug> std::error::Error for WheelFull<T> {}
 /// ```
 pub struct Wheel<T> {
     arena: Arena<T>,
+    /// The lists: `expired` ([`EXPIRED`]), then each level's buckets.
+    lists: Lists,
     levels: Box<[Level]>,
     /// log2 of the level-0 bucket count.
     inner_bits: u32,
@@ -80,7 +90,6 @@ pub struct Wheel<T> {
     cursor: u64,
     /// The furthest tick any `advance` was asked for; `cursor` catches up with it lazily.
     now: u64,
-    expired: List,
 }
 
 /// Where an entry is stored.
@@ -103,19 +112,21 @@ impl<T> Wheel<T> {
         if !slots.is_power_of_two() || slots > MAX_SLOTS {
             return Err(InvalidSlots(slots));
         }
-        let mut levels = vec![Level::new(0, slots.trailing_zeros())];
+        let mut levels = vec![Level::new(0, slots.trailing_zeros(), EXPIRED + 1)];
         let mut span = levels[0].span_bits();
+        let mut heads = EXPIRED + 1 + slots as u32;
         while span < 64 {
-            levels.push(Level::new(span, OUTER_BITS));
+            levels.push(Level::new(span, OUTER_BITS, heads));
+            heads += 1 << OUTER_BITS;
             span += OUTER_BITS;
         }
         Ok(Wheel {
             arena: Arena::new(),
+            lists: Lists::new(heads),
             levels: levels.into_boxed_slice(),
             inner_bits: slots.trailing_zeros(),
             cursor: 0,
             now: 0,
-            expired: List::EMPTY,
         })
     }
 
@@ -152,10 +163,10 @@ impl<T> Wheel<T> {
     /// [`WheelFull`], with `value` handed back, when the wheel holds [`MAX_LEN`] entries.
     pub fn insert(&mut self, deadline: u64, value: T) -> Result<Key, WheelFull<T>> {
         let deadline = deadline.max(self.now);
-        let (key, index) = self
-            .arena
-            .insert(deadline, self.cursor, value)
-            .map_err(WheelFull)?;
+        let Some(index) = self.arena.vacant_slot() else {
+            return Err(WheelFull(value));
+        };
+        let key = self.arena.fill(index, deadline, self.cursor, value);
         self.link(index, deadline);
         Ok(key)
     }
@@ -163,14 +174,7 @@ impl<T> Wheel<T> {
     /// Removes an entry before it expires. `None` if the key's entry has already left the wheel.
     pub fn cancel(&mut self, key: Key) -> Option<T> {
         let index = self.arena.resolve(key)?;
-        match self.locate(self.arena.deadline(index, self.cursor)) {
-            Place::Expired => self.arena.unlink(&mut self.expired, index),
-            Place::Bucket { level, slot } => {
-                let level = &mut self.levels[level];
-                self.arena.unlink(level.bucket_mut(slot), index);
-                level.sync_occupied(slot);
-            }
-        }
+        self.unlink(index);
         self.arena
             .remove(index, self.cursor)
             .map(|(_, value)| value)
@@ -206,8 +210,8 @@ impl<T> Wheel<T> {
     /// empty. It is never later than the earliest deadline stored. For an entry on an outer level
     /// it is the tick where that entry's bucket moves inward, which may come before the deadline.
     pub fn next_due(&self) -> Option<u64> {
-        if let Some(head) = self.expired.head() {
-            return Some(self.arena.deadline(head, self.cursor));
+        if !self.lists.is_empty(EXPIRED) {
+            return Some(self.cursor);
         }
         self.next_bucket().map(|(_, _, start)| start)
     }
@@ -216,13 +220,9 @@ impl<T> Wheel<T> {
     /// order. The current tick stays where it is.
     pub fn drain(&mut self) -> Vec<(Key, u64, T)> {
         for level in self.levels.iter_mut() {
-            let mut slot = 0;
-            while let Some(occupied) = level.next_occupied(slot) {
-                level.take(occupied);
-                slot = occupied + 1;
-            }
+            level.mark_all_empty();
         }
-        self.expired = List::EMPTY;
+        self.lists.clear();
         let mut drained = self.arena.drain(self.cursor);
         drained.sort_by_key(|&(_, deadline, _)| deadline);
         drained
@@ -242,14 +242,29 @@ impl<T> Wheel<T> {
         Place::Bucket { level, slot }
     }
 
+    /// Puts a slot's node, in no list, in the list its deadline belongs to.
     fn link(&mut self, index: u32, deadline: u64) {
         match self.locate(deadline) {
-            Place::Expired => self.arena.push_back(&mut self.expired, index),
+            Place::Expired => self.lists.push_back(EXPIRED, index),
             Place::Bucket { level, slot } => {
                 let level = &mut self.levels[level];
-                self.arena.push_back(level.bucket_mut(slot), index);
+                self.lists.push_back(level.head(slot), index);
                 level.mark_occupied(slot);
             }
+        }
+    }
+
+    /// Takes a slot's node out of its list, whichever that is.
+    fn unlink(&mut self, index: u32) {
+        let Some(head) = self.lists.unlink(index) else {
+            return;
+        };
+        let emptied = self.levels.iter_mut().find_map(|level| {
+            let slot = level.slot_of_head(head)?;
+            Some((level, slot))
+        });
+        if let Some((level, slot)) = emptied {
+            level.mark_empty(slot);
         }
     }
 
@@ -269,13 +284,16 @@ impl<T> Wheel<T> {
             start > self.cursor,
             "a bucket is visited once, after the cursor"
         );
-        let mut bucket = self.levels[level].take(slot);
+        let inner = level == 0;
+        let level = &mut self.levels[level];
+        level.mark_empty(slot);
+        let mut bucket = self.lists.take(level.head(slot));
         self.cursor = start;
-        if level == 0 {
-            self.arena.append(&mut self.expired, &mut bucket);
+        if inner {
+            self.lists.append(EXPIRED, bucket);
             return;
         }
-        while let Some(index) = self.arena.pop_front(&mut bucket) {
+        while let Some(index) = self.lists.chain_pop(&mut bucket) {
             self.link(index, self.arena.deadline(index, self.cursor));
         }
     }
@@ -283,7 +301,7 @@ impl<T> Wheel<T> {
     fn pop_expired(&mut self) -> Option<(u64, T)> {
         let to = self.now;
         loop {
-            if let Some(index) = self.arena.pop_front(&mut self.expired) {
+            if let Some(index) = self.lists.pop_front(EXPIRED) {
                 if let Some(expired) = self.arena.remove(index, self.cursor) {
                     return Some(expired);
                 }
