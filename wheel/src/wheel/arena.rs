@@ -1,7 +1,7 @@
 //! Slot storage for the wheel: one vector of slots addressed by generational keys, each holding
 //! a value, the low 32 bits of its deadline and a generation. Where a slot's node sits in the
-//! wheel's lists is `lists.rs`'s business; this file knows which slots hold a value and which are
-//! free (on the free list, threaded through the `deadline` fields of free slots).
+//! wheel's lists is `lists.rs`'s business; this file knows which slots hold a value, which are
+//! free, and which a cancel has vacated.
 //!
 //! A deadline is kept as its low 32 bits: every stored deadline is at or after the wheel's
 //! cursor, so it is the one tick of those bits in the 2^32 ticks from the cursor on. A deadline
@@ -9,6 +9,14 @@
 //! whole in a map beside, and marked in its slot. A slot's generation is bumped every time its
 //! value is removed, so a [`Key`] kept after its entry expired or was cancelled never matches the
 //! slot's next occupant.
+//!
+//! A slot is *stored* (it holds a value), *free* (on the free list, threaded through the
+//! `deadline` fields of free slots), or *vacated*: a cancel took its value out and left its node
+//! in its list, touching nothing but the slot (with a million entries whose handles were kept,
+//! the node's neighbours are cold, and rewriting them cost a cancel more than half its time).
+//! Vacated slots wait on the `cancelled` stack, the latest on top, for the next insert, which
+//! takes the node out of its list if it is still in one and fills the slot; a vacated slot that
+//! was cancelled just before is still in the caches.
 
 use super::MAX_LEN;
 use std::collections::HashMap;
@@ -59,7 +67,7 @@ impl Key {
 }
 
 struct Slot<T> {
-    /// `None` while the slot is free.
+    /// `None` while the slot is free or vacated.
     value: Option<T>,
     /// The deadline's low 32 bits (see the module's notes); in a free slot, the next free slot.
     deadline: u32,
@@ -79,6 +87,8 @@ pub(crate) struct Arena<T> {
     free: u32,
     /// The deadlines too far from the cursor for 32 bits, by slot.
     far: HashMap<u32, u64>,
+    /// Vacated slots, the latest last.
+    cancelled: Vec<u32>,
     /// Slots holding a value.
     len: usize,
     /// The generation a slot starts with when it is first pushed.
@@ -91,6 +101,7 @@ impl<T> Arena<T> {
             slots: Vec::new(),
             free: NIL,
             far: HashMap::new(),
+            cancelled: Vec::new(),
             len: 0,
             first_generation: 0,
         }
@@ -137,8 +148,9 @@ impl<T> Arena<T> {
         Some(index as u32)
     }
 
-    /// Puts a value due at `deadline` (at or after `cursor`) in a slot from
-    /// [`Arena::vacant_slot`]; the caller puts its node in a list.
+    /// Puts a value due at `deadline` (at or after `cursor`) in a slot that holds none, taken off
+    /// the free list or the `cancelled` stack, and whose node is in no list: the caller puts it
+    /// in one.
     #[inline]
     pub(crate) fn fill(&mut self, index: u32, deadline: u64, cursor: u64, value: T) -> Key {
         debug_assert!(deadline >= cursor, "a deadline before the cursor");
@@ -160,7 +172,7 @@ impl<T> Arena<T> {
         (slot.generation() == key.generation() && slot.value.is_some()).then_some(key.index())
     }
 
-    /// A stored slot's deadline, given the cursor (which it is at or after).
+    /// A stored or vacated slot's deadline, given the cursor (which it is at or after).
     #[inline]
     pub(crate) fn deadline(&self, index: u32, cursor: u64) -> u64 {
         let slot = &self.slots[index as usize];
@@ -168,6 +180,12 @@ impl<T> Arena<T> {
             return self.far_deadline(index);
         }
         near_deadline(slot.deadline, cursor)
+    }
+
+    /// Whether a stored slot's deadline is kept in the far map.
+    #[inline]
+    pub(crate) fn is_far(&self, index: u32) -> bool {
+        self.slots[index as usize].generation & FAR != 0
     }
 
     #[cold]
@@ -190,7 +208,34 @@ impl<T> Arena<T> {
         self.slots[index as usize].value.as_ref()
     }
 
-    /// Puts a slot that holds no value on the free list.
+    /// Whether a slot holds no value: a slot whose node is in a list is then vacated.
+    #[inline]
+    pub(crate) fn is_vacant(&self, index: u32) -> bool {
+        self.slots[index as usize].value.is_none()
+    }
+
+    /// Takes a stored slot's value out, leaving the slot vacated: its node stays in its list and
+    /// the slot goes on the `cancelled` stack. Its deadline must be near (see
+    /// [`Arena::is_far`]), so that nothing else refers to the slot.
+    #[inline]
+    pub(crate) fn vacate(&mut self, index: u32) -> Option<T> {
+        let slot = &mut self.slots[index as usize];
+        debug_assert!(slot.generation & FAR == 0, "a far deadline vacated");
+        let value = slot.value.take()?;
+        slot.generation = slot.generation().wrapping_add(1) & GENERATION_MASK;
+        self.len -= 1;
+        self.cancelled.push(index);
+        Some(value)
+    }
+
+    /// The slot vacated last, taken off the `cancelled` stack: the caller takes its node out of
+    /// its list, if it is still in one, and fills it.
+    #[inline]
+    pub(crate) fn pop_cancelled(&mut self) -> Option<u32> {
+        self.cancelled.pop()
+    }
+
+    /// Puts a slot that holds no value and whose node is in no list on the free list.
     #[inline]
     fn free(&mut self, index: u32) {
         self.slots[index as usize].deadline = self.free;
@@ -220,6 +265,7 @@ impl<T> Arena<T> {
     /// frees every slot. The caller empties every list.
     pub(crate) fn drain(&mut self, cursor: u64) -> Vec<(Key, u64, T)> {
         let mut drained = Vec::with_capacity(self.len);
+        self.cancelled.clear();
         self.free = NIL;
         for index in (0..self.slots.len() as u32).rev() {
             let generation = self.slots[index as usize].generation();
@@ -277,6 +323,7 @@ mod tests {
             assert_eq!(arena.deadline(index, deadline.min(cursor + 6)), deadline);
         }
         let (far_key, far_index) = stored[3];
+        assert!(arena.is_far(far_index) && !arena.is_far(stored[2].1));
         assert_eq!(
             arena.remove(far_index, cursor + 7),
             Some((deadlines[3], deadlines[3]))
@@ -325,5 +372,28 @@ mod tests {
         assert_ne!(first, second);
         assert_eq!(arena.resolve(second), Some(index));
         assert_eq!(arena.len(), 1);
+    }
+
+    /// A vacated slot keeps nothing a key can reach, waits on the stack, latest first, and is
+    /// freed by a drain like the rest.
+    #[test]
+    fn a_vacated_slot_is_out_of_reach_until_it_is_filled_again() {
+        let mut arena = Arena::new();
+        let (first, a) = insert(&mut arena, 7, 0, "a");
+        let (_, b) = insert(&mut arena, 8, 0, "b");
+        assert_eq!(arena.vacate(a), Some("a"));
+        assert_eq!(arena.vacate(a), None, "vacated once");
+        assert_eq!(arena.resolve(first), None);
+        assert!(arena.is_vacant(a) && !arena.is_vacant(b));
+        assert_eq!(arena.deadline(a, 0), 7, "its deadline is still there");
+        assert_eq!(arena.len(), 1);
+        assert_eq!(arena.vacate(b), Some("b"));
+        assert_eq!(arena.pop_cancelled(), Some(b));
+        let again = arena.fill(b, 9, 0, "c");
+        assert_eq!(arena.resolve(again), Some(b));
+        assert_eq!(arena.drain(0).len(), 1, "the vacated slot holds nothing");
+        assert_eq!(arena.pop_cancelled(), None, "a drain frees vacated slots");
+        let (_, reused) = insert(&mut arena, 1, 0, "d");
+        assert!(reused == a || reused == b);
     }
 }

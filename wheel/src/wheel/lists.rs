@@ -9,8 +9,9 @@
 //! the neighbours a node's removal rewrites are anywhere in the arena, and in 8-byte links those
 //! writes land in far fewer cache lines than they would in whole slots.
 
-/// The links of a slot's node that is in no list, and the end of a chain. Never a node: a wheel
-/// holds fewer.
+/// The links of a slot's node that is in no list (a slot vacated by a cancel whose node the visit
+/// of its bucket took out, or any slot after a drain), and the end of a chain. Never a node: a
+/// wheel holds fewer.
 const UNLINKED: u32 = u32::MAX - 1;
 
 /// The bytes a slot's node takes.
@@ -162,7 +163,20 @@ impl Lists {
         self.links[head as usize].prev = chain.last;
     }
 
-    /// Empties every list.
+    /// Marks slot `index`'s node, just taken out of its list by a visit, as in no list.
+    #[inline]
+    pub(crate) fn mark_unlinked(&mut self, index: u32) {
+        let node = self.node(index);
+        self.links[node].prev = UNLINKED;
+    }
+
+    /// Whether slot `index`'s node, vacated by a cancel, is still in a list.
+    #[inline]
+    pub(crate) fn is_linked(&self, index: u32) -> bool {
+        self.links[self.node(index)].prev != UNLINKED
+    }
+
+    /// Empties every list, marking every slot's node as in none.
     pub(crate) fn clear(&mut self) {
         for (node, links) in self.links.iter_mut().enumerate() {
             *links = match u32::try_from(node) {
@@ -227,13 +241,16 @@ mod tests {
             popped.push(index);
             if index % 2 == 0 {
                 lists.push_back(1, index);
+            } else {
+                lists.mark_unlinked(index);
             }
         }
         assert_eq!(popped, vec![5, 0, 1, 2, 3, 4]);
         assert_eq!(walk(&lists, 1), vec![0, 2, 4]);
+        assert!(!lists.is_linked(3) && lists.is_linked(2));
         lists.append(0, Chain::EMPTY);
         assert!(lists.is_empty(0));
         lists.clear();
-        assert!(lists.is_empty(1));
+        assert!(lists.is_empty(1) && !lists.is_linked(0));
     }
 }

@@ -23,7 +23,12 @@
 //!   ([`Wheel::locate`]): the lowest level whose rotation contains both. Moving the cursor never
 //!   changes that answer without [`Wheel::advance`] first visiting the bucket and moving the
 //!   entry.
-//! * Taking a node out of a list needs no knowledge of which list that is (`lists.rs`).
+//! * A cancel takes the value out and leaves the entry's node where it is, *vacated*
+//!   (`arena.rs`): it touches the entry alone, not its neighbours in the bucket, which with many
+//!   entries pending are cold. The next insert reuses the slot and takes the node out of its list
+//!   first; until then it counts in no length, and `advance` takes it out of a bucket it visits
+//!   like the others, without handing it out or moving it inward. Taking a node out of a list
+//!   needs no knowledge of which list that is (`lists.rs`).
 //! * A key is valid from insert until its entry is expired, cancelled or drained; then never again.
 
 mod arena;
@@ -163,21 +168,39 @@ impl<T> Wheel<T> {
     /// [`WheelFull`], with `value` handed back, when the wheel holds [`MAX_LEN`] entries.
     pub fn insert(&mut self, deadline: u64, value: T) -> Result<Key, WheelFull<T>> {
         let deadline = deadline.max(self.now);
-        let Some(index) = self.arena.vacant_slot() else {
-            return Err(WheelFull(value));
+        let index = match self.arena.pop_cancelled() {
+            Some(index) => {
+                if self.lists.is_linked(index) {
+                    self.unlink(index);
+                }
+                index
+            }
+            None => match self.arena.vacant_slot() {
+                Some(index) => index,
+                None => return Err(WheelFull(value)),
+            },
         };
         let key = self.arena.fill(index, deadline, self.cursor, value);
         self.link(index, deadline);
         Ok(key)
     }
 
-    /// Removes an entry before it expires. `None` if the key's entry has already left the wheel.
+    /// Removes an entry before it expires and hands its value back. `None` if the key's entry has
+    /// already left the wheel.
+    ///
+    /// The value is out at once. The entry's place stays where it was until the next
+    /// [`Wheel::insert`] reuses it (or [`Wheel::advance`] reaches it), so that a cancel touches
+    /// the entry alone, not its neighbours in its bucket.
     pub fn cancel(&mut self, key: Key) -> Option<T> {
         let index = self.arena.resolve(key)?;
-        self.unlink(index);
-        self.arena
-            .remove(index, self.cursor)
-            .map(|(_, value)| value)
+        if self.arena.is_far(index) {
+            self.unlink(index);
+            return self
+                .arena
+                .remove(index, self.cursor)
+                .map(|(_, value)| value);
+        }
+        self.arena.vacate(index)
     }
 
     /// Whether the key's entry is still stored.
@@ -208,8 +231,14 @@ impl<T> Wheel<T> {
 
     /// The earliest tick at which [`Wheel::advance`] has work to do, or `None` if the wheel is
     /// empty. It is never later than the earliest deadline stored. For an entry on an outer level
-    /// it is the tick where that entry's bucket moves inward, which may come before the deadline.
+    /// it is the tick where that entry's bucket moves inward, which may come before the deadline;
+    /// a bucket left with cancelled entries alone may be reported until an insert or an `advance`
+    /// takes them out.
     pub fn next_due(&self) -> Option<u64> {
+        if self.is_empty() {
+            // Vacated nodes at most: nothing to hand out.
+            return None;
+        }
         if !self.lists.is_empty(EXPIRED) {
             return Some(self.cursor);
         }
@@ -294,7 +323,11 @@ impl<T> Wheel<T> {
             return;
         }
         while let Some(index) = self.lists.chain_pop(&mut bucket) {
-            self.link(index, self.arena.deadline(index, self.cursor));
+            if self.arena.is_vacant(index) {
+                self.lists.mark_unlinked(index);
+            } else {
+                self.link(index, self.arena.deadline(index, self.cursor));
+            }
         }
     }
 
@@ -302,8 +335,9 @@ impl<T> Wheel<T> {
         let to = self.now;
         loop {
             if let Some(index) = self.lists.pop_front(EXPIRED) {
-                if let Some(expired) = self.arena.remove(index, self.cursor) {
-                    return Some(expired);
+                match self.arena.remove(index, self.cursor) {
+                    Some(expired) => return Some(expired),
+                    None => self.lists.mark_unlinked(index),
                 }
                 continue;
             }
@@ -493,13 +527,72 @@ mod tests {
     }
 
     #[test]
-    fn cancel_frees_the_bucket_bit() {
+    fn nothing_is_due_once_every_entry_is_cancelled() {
         let mut wheel = Wheel::new(8).expect("valid");
-        let key = wheel.insert(1 << 20, ()).expect("room");
+        let near = wheel.insert(5, ()).expect("room");
+        let far = wheel.insert(1 << 20, ()).expect("room");
         assert!(wheel.next_due().is_some());
-        wheel.cancel(key).expect("stored");
+        wheel.cancel(near).expect("stored");
+        wheel.cancel(far).expect("stored");
         assert_eq!(wheel.next_due(), None);
         assert!(wheel.is_empty());
+        assert!(drain_to(&mut wheel, 1 << 21).is_empty());
+    }
+
+    /// A cancelled entry stays where it was until its bucket comes or an insert reuses its
+    /// slot: the bucket may still be reported due, never later than the entries left, and
+    /// nothing cancelled is handed out.
+    #[test]
+    fn a_cancelled_entry_is_never_handed_out_and_its_place_is_let_go() {
+        let mut wheel = Wheel::new(8).expect("valid");
+        let early = wheel.insert(5, "early").expect("room");
+        wheel.insert(300, "late").expect("room");
+        assert_eq!(wheel.cancel(early), Some("early"));
+        assert!(wheel.next_due() <= Some(300));
+        assert!(drain_to(&mut wheel, 10).is_empty());
+        let due = wheel.next_due().expect("one entry left");
+        assert!(
+            due > 10 && due <= 300,
+            "the cancelled one's bucket is gone: {due}"
+        );
+        assert_eq!(drain_to(&mut wheel, 300), vec![(300, "late")]);
+        assert_eq!(wheel.next_due(), None);
+    }
+
+    /// The insert that reuses a cancelled entry's slot takes its node out of the bucket it was
+    /// in: that bucket, empty now, is no longer due.
+    #[test]
+    fn reusing_a_cancelled_slot_lets_its_bucket_go() {
+        let mut wheel = Wheel::new(8).expect("valid");
+        let first = wheel.insert(100, "first").expect("room");
+        assert_eq!(wheel.cancel(first), Some("first"));
+        let second = wheel.insert(3_000, "second").expect("room");
+        assert_eq!(wheel.get(second), Some(&"second"));
+        assert_eq!(wheel.deadline(second), Some(3_000));
+        assert!(wheel.next_due() > Some(100), "{:?}", wheel.next_due());
+        assert_eq!(drain_to(&mut wheel, 3_000), vec![(3_000, "second")]);
+    }
+
+    /// An entry cancelled after its bucket was visited, while it waits on the expired list, is
+    /// not handed out either.
+    #[test]
+    fn an_expired_entry_cancelled_before_it_is_handed_out_stays_cancelled() {
+        let mut wheel = Wheel::new(8).expect("valid");
+        let keys: Vec<Key> = (0..3)
+            .map(|value| wheel.insert(4, value).expect("room"))
+            .collect();
+        let first: Vec<(u64, i32)> = wheel.advance(4).take(1).collect();
+        assert_eq!(first.len(), 1);
+        let cancelled = keys
+            .iter()
+            .filter_map(|&key| wheel.cancel(key))
+            .collect::<Vec<_>>();
+        assert_eq!(cancelled.len(), 2, "the two not handed out");
+        assert_eq!(wheel.next_due(), None);
+        assert!(drain_to(&mut wheel, 10).is_empty());
+        let again = wheel.insert(20, 9).expect("room");
+        assert_eq!(drain_to(&mut wheel, 20), vec![(20, 9)]);
+        assert!(!wheel.contains(again));
     }
 
     #[test]
