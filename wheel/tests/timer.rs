@@ -153,6 +153,50 @@ fn cancel_drops_the_task_before_it_returns() {
     assert_eq!(timer.metrics().cancelled, 1);
 }
 
+/// A cancel leaves its task's place for the next schedule on the shard: the tasks scheduled
+/// after a thousand cancels take those places, and no cancelled handle reaches them.
+#[test]
+fn tasks_that_reuse_cancelled_places_are_out_of_the_old_handles_reach() {
+    let (clock, timer) = manual_timer();
+    let ran = Arc::new(AtomicUsize::new(0));
+    let task = || {
+        let ran = Arc::clone(&ran);
+        move || {
+            ran.fetch_add(1, Ordering::SeqCst);
+        }
+    };
+    let old: Vec<_> = (1..=1_000u32)
+        .map(|n| {
+            timer
+                .schedule(TICK * (n % 50 + 1), task())
+                .expect("running")
+        })
+        .collect();
+    assert!(old.iter().all(|timeout| timeout.cancel()));
+    assert_eq!(timer.pending(), 0);
+    let new: Vec<_> = (1..=1_000u32)
+        .map(|n| {
+            timer
+                .schedule(TICK * (n % 70 + 1), task())
+                .expect("running")
+        })
+        .collect();
+    assert!(old
+        .iter()
+        .all(|timeout| !timeout.cancel() && timeout.is_cancelled()));
+    assert_eq!(timer.pending(), 1_000);
+    assert!(new.iter().all(|timeout| timeout.is_pending()));
+    clock.advance(TICK * 70);
+    assert_eq!(
+        ran.load(Ordering::SeqCst),
+        1_000,
+        "every new task ran, no old one"
+    );
+    assert!(new.iter().all(|timeout| timeout.is_expired()));
+    let metrics = timer.metrics();
+    assert_eq!((metrics.cancelled, metrics.fired), (1_000, 1_000));
+}
+
 #[test]
 fn cancel_loses_against_expiry() {
     let (clock, timer) = manual_timer();

@@ -3,10 +3,13 @@
 //! by `timer_memory`, so that its counting allocator stays out of these timings.
 //!
 //! Run: `cargo run --release -p benches --bin timer_figures [quick] [SECTION...]`, sections being
-//! `loop`, `burst`, `deadline`, `lateness`, `idle`, `threads` (many threads scheduling
-//! into one timer; `wheel-threads` runs its `hashwheel` rows alone) and `busy` (the deadline and lateness figures while two threads schedule and
-//! cancel at full speed), `one-shard` (threads sharing one shard's lock); all by default. Each figure is the median of three runs unless marked
-//! otherwise. `quick` shrinks every workload, for a smoke test.
+//! `loop` (one thread's schedule and cancel in a tight loop), `cold` (the same with a million
+//! handles kept and cancelled long after, their entries out of the caches), `burst`, `deadline`,
+//! `lateness`, `idle`, `threads` (many threads scheduling into one timer; `wheel-threads` runs its
+//! `hashwheel` rows alone), `busy` (the deadline and lateness figures while two threads schedule
+//! and cancel at full speed) and `one-shard` (threads sharing one shard's lock); all by default.
+//! Each figure is the median of three runs unless marked otherwise. `quick` shrinks every
+//! workload, for a smoke test.
 //!
 //! A full run also draws charts into `docs/plots/`: `timer_threads_schedule.svg` and
 //! `timer_threads_cancel.svg` (the `threads` section) and `timer_lateness.svg` (`lateness`).
@@ -85,8 +88,9 @@ fn main() {
     if wanted("wheel-threads") && !wanted("threads") {
         wheel_threads(&scale);
     }
-    let all: [(&str, Section); 8] = [
+    let all: [(&str, Section); 9] = [
         ("loop", tight_loop),
+        ("cold", cold_handles),
         ("burst", expiry_bursts),
         ("deadline", one_deadline),
         ("lateness", lateness),
@@ -143,6 +147,54 @@ fn tight_loop(scale: &Scale) {
     drop(timer);
     bare_wheel(scale, rounds, per_round);
     floor_costs();
+    println!();
+}
+
+/// `hashwheel`'s schedule and cancel as a server's request timeouts meet them: 1M pending (delays
+/// 1-60 s), a 100 ms tick and 512 buckets; one thread schedules 1M more (delays 1-60 s), keeping
+/// each handle in a `Vec`, then cancels all of them in the order they were scheduled, long after
+/// their entries left the caches. Best of 5 rounds, wall time / 1M. `benches/java/netty_cold.sh`
+/// runs the same rounds on Netty's `HashedWheelTimer`.
+fn cold_handles(scale: &Scale) {
+    let rounds = 5;
+    let count = scale.pending;
+    println!(
+        "## wheel with cold handles ({count} pending, 100 ms tick, 512 buckets, best of {rounds} \
+         rounds of {count} schedules, then as many cancels in schedule order)"
+    );
+    let timer = hashwheel::Timer::builder()
+        .tick(Duration::from_millis(100))
+        .ticks_per_wheel(512)
+        .build()
+        .expect("valid settings");
+    let prefilled: Vec<_> = delays(count, 7)
+        .into_iter()
+        .map(|delay| timer.schedule(delay, noop).expect("no limit set"))
+        .collect();
+    // Milliseconds, as the Netty program keeps them: half a megabyte, in the caches.
+    let delays: Vec<u64> = delays(1 << 16, 11)
+        .into_iter()
+        .map(|delay| delay.as_millis() as u64)
+        .collect();
+    let mask = delays.len() - 1;
+    let mut handles = Vec::with_capacity(count);
+    let per_op = |start: Instant| start.elapsed().as_nanos() as f64 / count as f64;
+    let (mut schedule, mut cancel) = (f64::MAX, f64::MAX);
+    for _ in 0..rounds {
+        let start = Instant::now();
+        for i in 0..count {
+            let delay = Duration::from_millis(delays[i & mask]);
+            handles.push(timer.schedule(delay, noop).expect("no limit set"));
+        }
+        schedule = schedule.min(per_op(start));
+        let start = Instant::now();
+        for handle in handles.drain(..) {
+            handle.cancel();
+        }
+        cancel = cancel.min(per_op(start));
+    }
+    println!("schedule {schedule:.1} ns, cancel {cancel:.1} ns");
+    drop(prefilled);
     println!();
 }
 

@@ -1,6 +1,6 @@
 //! The timer under every interleaving `shuttle` tries (`RUSTFLAGS="--cfg shuttle" cargo test -p
 //! hashwheel --lib interleavings`, as `scripts/test` runs it): the worker, a clock that moves,
-//! and the threads that cancel and stop, each switching at every lock and atomic.
+//! and the threads that schedule, cancel and stop, each switching at every lock and atomic.
 
 use crate::checks::{await_exit, explore, timer, TICK};
 use crate::ManualClock;
@@ -91,6 +91,64 @@ fn cancel_expiry_and_stop_take_the_task_once() {
     tally.assert_dropped_once();
 }
 
+/// A cancel leaves its task's place in the wheel for the next schedule to reuse. Here the next
+/// schedule may reuse it while the worker expires the tick both tasks are due at and the
+/// cancelled handle cancels again: the first task is taken once (it runs, or one cancel returns
+/// `true`, or the stop hands it back), the second runs or is handed back, whatever slot it got,
+/// and the stale handle never takes it. The tasks the stop hands back are run here, so that each
+/// task counts one run or one cancel.
+fn a_reused_place_is_out_of_the_stale_handles_reach() {
+    let clock = ManualClock::new();
+    let timer = timer(&clock);
+    let (first, second) = (Tally::default(), Tally::default());
+    let task = |tally: &Tally| {
+        let (counted, dropped) = (tally.clone(), tally.dropped());
+        move || {
+            let _dropped = dropped;
+            counted.ran();
+        }
+    };
+    let stale = Arc::new(timer.schedule(TICK, task(&first)).expect("running"));
+    let cancellers: Vec<_> = (0..2)
+        .map(|_| {
+            let stale = Arc::clone(&stale);
+            thread::spawn(move || stale.cancel())
+        })
+        .collect();
+    let scheduler = thread::spawn({
+        let (timer, task) = (timer.clone(), task(&second));
+        move || timer.schedule(TICK, task).expect("running")
+    });
+    let mover = thread::spawn({
+        let clock = clock.clone();
+        move || clock.advance(TICK)
+    });
+    let cancelled = cancellers
+        .into_iter()
+        .map(|canceller| canceller.join().expect("no panic"))
+        .filter(|&took| took)
+        .count();
+    let fresh = scheduler.join().expect("no panic");
+    mover.join().expect("no panic");
+    clock.advance(TICK);
+    let unrun = timer.stop();
+    await_exit(&timer);
+    assert!(!stale.cancel(), "a cancelled or run task is out of reach");
+    assert!(!fresh.is_cancelled());
+    for task in unrun {
+        task.run();
+    }
+    assert_eq!(
+        first.runs() + cancelled,
+        1,
+        "ran {}, cancelled {cancelled}",
+        first.runs()
+    );
+    assert_eq!(second.runs(), 1, "the second task ran once");
+    first.assert_dropped_once();
+    second.assert_dropped_once();
+}
+
 /// A recurring task runs while its handle cancels it and the clock moves on: no run starts
 /// after `cancel` returned (one in progress may end), and the task is dropped exactly once,
 /// by the cancel or by the worker that finds it cancelled when putting it back.
@@ -156,6 +214,11 @@ fn a_task_due_at_once_wakes_the_worker() {
 #[test]
 fn cancel_expiry_and_stop_take_the_task_once_under_any_interleaving() {
     explore(cancel_expiry_and_stop_take_the_task_once, 3_000);
+}
+
+#[test]
+fn a_reused_place_is_out_of_the_stale_handles_reach_under_any_interleaving() {
+    explore(a_reused_place_is_out_of_the_stale_handles_reach, 2_000);
 }
 
 #[test]

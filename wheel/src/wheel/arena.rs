@@ -1,19 +1,24 @@
-//! Node storage for the wheel: one vector of slots addressed by generational keys, threaded into
-//! intrusive doubly linked lists (one list per bucket, and the free list).
+//! Slot storage for the wheel: one vector of slots addressed by generational keys, each holding
+//! a value, the low 32 bits of its deadline and a generation. Where a slot's node sits in the
+//! wheel's lists is `lists.rs`'s business; this file knows which slots hold a value, which are
+//! free, and which a cancel has vacated.
 //!
-//! A slot's value, deadline and generation sit together in one vector, its two list links in a
-//! second vector beside it, indexed alike. A deadline is kept as its low 32 bits: every stored
-//! deadline is at or after the wheel's cursor, so it is the one tick of those bits in the 2^32
-//! ticks from the cursor on. A deadline further than that from the cursor when it is stored (a
-//! month and a half of 1 ms ticks) is kept whole in a map beside, and marked in its slot.
+//! A deadline is kept as its low 32 bits: every stored deadline is at or after the wheel's
+//! cursor, so it is the one tick of those bits in the 2^32 ticks from the cursor on. A deadline
+//! further than that from the cursor when it is stored (a month and a half of 1 ms ticks) is kept
+//! whole in a map beside, and marked in its slot. A slot's generation is bumped every time its
+//! value is removed, so a [`Key`] kept after its entry expired or was cancelled never matches the
+//! slot's next occupant.
 //!
-//! Taking an entry out of a list rewrites the links of its neighbours, which are anywhere in the
-//! arena: in the links vector (8 bytes an entry, a third of the slots' size) those writes land in
-//! far fewer cache lines, and more often in a cache, than they would in whole slots. Indices are
-//! `u32` so that an entry stays small (24 + 8 bytes for a boxed closure); [`NIL`] marks the end of
-//! a list. A slot's generation is bumped every time its value is removed, so a [`Key`] kept after
-//! its entry expired or was cancelled never matches the slot's next occupant.
+//! A slot is *stored* (it holds a value), *free* (on the free list, threaded through the
+//! `deadline` fields of free slots), or *vacated*: a cancel took its value out and left its node
+//! in its list, touching nothing but the slot (with a million entries whose handles were kept,
+//! the node's neighbours are cold, and rewriting them cost a cancel more than half its time).
+//! Vacated slots wait on the `cancelled` stack, the latest on top, for the next insert, which
+//! takes the node out of its list if it is still in one and fills the slot; a vacated slot that
+//! was cancelled just before is still in the caches.
 
+use super::MAX_LEN;
 use std::collections::HashMap;
 
 /// The deadline whose low 32 bits are `low`, in the 2^32 ticks from `cursor` on.
@@ -22,8 +27,8 @@ fn near_deadline(low: u32, cursor: u64) -> u64 {
     cursor.wrapping_add(u64::from(low.wrapping_sub(cursor as u32)))
 }
 
-/// The end of a list.
-pub(crate) const NIL: u32 = u32::MAX;
+/// The end of the free list.
+const NIL: u32 = u32::MAX;
 
 /// Generations count modulo 2^31, so that the top bit of a raw key is free for callers' flags.
 const GENERATION_MASK: u32 = u32::MAX >> 1;
@@ -62,9 +67,9 @@ impl Key {
 }
 
 struct Slot<T> {
-    /// `None` while the slot is on the free list.
+    /// `None` while the slot is free or vacated.
     value: Option<T>,
-    /// The deadline's low 32 bits (see the module's notes).
+    /// The deadline's low 32 bits (see the module's notes); in a free slot, the next free slot.
     deadline: u32,
     /// The generation, and [`FAR`] while the deadline is in the far map.
     generation: u32,
@@ -76,51 +81,15 @@ impl<T> Slot<T> {
     }
 }
 
-/// A slot's place in its list.
-#[derive(Clone, Copy)]
-struct Links {
-    prev: u32,
-    /// The next node of the slot's bucket list, or of the free list while vacant.
-    next: u32,
-}
-
-impl Links {
-    const NONE: Links = Links {
-        prev: NIL,
-        next: NIL,
-    };
-}
-
-/// A doubly linked list of nodes, by index.
-#[derive(Clone, Copy, Debug)]
-pub(crate) struct List {
-    head: u32,
-    tail: u32,
-}
-
-impl List {
-    pub(crate) const EMPTY: List = List {
-        head: NIL,
-        tail: NIL,
-    };
-
-    pub(crate) fn is_empty(&self) -> bool {
-        self.head == NIL
-    }
-
-    pub(crate) fn head(&self) -> Option<u32> {
-        (self.head != NIL).then_some(self.head)
-    }
-}
-
 pub(crate) struct Arena<T> {
     slots: Vec<Slot<T>>,
-    /// The list links of each slot, by the same index.
-    links: Vec<Links>,
-    /// Head of the list of vacant slots, linked through `next`.
+    /// The first free slot; the rest follow through their `deadline` fields.
     free: u32,
     /// The deadlines too far from the cursor for 32 bits, by slot.
     far: HashMap<u32, u64>,
+    /// Vacated slots, the latest last.
+    cancelled: Vec<u32>,
+    /// Slots holding a value.
     len: usize,
     /// The generation a slot starts with when it is first pushed.
     first_generation: u32,
@@ -130,9 +99,9 @@ impl<T> Arena<T> {
     pub(crate) fn new() -> Self {
         Arena {
             slots: Vec::new(),
-            links: Vec::new(),
             free: NIL,
             far: HashMap::new(),
+            cancelled: Vec::new(),
             len: 0,
             first_generation: 0,
         }
@@ -159,41 +128,42 @@ impl<T> Arena<T> {
         self.len
     }
 
-    /// Stores a node that belongs to no list yet, due at `deadline`, which must be at or after
-    /// `cursor`. Hands the value back when every index is taken.
-    pub(crate) fn insert(&mut self, deadline: u64, cursor: u64, value: T) -> Result<(Key, u32), T> {
-        debug_assert!(deadline >= cursor, "a deadline before the cursor");
-        let far = deadline - cursor > u64::from(u32::MAX);
-        let index = if self.free != NIL {
+    /// A slot for a new value, taken off the free list, or added; `None` when the arena holds
+    /// [`MAX_LEN`] slots, none of them free. The caller fills it.
+    pub(crate) fn vacant_slot(&mut self) -> Option<u32> {
+        if self.free != NIL {
             let index = self.free;
-            let links = &mut self.links[index as usize];
-            self.free = links.next;
-            *links = Links::NONE;
-            let slot = &mut self.slots[index as usize];
-            slot.value = Some(value);
-            slot.deadline = deadline as u32;
-            index
-        } else {
-            let Ok(index) = u32::try_from(self.slots.len()) else {
-                return Err(value);
-            };
-            if index == NIL {
-                return Err(value);
-            }
-            self.slots.push(Slot {
-                value: Some(value),
-                deadline: deadline as u32,
-                generation: self.first_generation,
-            });
-            self.links.push(Links::NONE);
-            index
-        };
+            self.free = self.slots[index as usize].deadline;
+            return Some(index);
+        }
+        let index = self.slots.len();
+        if index >= MAX_LEN {
+            return None;
+        }
+        self.slots.push(Slot {
+            value: None,
+            deadline: NIL,
+            generation: self.first_generation,
+        });
+        Some(index as u32)
+    }
+
+    /// Puts a value due at `deadline` (at or after `cursor`) in a slot that holds none, taken off
+    /// the free list or the `cancelled` stack, and whose node is in no list: the caller puts it
+    /// in one.
+    #[inline]
+    pub(crate) fn fill(&mut self, index: u32, deadline: u64, cursor: u64, value: T) -> Key {
+        debug_assert!(deadline >= cursor, "a deadline before the cursor");
+        let slot = &mut self.slots[index as usize];
+        debug_assert!(slot.value.is_none(), "a slot filled twice");
+        slot.value = Some(value);
+        slot.deadline = deadline as u32;
+        let generation = slot.generation();
         self.len += 1;
-        if far {
+        if deadline - cursor > u64::from(u32::MAX) {
             self.mark_far(index, deadline);
         }
-        let generation = self.slots[index as usize].generation();
-        Ok((Key::new(index, generation), index))
+        Key::new(index, generation)
     }
 
     /// The index a key refers to, if its entry is still stored.
@@ -202,7 +172,7 @@ impl<T> Arena<T> {
         (slot.generation() == key.generation() && slot.value.is_some()).then_some(key.index())
     }
 
-    /// A stored node's deadline, given the cursor (which it is at or after).
+    /// A stored or vacated slot's deadline, given the cursor (which it is at or after).
     #[inline]
     pub(crate) fn deadline(&self, index: u32, cursor: u64) -> u64 {
         let slot = &self.slots[index as usize];
@@ -210,6 +180,12 @@ impl<T> Arena<T> {
             return self.far_deadline(index);
         }
         near_deadline(slot.deadline, cursor)
+    }
+
+    /// Whether a stored slot's deadline is kept in the far map.
+    #[inline]
+    pub(crate) fn is_far(&self, index: u32) -> bool {
+        self.slots[index as usize].generation & FAR != 0
     }
 
     #[cold]
@@ -232,8 +208,42 @@ impl<T> Arena<T> {
         self.slots[index as usize].value.as_ref()
     }
 
-    /// Takes a node's value out and frees its slot. The node must already be unlinked from its
-    /// bucket list. `None` if the slot was vacant.
+    /// Whether a slot holds no value: a slot whose node is in a list is then vacated.
+    #[inline]
+    pub(crate) fn is_vacant(&self, index: u32) -> bool {
+        self.slots[index as usize].value.is_none()
+    }
+
+    /// Takes a stored slot's value out, leaving the slot vacated: its node stays in its list and
+    /// the slot goes on the `cancelled` stack. Its deadline must be near (see
+    /// [`Arena::is_far`]), so that nothing else refers to the slot.
+    #[inline]
+    pub(crate) fn vacate(&mut self, index: u32) -> Option<T> {
+        let slot = &mut self.slots[index as usize];
+        debug_assert!(slot.generation & FAR == 0, "a far deadline vacated");
+        let value = slot.value.take()?;
+        slot.generation = slot.generation().wrapping_add(1) & GENERATION_MASK;
+        self.len -= 1;
+        self.cancelled.push(index);
+        Some(value)
+    }
+
+    /// The slot vacated last, taken off the `cancelled` stack: the caller takes its node out of
+    /// its list, if it is still in one, and fills it.
+    #[inline]
+    pub(crate) fn pop_cancelled(&mut self) -> Option<u32> {
+        self.cancelled.pop()
+    }
+
+    /// Puts a slot that holds no value and whose node is in no list on the free list.
+    #[inline]
+    fn free(&mut self, index: u32) {
+        self.slots[index as usize].deadline = self.free;
+        self.free = index;
+    }
+
+    /// Takes a stored slot's value out and frees the slot; its node must be in no list. `None`
+    /// if the slot held no value.
     #[inline]
     pub(crate) fn remove(&mut self, index: u32, cursor: u64) -> Option<(u64, T)> {
         let slot = &mut self.slots[index as usize];
@@ -246,69 +256,24 @@ impl<T> Arena<T> {
         } else {
             near_deadline(low, cursor)
         };
-        self.links[index as usize].next = self.free;
-        self.free = index;
+        self.free(index);
         self.len -= 1;
         Some((deadline, value))
     }
 
-    pub(crate) fn push_back(&mut self, list: &mut List, index: u32) {
-        let tail = list.tail;
-        self.links[index as usize] = Links {
-            prev: tail,
-            next: NIL,
-        };
-        if tail == NIL {
-            list.head = index;
-        } else {
-            self.links[tail as usize].next = index;
-        }
-        list.tail = index;
-    }
-
-    pub(crate) fn unlink(&mut self, list: &mut List, index: u32) {
-        let Links { prev, next } = self.links[index as usize];
-        if prev == NIL {
-            list.head = next;
-        } else {
-            self.links[prev as usize].next = next;
-        }
-        if next == NIL {
-            list.tail = prev;
-        } else {
-            self.links[next as usize].prev = prev;
-        }
-    }
-
-    pub(crate) fn pop_front(&mut self, list: &mut List) -> Option<u32> {
-        let head = list.head()?;
-        self.unlink(list, head);
-        Some(head)
-    }
-
-    /// Moves every node of `src` to the back of `dst` in O(1).
-    pub(crate) fn append(&mut self, dst: &mut List, src: &mut List) {
-        if src.is_empty() {
-            return;
-        }
-        if dst.is_empty() {
-            *dst = *src;
-        } else {
-            self.links[dst.tail as usize].next = src.head;
-            self.links[src.head as usize].prev = dst.tail;
-            dst.tail = src.tail;
-        }
-        *src = List::EMPTY;
-    }
-
-    /// Removes every stored value, returning each with the key it had and its deadline. The
-    /// caller resets every list that pointed into the arena.
+    /// Removes every stored value, returning each with the key it had and its deadline, and
+    /// frees every slot. The caller empties every list.
     pub(crate) fn drain(&mut self, cursor: u64) -> Vec<(Key, u64, T)> {
         let mut drained = Vec::with_capacity(self.len);
-        for index in 0..self.slots.len() as u32 {
+        self.cancelled.clear();
+        self.free = NIL;
+        for index in (0..self.slots.len() as u32).rev() {
             let generation = self.slots[index as usize].generation();
-            if let Some((deadline, value)) = self.remove(index, cursor) {
-                drained.push((Key::new(index, generation), deadline, value));
+            match self.remove(index, cursor) {
+                Some((deadline, value)) => {
+                    drained.push((Key::new(index, generation), deadline, value))
+                }
+                None => self.free(index),
             }
         }
         drained
@@ -319,10 +284,16 @@ impl<T> Arena<T> {
 mod tests {
     use super::*;
 
+    /// Stores a value in a free or new slot, as the wheel's insert does.
+    fn insert<T>(arena: &mut Arena<T>, deadline: u64, cursor: u64, value: T) -> (Key, u32) {
+        let index = arena.vacant_slot().expect("room");
+        (arena.fill(index, deadline, cursor, value), index)
+    }
+
     #[test]
     fn an_entry_for_a_boxed_closure_is_thirty_two_bytes() {
         let slot = std::mem::size_of::<Slot<Box<dyn FnOnce() + Send>>>();
-        assert_eq!(slot + std::mem::size_of::<Links>(), 32);
+        assert_eq!(slot + super::super::lists::NODE_BYTES, 32);
     }
 
     #[test]
@@ -338,7 +309,7 @@ mod tests {
         ];
         let stored: Vec<(Key, u32)> = deadlines
             .iter()
-            .map(|&deadline| arena.insert(deadline, cursor, deadline).expect("room"))
+            .map(|&deadline| insert(&mut arena, deadline, cursor, deadline))
             .collect();
         assert_eq!(arena.far.len(), 2, "the last two do not fit in 32 bits");
         for (&deadline, &(key, index)) in deadlines.iter().zip(&stored) {
@@ -352,12 +323,13 @@ mod tests {
             assert_eq!(arena.deadline(index, deadline.min(cursor + 6)), deadline);
         }
         let (far_key, far_index) = stored[3];
+        assert!(arena.is_far(far_index) && !arena.is_far(stored[2].1));
         assert_eq!(
             arena.remove(far_index, cursor + 7),
             Some((deadlines[3], deadlines[3]))
         );
         assert_eq!(arena.resolve(far_key), None);
-        let (again, reused) = arena.insert(cursor + 9, cursor + 8, 0).expect("room");
+        let (again, reused) = insert(&mut arena, cursor + 9, cursor + 8, 0);
         assert_eq!(reused, far_index);
         assert_eq!(
             arena.deadline(reused, cursor + 8),
@@ -374,7 +346,7 @@ mod tests {
         let mut arena = Arena::new();
         let mut keys = Vec::new();
         for round in 0..5 {
-            let (key, index) = arena.insert(round, 0, round).expect("room");
+            let (key, index) = insert(&mut arena, round, 0, round);
             keys.push(key);
             if round % 2 == 0 {
                 arena.remove(index, 0);
@@ -382,7 +354,7 @@ mod tests {
         }
         let mut next = arena.succeed();
         for round in 0..10 {
-            let (key, index) = next.insert(round, 0, round).expect("room");
+            let (key, index) = insert(&mut next, round, 0, round);
             assert!(keys.iter().all(|&old| next.resolve(old).is_none()));
             assert!(!keys.contains(&key));
             next.remove(index, 0);
@@ -392,13 +364,36 @@ mod tests {
     #[test]
     fn freed_slots_are_reused_with_a_new_generation() {
         let mut arena = Arena::new();
-        let (first, index) = arena.insert(1, 0, "a").expect("room");
+        let (first, index) = insert(&mut arena, 1, 0, "a");
         assert_eq!(arena.remove(index, 0), Some((1, "a")));
         assert_eq!(arena.resolve(first), None);
-        let (second, reused) = arena.insert(2, 0, "b").expect("room");
+        let (second, reused) = insert(&mut arena, 2, 0, "b");
         assert_eq!(reused, index);
         assert_ne!(first, second);
         assert_eq!(arena.resolve(second), Some(index));
         assert_eq!(arena.len(), 1);
+    }
+
+    /// A vacated slot keeps nothing a key can reach, waits on the stack, latest first, and is
+    /// freed by a drain like the rest.
+    #[test]
+    fn a_vacated_slot_is_out_of_reach_until_it_is_filled_again() {
+        let mut arena = Arena::new();
+        let (first, a) = insert(&mut arena, 7, 0, "a");
+        let (_, b) = insert(&mut arena, 8, 0, "b");
+        assert_eq!(arena.vacate(a), Some("a"));
+        assert_eq!(arena.vacate(a), None, "vacated once");
+        assert_eq!(arena.resolve(first), None);
+        assert!(arena.is_vacant(a) && !arena.is_vacant(b));
+        assert_eq!(arena.deadline(a, 0), 7, "its deadline is still there");
+        assert_eq!(arena.len(), 1);
+        assert_eq!(arena.vacate(b), Some("b"));
+        assert_eq!(arena.pop_cancelled(), Some(b));
+        let again = arena.fill(b, 9, 0, "c");
+        assert_eq!(arena.resolve(again), Some(b));
+        assert_eq!(arena.drain(0).len(), 1, "the vacated slot holds nothing");
+        assert_eq!(arena.pop_cancelled(), None, "a drain frees vacated slots");
+        let (_, reused) = insert(&mut arena, 1, 0, "d");
+        assert!(reused == a || reused == b);
     }
 }

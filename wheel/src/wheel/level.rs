@@ -1,10 +1,9 @@
 //! One ring of buckets, with an occupancy bitmap that finds the next non-empty bucket without
-//! visiting the empty ones.
+//! visiting the empty ones. A bucket is a list of `lists.rs`, named by its head node: the
+//! level's buckets have consecutive heads.
 //!
 //! Level 0 has one bucket per tick. Each outer level has 2^[`OUTER_BITS`] = 64 buckets, each covering a
 //! whole rotation of the level inside it: the bucket an entry sits in is its remaining round count.
-
-use super::arena::List;
 
 /// log2 of the bucket count of every level above level 0.
 pub(crate) const OUTER_BITS: u32 = 6;
@@ -14,7 +13,8 @@ pub(crate) struct Level {
     shift: u32,
     /// log2 of this level's bucket count.
     bits: u32,
-    buckets: Box<[List]>,
+    /// The head node of bucket 0.
+    first_head: u32,
     occupied: Box<[u64]>,
 }
 
@@ -28,14 +28,32 @@ fn low_mask(bits: u32) -> u64 {
 }
 
 impl Level {
-    pub(crate) fn new(shift: u32, bits: u32) -> Self {
+    /// A level of 2^`bits` buckets whose heads are `first_head` and on.
+    pub(crate) fn new(shift: u32, bits: u32, first_head: u32) -> Self {
         let slots = 1usize << bits;
         Level {
             shift,
             bits,
-            buckets: vec![List::EMPTY; slots].into_boxed_slice(),
+            first_head,
             occupied: vec![0; slots.div_ceil(64)].into_boxed_slice(),
         }
+    }
+
+    /// How many buckets the level has.
+    pub(crate) fn len(&self) -> usize {
+        1 << self.bits
+    }
+
+    /// The head node of a bucket's list.
+    #[inline]
+    pub(crate) fn head(&self, slot: usize) -> u32 {
+        self.first_head + slot as u32
+    }
+
+    /// The bucket whose list `head` is, if it is one of this level's.
+    pub(crate) fn slot_of_head(&self, head: u32) -> Option<usize> {
+        let slot = head.checked_sub(self.first_head)? as usize;
+        (slot < self.len()).then_some(slot)
     }
 
     /// The bits of a tick that this level and the levels below it resolve.
@@ -57,10 +75,6 @@ impl Level {
         rotation | ((slot as u64) << self.shift)
     }
 
-    pub(crate) fn bucket_mut(&mut self, slot: usize) -> &mut List {
-        &mut self.buckets[slot]
-    }
-
     /// Sets the bucket's bit. Writes the word only when the bit was clear: most inserts find it
     /// set, and a store that changes nothing still takes the cache line from other cores.
     pub(crate) fn mark_occupied(&mut self, slot: usize) {
@@ -71,17 +85,14 @@ impl Level {
         }
     }
 
-    /// Clears the bucket's bit if the bucket is now empty.
-    pub(crate) fn sync_occupied(&mut self, slot: usize) {
-        if self.buckets[slot].is_empty() {
-            self.occupied[slot / 64] &= !(1 << (slot % 64));
-        }
+    /// Clears the bucket's bit: its list is empty, or about to be taken whole.
+    pub(crate) fn mark_empty(&mut self, slot: usize) {
+        self.occupied[slot / 64] &= !(1 << (slot % 64));
     }
 
-    /// Takes every entry of a bucket.
-    pub(crate) fn take(&mut self, slot: usize) -> List {
-        self.occupied[slot / 64] &= !(1 << (slot % 64));
-        std::mem::replace(&mut self.buckets[slot], List::EMPTY)
+    /// Clears every bucket's bit.
+    pub(crate) fn mark_all_empty(&mut self) {
+        self.occupied.fill(0);
     }
 
     /// The first occupied bucket at or after `from`, without wrapping around.

@@ -17,27 +17,40 @@
 //!
 //! # Ground rules
 //!
-//! * `now` only moves forward. Every entry with `deadline <= now` sits on the `expired` list, in
-//!   deadline order, until [`Wheel::advance`] hands it out.
-//! * Every other entry sits in exactly one bucket, found from `(now, deadline)` alone
-//!   ([`Wheel::locate`]): the lowest level whose rotation contains both. Moving `now` forward never
-//!   changes that answer without [`Wheel::advance`] first visiting the bucket and moving the entry.
+//! * `now` only moves forward. Every entry with `deadline <= cursor` sits on the `expired` list
+//!   (with `deadline == cursor`) until [`Wheel::advance`] hands it out.
+//! * Every other entry sits in exactly one bucket, found from `(cursor, deadline)` alone
+//!   ([`Wheel::locate`]): the lowest level whose rotation contains both. Moving the cursor never
+//!   changes that answer without [`Wheel::advance`] first visiting the bucket and moving the
+//!   entry.
+//! * A cancel takes the value out and leaves the entry's node where it is, *vacated*
+//!   (`arena.rs`): it touches the entry alone, not its neighbours in the bucket, which with many
+//!   entries pending are cold. The next insert reuses the slot and takes the node out of its list
+//!   first; until then it counts in no length, and `advance` takes it out of a bucket it visits
+//!   like the others, without handing it out or moving it inward. Taking a node out of a list
+//!   needs no knowledge of which list that is (`lists.rs`).
 //! * A key is valid from insert until its entry is expired, cancelled or drained; then never again.
 
 mod arena;
 mod level;
+mod lists;
 
+use arena::Arena;
 pub use arena::Key;
-use arena::{Arena, List};
 use level::{Level, OUTER_BITS};
+use lists::Lists;
 
 /// The largest level-0 ring a wheel accepts.
 pub const MAX_SLOTS: usize = 1 << 16;
 
-/// The most entries a wheel holds; [`Wheel::insert`] fails only when it holds this many.
-pub const MAX_LEN: usize = (u32::MAX - 1) as usize;
+/// The most entries a wheel holds; [`Wheel::insert`] fails only when it holds this many. (Below
+/// 2^32, so that an entry's place in its list is a `u32`, with room for the lists' heads.)
+pub const MAX_LEN: usize = (u32::MAX - (1 << 17)) as usize;
 
-/// An entry could not be inserted: the wheel holds `u32::MAX - 1` entries already. The value is
+/// The head of the list of expired entries; the buckets' heads follow.
+const EXPIRED: u32 = 0;
+
+/// An entry could not be inserted: the wheel holds [`MAX_LEN`] entries already. The value is
 /// handed back.
 ///
 /// ```
@@ -73,6 +86,8 @@ impl<T: std::fmt::Debug> std::error::Error for WheelFull<T> {}
 /// ```
 pub struct Wheel<T> {
     arena: Arena<T>,
+    /// The lists: `expired` ([`EXPIRED`]), then each level's buckets.
+    lists: Lists,
     levels: Box<[Level]>,
     /// log2 of the level-0 bucket count.
     inner_bits: u32,
@@ -80,7 +95,6 @@ pub struct Wheel<T> {
     cursor: u64,
     /// The furthest tick any `advance` was asked for; `cursor` catches up with it lazily.
     now: u64,
-    expired: List,
 }
 
 /// Where an entry is stored.
@@ -103,19 +117,21 @@ impl<T> Wheel<T> {
         if !slots.is_power_of_two() || slots > MAX_SLOTS {
             return Err(InvalidSlots(slots));
         }
-        let mut levels = vec![Level::new(0, slots.trailing_zeros())];
+        let mut levels = vec![Level::new(0, slots.trailing_zeros(), EXPIRED + 1)];
         let mut span = levels[0].span_bits();
+        let mut heads = EXPIRED + 1 + slots as u32;
         while span < 64 {
-            levels.push(Level::new(span, OUTER_BITS));
+            levels.push(Level::new(span, OUTER_BITS, heads));
+            heads += 1 << OUTER_BITS;
             span += OUTER_BITS;
         }
         Ok(Wheel {
             arena: Arena::new(),
+            lists: Lists::new(heads),
             levels: levels.into_boxed_slice(),
             inner_bits: slots.trailing_zeros(),
             cursor: 0,
             now: 0,
-            expired: List::EMPTY,
         })
     }
 
@@ -152,28 +168,39 @@ impl<T> Wheel<T> {
     /// [`WheelFull`], with `value` handed back, when the wheel holds [`MAX_LEN`] entries.
     pub fn insert(&mut self, deadline: u64, value: T) -> Result<Key, WheelFull<T>> {
         let deadline = deadline.max(self.now);
-        let (key, index) = self
-            .arena
-            .insert(deadline, self.cursor, value)
-            .map_err(WheelFull)?;
+        let index = match self.arena.pop_cancelled() {
+            Some(index) => {
+                if self.lists.is_linked(index) {
+                    self.unlink(index);
+                }
+                index
+            }
+            None => match self.arena.vacant_slot() {
+                Some(index) => index,
+                None => return Err(WheelFull(value)),
+            },
+        };
+        let key = self.arena.fill(index, deadline, self.cursor, value);
         self.link(index, deadline);
         Ok(key)
     }
 
-    /// Removes an entry before it expires. `None` if the key's entry has already left the wheel.
+    /// Removes an entry before it expires and hands its value back. `None` if the key's entry has
+    /// already left the wheel.
+    ///
+    /// The value is out at once. The entry's place stays where it was until the next
+    /// [`Wheel::insert`] reuses it (or [`Wheel::advance`] reaches it), so that a cancel touches
+    /// the entry alone, not its neighbours in its bucket.
     pub fn cancel(&mut self, key: Key) -> Option<T> {
         let index = self.arena.resolve(key)?;
-        match self.locate(self.arena.deadline(index, self.cursor)) {
-            Place::Expired => self.arena.unlink(&mut self.expired, index),
-            Place::Bucket { level, slot } => {
-                let level = &mut self.levels[level];
-                self.arena.unlink(level.bucket_mut(slot), index);
-                level.sync_occupied(slot);
-            }
+        if self.arena.is_far(index) {
+            self.unlink(index);
+            return self
+                .arena
+                .remove(index, self.cursor)
+                .map(|(_, value)| value);
         }
-        self.arena
-            .remove(index, self.cursor)
-            .map(|(_, value)| value)
+        self.arena.vacate(index)
     }
 
     /// Whether the key's entry is still stored.
@@ -204,10 +231,16 @@ impl<T> Wheel<T> {
 
     /// The earliest tick at which [`Wheel::advance`] has work to do, or `None` if the wheel is
     /// empty. It is never later than the earliest deadline stored. For an entry on an outer level
-    /// it is the tick where that entry's bucket moves inward, which may come before the deadline.
+    /// it is the tick where that entry's bucket moves inward, which may come before the deadline;
+    /// a bucket left with cancelled entries alone may be reported until an insert or an `advance`
+    /// takes them out.
     pub fn next_due(&self) -> Option<u64> {
-        if let Some(head) = self.expired.head() {
-            return Some(self.arena.deadline(head, self.cursor));
+        if self.is_empty() {
+            // Vacated nodes at most: nothing to hand out.
+            return None;
+        }
+        if !self.lists.is_empty(EXPIRED) {
+            return Some(self.cursor);
         }
         self.next_bucket().map(|(_, _, start)| start)
     }
@@ -216,13 +249,9 @@ impl<T> Wheel<T> {
     /// order. The current tick stays where it is.
     pub fn drain(&mut self) -> Vec<(Key, u64, T)> {
         for level in self.levels.iter_mut() {
-            let mut slot = 0;
-            while let Some(occupied) = level.next_occupied(slot) {
-                level.take(occupied);
-                slot = occupied + 1;
-            }
+            level.mark_all_empty();
         }
-        self.expired = List::EMPTY;
+        self.lists.clear();
         let mut drained = self.arena.drain(self.cursor);
         drained.sort_by_key(|&(_, deadline, _)| deadline);
         drained
@@ -242,14 +271,29 @@ impl<T> Wheel<T> {
         Place::Bucket { level, slot }
     }
 
+    /// Puts a slot's node, in no list, in the list its deadline belongs to.
     fn link(&mut self, index: u32, deadline: u64) {
         match self.locate(deadline) {
-            Place::Expired => self.arena.push_back(&mut self.expired, index),
+            Place::Expired => self.lists.push_back(EXPIRED, index),
             Place::Bucket { level, slot } => {
                 let level = &mut self.levels[level];
-                self.arena.push_back(level.bucket_mut(slot), index);
+                self.lists.push_back(level.head(slot), index);
                 level.mark_occupied(slot);
             }
+        }
+    }
+
+    /// Takes a slot's node out of its list, whichever that is.
+    fn unlink(&mut self, index: u32) {
+        let Some(head) = self.lists.unlink(index) else {
+            return;
+        };
+        let emptied = self.levels.iter_mut().find_map(|level| {
+            let slot = level.slot_of_head(head)?;
+            Some((level, slot))
+        });
+        if let Some((level, slot)) = emptied {
+            level.mark_empty(slot);
         }
     }
 
@@ -269,23 +313,31 @@ impl<T> Wheel<T> {
             start > self.cursor,
             "a bucket is visited once, after the cursor"
         );
-        let mut bucket = self.levels[level].take(slot);
+        let inner = level == 0;
+        let level = &mut self.levels[level];
+        level.mark_empty(slot);
+        let mut bucket = self.lists.take(level.head(slot));
         self.cursor = start;
-        if level == 0 {
-            self.arena.append(&mut self.expired, &mut bucket);
+        if inner {
+            self.lists.append(EXPIRED, bucket);
             return;
         }
-        while let Some(index) = self.arena.pop_front(&mut bucket) {
-            self.link(index, self.arena.deadline(index, self.cursor));
+        while let Some(index) = self.lists.chain_pop(&mut bucket) {
+            if self.arena.is_vacant(index) {
+                self.lists.mark_unlinked(index);
+            } else {
+                self.link(index, self.arena.deadline(index, self.cursor));
+            }
         }
     }
 
     fn pop_expired(&mut self) -> Option<(u64, T)> {
         let to = self.now;
         loop {
-            if let Some(index) = self.arena.pop_front(&mut self.expired) {
-                if let Some(expired) = self.arena.remove(index, self.cursor) {
-                    return Some(expired);
+            if let Some(index) = self.lists.pop_front(EXPIRED) {
+                match self.arena.remove(index, self.cursor) {
+                    Some(expired) => return Some(expired),
+                    None => self.lists.mark_unlinked(index),
                 }
                 continue;
             }
@@ -475,13 +527,72 @@ mod tests {
     }
 
     #[test]
-    fn cancel_frees_the_bucket_bit() {
+    fn nothing_is_due_once_every_entry_is_cancelled() {
         let mut wheel = Wheel::new(8).expect("valid");
-        let key = wheel.insert(1 << 20, ()).expect("room");
+        let near = wheel.insert(5, ()).expect("room");
+        let far = wheel.insert(1 << 20, ()).expect("room");
         assert!(wheel.next_due().is_some());
-        wheel.cancel(key).expect("stored");
+        wheel.cancel(near).expect("stored");
+        wheel.cancel(far).expect("stored");
         assert_eq!(wheel.next_due(), None);
         assert!(wheel.is_empty());
+        assert!(drain_to(&mut wheel, 1 << 21).is_empty());
+    }
+
+    /// A cancelled entry stays where it was until its bucket comes or an insert reuses its
+    /// slot: the bucket may still be reported due, never later than the entries left, and
+    /// nothing cancelled is handed out.
+    #[test]
+    fn a_cancelled_entry_is_never_handed_out_and_its_place_is_let_go() {
+        let mut wheel = Wheel::new(8).expect("valid");
+        let early = wheel.insert(5, "early").expect("room");
+        wheel.insert(300, "late").expect("room");
+        assert_eq!(wheel.cancel(early), Some("early"));
+        assert!(wheel.next_due() <= Some(300));
+        assert!(drain_to(&mut wheel, 10).is_empty());
+        let due = wheel.next_due().expect("one entry left");
+        assert!(
+            due > 10 && due <= 300,
+            "the cancelled one's bucket is gone: {due}"
+        );
+        assert_eq!(drain_to(&mut wheel, 300), vec![(300, "late")]);
+        assert_eq!(wheel.next_due(), None);
+    }
+
+    /// The insert that reuses a cancelled entry's slot takes its node out of the bucket it was
+    /// in: that bucket, empty now, is no longer due.
+    #[test]
+    fn reusing_a_cancelled_slot_lets_its_bucket_go() {
+        let mut wheel = Wheel::new(8).expect("valid");
+        let first = wheel.insert(100, "first").expect("room");
+        assert_eq!(wheel.cancel(first), Some("first"));
+        let second = wheel.insert(3_000, "second").expect("room");
+        assert_eq!(wheel.get(second), Some(&"second"));
+        assert_eq!(wheel.deadline(second), Some(3_000));
+        assert!(wheel.next_due() > Some(100), "{:?}", wheel.next_due());
+        assert_eq!(drain_to(&mut wheel, 3_000), vec![(3_000, "second")]);
+    }
+
+    /// An entry cancelled after its bucket was visited, while it waits on the expired list, is
+    /// not handed out either.
+    #[test]
+    fn an_expired_entry_cancelled_before_it_is_handed_out_stays_cancelled() {
+        let mut wheel = Wheel::new(8).expect("valid");
+        let keys: Vec<Key> = (0..3)
+            .map(|value| wheel.insert(4, value).expect("room"))
+            .collect();
+        let first: Vec<(u64, i32)> = wheel.advance(4).take(1).collect();
+        assert_eq!(first.len(), 1);
+        let cancelled = keys
+            .iter()
+            .filter_map(|&key| wheel.cancel(key))
+            .collect::<Vec<_>>();
+        assert_eq!(cancelled.len(), 2, "the two not handed out");
+        assert_eq!(wheel.next_due(), None);
+        assert!(drain_to(&mut wheel, 10).is_empty());
+        let again = wheel.insert(20, 9).expect("room");
+        assert_eq!(drain_to(&mut wheel, 20), vec![(20, 9)]);
+        assert!(!wheel.contains(again));
     }
 
     #[test]
