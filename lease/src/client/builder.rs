@@ -56,7 +56,9 @@ pub struct ClientBuilder {
     /// `user:password` for a ZooKeeper session's digest authentication.
     zookeeper_auth: Option<String>,
     /// PostgreSQL's schema and listening address, if given.
+    #[cfg(feature = "postgres")]
     postgres_schema: Option<String>,
+    #[cfg(feature = "postgres")]
     postgres_listen_url: Option<String>,
     default_lease: Duration,
     max_local_waiters: usize,
@@ -91,7 +93,9 @@ impl ClientBuilder {
             common: Settings::default(),
             redis: RedisSettings::default(),
             zookeeper_auth: None,
+            #[cfg(feature = "postgres")]
             postgres_schema: None,
+            #[cfg(feature = "postgres")]
             postgres_listen_url: None,
             default_lease: Duration::from_secs(30),
             max_local_waiters: 1024,
