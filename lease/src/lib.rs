@@ -93,11 +93,21 @@
 //!   compiler to build; without it, a `rediss://` URL is refused with a message naming the
 //!   feature.
 //! * `zookeeper`: `Client::zookeeper`, every primitive on a ZooKeeper ensemble.
+//! * `postgres`: `Client::postgres`, every primitive on PostgreSQL (directly, or through
+//!   PgBouncer in transaction mode).
 //! * `metrics`: the client's events through the `metrics` facade, and
 //!   `Client::record_metrics`.
 //!
 //! The crate's examples (`primitives`, `leader`, `flash_sale`) are listed in
 //! [the guide](guide::library#examples).
+//!
+//! # PostgreSQL
+//!
+//! With the `postgres` feature, `Client::postgres` takes the same locks on PostgreSQL: a hold is
+//! a row whose expiry the database's clock sets and judges, a name's fencing counter is
+//! committed synchronously and only rises, and waiters are woken by `NOTIFY`. Every call is one
+//! function of the store's schema in one round trip, with no session state, so PgBouncer in
+//! transaction mode carries it; see the guide's "PostgreSQL".
 //!
 //! # Threads
 //!

@@ -281,6 +281,28 @@ impl Client {
         ))
     }
 
+    /// The SQL that makes the PostgreSQL store's tables and functions in `schema` (the
+    /// default is `lease`), for an administrator to run where the clients' role may not make
+    /// them; then grant that role `USAGE` on the schema, `SELECT, INSERT, UPDATE, DELETE` on its
+    /// tables and `EXECUTE` on its functions. A client makes them itself, at its first call,
+    /// where its role may.
+    ///
+    /// ```
+    /// let sql = redis_lease::Client::postgres_schema_sql("lease")?;
+    /// assert!(sql.contains("CREATE TABLE IF NOT EXISTS lease.holds"));
+    /// # Ok::<(), redis_lease::Error>(())
+    /// ```
+    ///
+    /// # Errors
+    ///
+    /// [`Error::InvalidArgument`](crate::Error::InvalidArgument) for a schema name that is not
+    /// 1 to 57 lower-case letters, digits and `_`.
+    #[cfg(feature = "postgres")]
+    #[cfg_attr(docsrs, doc(cfg(feature = "postgres")))]
+    pub fn postgres_schema_sql(schema: &str) -> Result<String> {
+        crate::stores::postgres::schema_sql(schema)
+    }
+
     /// A lock by name: 1 to 1024 bytes, without `{` or `}`; on ZooKeeper, also a relative node
     /// path (segments separated by single `/`, none `.` or `..`).
     ///

@@ -52,6 +52,12 @@ const FOREIGN: [(&str, &str); 6] = [
     ("retry_delay", "it is RedLock's"),
 ];
 
+/// The SQL that makes the store in `schema`, checked.
+pub(crate) fn schema_sql(schema: &str) -> Result<String> {
+    settings::check_schema(schema)?;
+    Ok(Statements::new(schema).install_sql())
+}
+
 /// A client of the PostgreSQL server `pg.url` names, after the settings it cannot honour are
 /// refused. It connects to nothing yet: the schema is checked by the first call.
 pub(crate) fn build(

@@ -50,7 +50,7 @@ pub(crate) struct Connecting {
 }
 
 /// Checks a schema name: a plain lower-case identifier, which needs no quoting anywhere.
-fn check_schema(schema: &str) -> Result<()> {
+pub(super) fn check_schema(schema: &str) -> Result<()> {
     let plain = schema
         .bytes()
         .all(|byte| byte.is_ascii_lowercase() || byte.is_ascii_digit() || byte == b'_')
