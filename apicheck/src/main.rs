@@ -47,7 +47,10 @@ fn listing(root: &Path, folder: &str, package: &str) -> Result<String, String> {
         .omit_auto_trait_impls(true)
         .build()
         .map_err(|error| format!("{package}: reading rustdoc's JSON: {error}"))?;
-    Ok(api.items().map(|item| format!("{item}\n")).collect())
+    // Sorted: the listing does not change when items only move between files or blocks.
+    let mut lines: Vec<String> = api.items().map(|item| format!("{item}\n")).collect();
+    lines.sort();
+    Ok(lines.concat())
 }
 
 /// The lines of `now` that `then` lacks, as `+`, and those it has and `now` lacks, as `-`.

@@ -1,8 +1,9 @@
 //! What the store holds for a lock, read in one round trip: the name's row (its counter, the
 //! family holding it, a semaphore's permits) and its live holds, as a [`LockState`].
 
-use super::place::PgPlace;
+use super::shared::Shared;
 use crate::backend::Kind;
+use crate::backend::LockId;
 use crate::error::{Error, Result};
 use crate::state::LockState;
 use postgres_blocking::{Pipeline, Row};
@@ -27,14 +28,18 @@ fn shows(kind: Kind, side: &str) -> bool {
     }
 }
 
-pub(super) fn inspect(place: &PgPlace, deadline: std::time::Instant) -> Result<LockState> {
-    let shared = &place.shared;
-    let key = Some(place.key.as_str());
-    let outcomes = shared.call(&place.key, deadline, |conn| {
+/// What the store holds for the lock `id` at `key`.
+pub(super) fn inspect(
+    shared: &Shared,
+    id: &LockId,
+    key: &str,
+    deadline: std::time::Instant,
+) -> Result<LockState> {
+    let outcomes = shared.call(key, deadline, |conn| {
         let mut pipeline = Pipeline::new();
-        pipeline.push(&shared.sql.name, &[key])?;
-        pipeline.push(&shared.sql.holds, &[key])?;
-        pipeline.push(&shared.sql.waiting, &[key])?;
+        pipeline.push(&shared.sql.name, &[Some(key)])?;
+        pipeline.push(&shared.sql.holds, &[Some(key)])?;
+        pipeline.push(&shared.sql.waiting, &[Some(key)])?;
         conn.pipeline_atomic(&pipeline, deadline)
     })?;
     let [name, holds, waiting] = outcomes.as_slice() else {
@@ -43,9 +48,9 @@ pub(super) fn inspect(place: &PgPlace, deadline: std::time::Instant) -> Result<L
             outcomes.len()
         )));
     };
-    let mut state = state_of(place, name.rows().first(), holds.rows())
+    let mut state = state_of(shared, id, key, name.rows().first(), holds.rows())
         .map_err(|error| Error::Protocol(format!("postgres: an inspection's rows: {error}")))?;
-    if place.id.kind == Kind::Fair {
+    if id.kind == Kind::Fair {
         // A fair lock's line is kept in the store: how many wait in it.
         state.waiting = waiting
             .rows()
@@ -57,13 +62,15 @@ pub(super) fn inspect(place: &PgPlace, deadline: std::time::Instant) -> Result<L
 
 /// The lock's state from its name's row (if any) and its live holds' rows.
 fn state_of(
-    place: &PgPlace,
+    shared: &Shared,
+    id: &LockId,
+    key: &str,
     name: Option<&Row>,
     holds: &[Row],
 ) -> postgres_blocking::Result<LockState> {
-    let kind = place.id.kind;
-    let mut state = LockState::empty(&place.id.name);
-    state.node = Some(place.shared.shown.clone());
+    let kind = id.kind;
+    let mut state = LockState::empty(&id.name);
+    state.node = Some(shared.shown.clone());
     let mut declared = None;
     if let Some(name) = name {
         let fence = name.get::<u64>("fence")?;
@@ -71,11 +78,10 @@ fn state_of(
         if let Some(held_as) = name.get::<Option<&str>>("family")? {
             if held_as != family(kind) {
                 state.problems.push(format!(
-                    "{:?} is held as a {held_as}, not a {}",
-                    place.key,
+                    "{key:?} is held as a {held_as}, not a {}",
                     kind.label()
                 ));
-                state.foreign = Some(place.key.clone());
+                state.foreign = Some(key.to_owned());
                 return Ok(state);
             }
         }

@@ -12,7 +12,7 @@
 //! says so once (a warning naming `postgres_listen_url`), and waiters rely on their re-checks,
 //! each at most a second apart, as they do while the connection is down.
 
-use super::store::Shared;
+use super::shared::Shared;
 use crate::error::Result;
 use crate::policy::after;
 use crate::waiters::{Announcements, Notifier};

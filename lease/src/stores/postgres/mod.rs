@@ -8,8 +8,8 @@
 //! `schema.sql` is the store (its tables and functions), `schema.rs` its statements and first
 //! use, `place.rs` a lock's calls, `inspect.rs` what it holds, `renew.rs` the renewals,
 //! `listen.rs` the listening connection, `pool.rs` the calls' connections, `settings.rs` what a
-//! client is built from, `errors.rs` PostgreSQL's errors as the crate's, `store.rs` what every
-//! lock of a client shares.
+//! client is built from, `errors.rs` PostgreSQL's errors as the crate's, `shared.rs` what every
+//! lock of a client shares, `store.rs` the backend.
 
 mod errors;
 mod inspect;
@@ -19,6 +19,7 @@ mod pool;
 mod renew;
 mod schema;
 mod settings;
+mod shared;
 mod store;
 
 pub(crate) use settings::PostgresSettings;
@@ -26,8 +27,9 @@ pub(crate) use settings::PostgresSettings;
 use crate::backend::{Backend, Settings};
 use crate::error::Result;
 use schema::Statements;
+use shared::Shared;
 use std::sync::Arc;
-use store::{PgStore, Shared};
+use store::PgStore;
 
 /// The builder's settings that no PostgreSQL client honours, and why.
 const FOREIGN: [(&str, &str); 6] = [

@@ -7,7 +7,7 @@
 
 use super::errors::other_permits;
 use super::inspect;
-use super::store::{Shared, Undo};
+use super::shared::{Shared, Undo};
 use crate::backend::{
     Attempt, Attempted, Elects, HoldEnd, Kind, Leading, LockId, Place, Release, ReleaseOutcome,
     Released, Resizes, ServerIdentity,
@@ -234,7 +234,7 @@ impl Place for PgPlace {
     }
 
     fn inspect(&self, deadline: Instant) -> Result<LockState> {
-        inspect::inspect(self, deadline)
+        inspect::inspect(&self.shared, &self.id, &self.key, deadline)
     }
 
     fn force_release(&self, deadline: Instant) -> Result<bool> {

@@ -2,7 +2,7 @@
 //! each extended from the database's clock if its hold still holds. A round also tries the
 //! undoing of attempts whose answer was lost, kept for later (see `place.rs`).
 
-use super::store::Shared;
+use super::shared::Shared;
 use crate::backend::{Renewal, Renewed, Renewer};
 use crate::policy::after;
 use std::sync::Arc;
