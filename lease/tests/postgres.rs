@@ -6,32 +6,11 @@ mod common;
 
 use common::election::an_election_works;
 use common::methods::{every_public_method, Offers};
+use common::postgres::{client_with, server};
 use common::primitives::*;
 use redis_lease::{Client, Error};
 use std::time::Duration;
 use testkit::{PgBouncer, PgServer};
-
-/// A server whose password users may make the store's schema in its database.
-fn server() -> PgServer {
-    let server = PgServer::start();
-    server
-        .psql(&format!(
-            "GRANT CREATE ON DATABASE postgres TO {}",
-            PgServer::SCRAM_USER
-        ))
-        .expect("granted");
-    server
-}
-
-/// A client of `url` whose default lease is `lease`.
-fn client_with(url: &str, lease: Duration) -> Client {
-    Client::postgres(url)
-        .default_lease(lease)
-        .connect_timeout(Duration::from_secs(2))
-        .command_timeout(Duration::from_secs(2))
-        .build()
-        .expect("valid settings")
-}
 
 fn client(url: &str) -> Client {
     client_with(url, Duration::from_millis(600))
@@ -73,17 +52,7 @@ fn every_public_method_works_through_pgbouncer_in_transaction_mode() {
 fn primitives_work_on_postgres() {
     let server = server();
     let url = server.scram_url();
-    let clients = |lease| client_with(&url, lease);
-    semaphore_bounds_its_holders(&clients, "s-bounds");
-    semaphore_permits_change_while_held(&clients, "s-change");
-    semaphore_permits_of_the_dead_come_back(&clients, "s-dead");
-    read_write_lock_excludes_writers(&clients, "rw-excl");
-    read_write_lock_does_not_starve_writers(&clients, "rw-starve");
-    read_write_lock_passes_a_reader_queued_between_two_writers(&clients, "rw-queued");
-    read_write_lock_forgets_writers_that_left(&clients, "rw-left");
-    fair_lock_grants_in_order(&clients, "fair-order");
-    waits_end_when_cancelled(&clients, "cancel");
-    primitives_refuse_each_others_keys(&clients, "mixed");
+    every_primitive(&|lease| client_with(&url, lease));
 }
 
 #[test]

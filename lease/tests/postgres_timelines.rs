@@ -5,33 +5,13 @@
 
 mod common;
 
+use common::postgres::{client_with, server};
 use common::primitives::fair_lock_passes_over_vanished_waiters;
 use redis_lease::{Client, Error, LostReason};
 use std::sync::mpsc;
 use std::thread;
 use std::time::{Duration, Instant};
 use testkit::{wait_until, PgServer, Proxy, Shutdown};
-
-/// A server whose password users may make the store's schema in its database.
-fn server() -> PgServer {
-    let server = PgServer::start();
-    server
-        .psql(&format!(
-            "GRANT CREATE ON DATABASE postgres TO {}",
-            PgServer::SCRAM_USER
-        ))
-        .expect("granted");
-    server
-}
-
-fn client_with(url: &str, lease: Duration) -> Client {
-    Client::postgres(url)
-        .default_lease(lease)
-        .connect_timeout(Duration::from_secs(1))
-        .command_timeout(Duration::from_secs(1))
-        .build()
-        .expect("valid settings")
-}
 
 /// A proxy in front of `server`.
 fn proxy(server: &PgServer) -> Proxy {

@@ -21,17 +21,7 @@ fn server_client(url: &str, lease: Duration) -> Client {
 fn primitives_work_on_one_server() {
     let server = RedisServer::start();
     let url = server.url();
-    let clients = |lease| server_client(&url, lease);
-    semaphore_bounds_its_holders(&clients, "s-bounds");
-    semaphore_permits_change_while_held(&clients, "s-change");
-    semaphore_permits_of_the_dead_come_back(&clients, "s-dead");
-    read_write_lock_excludes_writers(&clients, "rw-excl");
-    read_write_lock_does_not_starve_writers(&clients, "rw-starve");
-    read_write_lock_passes_a_reader_queued_between_two_writers(&clients, "rw-queued");
-    read_write_lock_forgets_writers_that_left(&clients, "rw-left");
-    fair_lock_grants_in_order(&clients, "fair-order");
-    waits_end_when_cancelled(&clients, "cancel");
-    primitives_refuse_each_others_keys(&clients, "mixed");
+    every_primitive(&|lease| server_client(&url, lease));
 }
 
 #[test]

@@ -4,6 +4,8 @@
 
 pub mod election;
 pub mod methods;
+#[cfg(feature = "postgres")]
+pub mod postgres;
 pub mod primitives;
 
 use redis_lease::Client;

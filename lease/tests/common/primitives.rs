@@ -12,6 +12,21 @@ pub type Clients<'a> = &'a dyn Fn(Duration) -> Client;
 
 const LEASE: Duration = Duration::from_millis(600);
 
+/// Every check of this file but the frozen fair waiter's, each on names of its own: what a store
+/// that offers every primitive must pass.
+pub fn every_primitive(clients: Clients<'_>) {
+    semaphore_bounds_its_holders(clients, "s-bounds");
+    semaphore_permits_change_while_held(clients, "s-change");
+    semaphore_permits_of_the_dead_come_back(clients, "s-dead");
+    read_write_lock_excludes_writers(clients, "rw-excl");
+    read_write_lock_does_not_starve_writers(clients, "rw-starve");
+    read_write_lock_passes_a_reader_queued_between_two_writers(clients, "rw-queued");
+    read_write_lock_forgets_writers_that_left(clients, "rw-left");
+    fair_lock_grants_in_order(clients, "fair-order");
+    waits_end_when_cancelled(clients, "cancel");
+    primitives_refuse_each_others_keys(clients, "mixed");
+}
+
 /// At most `permits` held at once, across clients and by several permits at once; a release
 /// lets the next one in; tokens rise; the count of permits in use is what Redis holds.
 pub fn semaphore_bounds_its_holders(clients: Clients<'_>, name: &str) {
