@@ -316,3 +316,21 @@ fn tls_with_the_builders_ca_and_client_certificate_verifies_the_server() {
     let error = stranger.ping().expect_err("unverified");
     assert!(matches!(error, Error::Refused { .. }), "{error:?}");
 }
+
+#[test]
+fn a_database_or_a_role_that_does_not_exist_is_refused_not_unavailable() {
+    let server = server();
+    let no_database = format!(
+        "postgres://{}:{}@127.0.0.1:{}/no_such_db",
+        PgServer::SCRAM_USER,
+        PgServer::SCRAM_PASSWORD,
+        server.port()
+    );
+    for url in [no_database, server.url_for("no_such_role", "x")] {
+        let error = client_with(&url, Duration::from_secs(5))
+            .ping()
+            .expect_err("refused");
+        assert!(matches!(error, Error::Refused { .. }), "{error:?}");
+        assert!(!error.is_retryable());
+    }
+}

@@ -37,6 +37,10 @@ pub(crate) fn from_pg(error: PgError, key: &str, server: &str) -> Error {
         PgError::Protocol(why) => {
             Error::Protocol(format!("postgres at {}: {why}", server_of(&server)))
         }
+        // A server's refusal, fatal or not, passes only if it says so (a server starting or
+        // shutting down, out of connections, a serialization failure): a database or a role
+        // that does not exist, rights or an authentication refused, are the caller's to change.
+        PgError::Db(_) if !error.is_retryable() => Error::Refused { server, cause },
         _ if error.is_retryable() || error.is_connection_lost() => {
             Error::Unavailable { server, cause }
         }
