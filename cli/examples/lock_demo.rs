@@ -3,8 +3,8 @@
 //! 1. four workers contend for one job, each under `lease run`: one at a time, tokens rising;
 //! 2. a job three times longer than its lease, kept alive by renewal while others are refused;
 //! 3. five exports on at most two hosts at once: `lease run --permits 2`, a semaphore whose
-//!    permits are leases (on Redis only);
-//! 4. a holder whose Redis freezes: it is told it lost the lease, and its command is stopped;
+//!    permits are leases (on Redis and PostgreSQL);
+//! 4. a holder whose server freezes: it is told it lost the lease, and its command is stopped;
 //! 5. two schedulers under `lease run --value`, one leader at a time with rising terms, followed
 //!    by `lease leader --follow`.
 //!
@@ -12,10 +12,11 @@
 //! masters, 3 replicas), the tool given its nodes as seeds; step 4 freezes the master of the job's
 //! slot. With `zookeeper`, it runs on a throwaway standalone ZooKeeper, the tool given
 //! `--zookeeper`, and step 3 is skipped (ZooKeeper offers no semaphore yet); step 4 freezes
-//! ZooKeeper.
+//! ZooKeeper. With `postgres`, it runs on a throwaway PostgreSQL 15 (a fresh cluster on a free
+//! port), the tool given its `postgres://` URL, and step 4 freezes the database.
 //!
-//! Run by `scripts/demo [cluster|zookeeper]`, which builds the tool first; by hand:
-//! `cargo run --release -p lease-cli --example lock_demo -- target/release/lease [cluster|zookeeper]`
+//! Run by `scripts/demo [cluster|zookeeper|postgres]`, which builds the tool first; by hand:
+//! `cargo run --release -p lease-cli --example lock_demo -- target/release/lease [cluster|zookeeper|postgres]`
 //! (the tool is `release/lease` in cargo's target directory, wherever `CARGO_TARGET_DIR` puts it).
 #![allow(clippy::print_stdout, clippy::unwrap_used)]
 
@@ -25,7 +26,7 @@ use std::process::{Child, Command, ExitStatus, Stdio};
 use std::sync::OnceLock;
 use std::thread;
 use std::time::{Duration, Instant};
-use testkit::{RedisCluster, RedisServer, ZooKeeper};
+use testkit::{PgServer, RedisCluster, RedisServer, ZooKeeper};
 
 static START: OnceLock<Instant> = OnceLock::new();
 
@@ -49,12 +50,14 @@ fn echo(who: String, stream: impl Read + Send + 'static) -> thread::JoinHandle<(
     })
 }
 
-/// What the demo runs against: one server, a cluster (the tool then takes `--cluster`), or a
-/// ZooKeeper (the tool then takes `--zookeeper`).
+/// What the demo runs against: one server, a cluster (the tool then takes `--cluster`), a
+/// ZooKeeper (the tool then takes `--zookeeper`), or a PostgreSQL database (its `postgres://`
+/// URL).
 enum Deployment {
     Server(RedisServer),
     Cluster(RedisCluster),
     ZooKeeper(ZooKeeper),
+    Postgres(PgServer),
 }
 
 impl Deployment {
@@ -63,13 +66,14 @@ impl Deployment {
             Deployment::Server(server) => server.url(),
             Deployment::Cluster(cluster) => cluster.seed_urls().join(","),
             Deployment::ZooKeeper(_) => String::new(),
+            Deployment::Postgres(server) => server.url(),
         }
     }
 
     /// The tool's arguments for this deployment, before `args`.
     fn args(&self, args: &[&str]) -> Vec<String> {
         let mut all = match self {
-            Deployment::Server(_) => Vec::new(),
+            Deployment::Server(_) | Deployment::Postgres(_) => Vec::new(),
             Deployment::Cluster(_) => vec!["--cluster".to_owned()],
             Deployment::ZooKeeper(zk) => vec!["--zookeeper".to_owned(), zk.connect_string()],
         };
@@ -104,6 +108,14 @@ impl Deployment {
                     zk.resume()
                 }
                 "ZooKeeper".into()
+            }
+            Deployment::Postgres(server) => {
+                if frozen {
+                    server.pause()
+                } else {
+                    server.resume()
+                }
+                "PostgreSQL".into()
             }
         }
     }
@@ -176,9 +188,10 @@ fn main() {
     let on = match std::env::args().nth(2).as_deref() {
         Some("cluster") => Deployment::Cluster(RedisCluster::start(3, 1)),
         Some("zookeeper") => Deployment::ZooKeeper(ZooKeeper::start()),
+        Some("postgres") => Deployment::Postgres(PgServer::start()),
         None => Deployment::Server(RedisServer::start()),
         Some(other) => {
-            panic!("usage: demo PATH-TO-LEASE-BINARY [cluster|zookeeper], not {other:?}")
+            panic!("usage: demo PATH-TO-LEASE-BINARY [cluster|zookeeper|postgres], not {other:?}")
         }
     };
     match &on {
@@ -195,6 +208,13 @@ fn main() {
         Deployment::ZooKeeper(zk) => say(
             "demo",
             &format!("ZooKeeper started at {}", zk.connect_string()),
+        ),
+        Deployment::Postgres(server) => say(
+            "demo",
+            &format!(
+                "PostgreSQL started at {} (the locks in its schema \"lease\")",
+                server.url()
+            ),
         ),
     }
 

@@ -1,9 +1,11 @@
-//! How the tool reaches Redis: the servers the connection options name (the server also from
-//! `$REDIS_URL`); the client built from them; and the servers named, without their passwords,
-//! in the messages that concern them. The options themselves, as clap defines them, are in
-//! `connect/options.rs`.
+//! How the tool reaches its store: the servers the connection options name (the server also
+//! from `$REDIS_URL`; a `postgres://` URL is a PostgreSQL database, `--zookeeper` an ensemble);
+//! the client built from them; and the servers named, without their passwords, in the messages
+//! that concern them. The options themselves, as clap defines them, are in
+//! `connect/options.rs`; what a PostgreSQL URL goes with, in `connect/postgres.rs`.
 
 mod options;
+mod postgres;
 
 pub use options::Connection;
 
@@ -16,7 +18,12 @@ use redis_lease::Client;
 pub const DEFAULT_URL: &str = "redis://127.0.0.1:6379";
 
 /// Environment variables that carry the tool's secrets: never passed to the command.
-pub const SECRETS: [&str; 3] = ["LEASE_REDIS_URL", "LEASE_REDIS_PASSWORD", "REDIS_URL"];
+pub const SECRETS: [&str; 4] = [
+    "LEASE_REDIS_URL",
+    "LEASE_REDIS_PASSWORD",
+    "REDIS_URL",
+    "LEASE_PG_LISTEN_URL",
+];
 
 /// Where the server's URL came from.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -46,6 +53,7 @@ enum Topology {
     RedLock,
     Sentinel,
     ZooKeeper,
+    Postgres,
 }
 
 /// The servers to connect to, settled from the options and the environment.
@@ -94,7 +102,8 @@ impl Servers {
 
 impl Connection {
     /// The servers, from `--url`, else `$LEASE_REDIS_URL`, else `$REDIS_URL`, else the default;
-    /// a cluster or RedLock masters by `--cluster` or `--redlock`, else by their variables.
+    /// a cluster or RedLock masters by `--cluster` or `--redlock`, else by their variables; a
+    /// PostgreSQL database by a `postgres://` URL.
     pub fn servers(&self, matches: &ArgMatches) -> Result<Servers, Failure> {
         if let Some(hosts) = &self.zookeeper {
             let on_command_line =
@@ -107,6 +116,7 @@ impl Connection {
                     "--zookeeper excludes --url, --cluster, --redlock and --sentinel",
                 ));
             }
+            self.refuse_postgres_options(matches, "ZooKeeper")?;
             log::debug!("zookeeper ensemble {hosts}");
             return Ok(Servers {
                 urls: vec![hosts.clone()],
@@ -139,16 +149,21 @@ impl Connection {
                  holding ',' must be percent-encoded (%2C) or given with --password-file"
             )));
         }
-        let servers = Servers {
-            urls,
-            topology: self.topology(matches)?,
+        let topology = if urls.iter().any(|url| postgres::is_postgres(url)) {
+            self.check_postgres(matches, &urls)?;
+            Topology::Postgres
+        } else {
+            self.refuse_postgres_options(matches, "Redis")?;
+            self.topology(matches)?
         };
+        let servers = Servers { urls, topology };
         let what = match servers.topology {
             Topology::Server => "server",
             Topology::Cluster => "cluster seeds",
             Topology::RedLock => "RedLock masters",
             Topology::Sentinel => "Sentinels",
             Topology::ZooKeeper => "ZooKeeper ensemble",
+            Topology::Postgres => "PostgreSQL database",
         };
         log::debug!("{what} {} (from {source})", servers.shown());
         Ok(servers)
@@ -262,8 +277,9 @@ impl Connection {
                 Client::sentinel(self.sentinel.as_deref().unwrap_or_default(), urls)
             }
             (Topology::ZooKeeper, _) => Client::zookeeper(urls),
+            (Topology::Postgres, [url]) => self.postgres_configured(Client::postgres(url.as_str())),
             (Topology::Server, [url]) => Client::builder(url.as_str()),
-            (Topology::Server, _) => {
+            (Topology::Server | Topology::Postgres, _) => {
                 return Err(Failure::usage(
                     "several URLs need --cluster (seed nodes) or --redlock (masters)",
                 ))

@@ -26,6 +26,11 @@ const TOOL: &[Example] = &[
         "Who holds it, and for how long",
         "lease status nightly-backup",
     ),
+    (
+        "The lock in a PostgreSQL database instead, in its schema \"lease\" (the password in \
+         $LEASE_REDIS_PASSWORD, or a file given by --password-file)",
+        "lease --url postgres://app@db/orders run nightly-backup -- ./backup.sh",
+    ),
 ];
 
 const RUN: &[Example] = &[
@@ -48,6 +53,12 @@ const RUN: &[Example] = &[
     (
         "A shell command, stopped if it still holds the lock after 2 hours",
         "lease run --max-hold 2h nightly -c 'pg_dump app > /backups/app.sql'",
+    ),
+    (
+        "On PostgreSQL through PgBouncer in transaction mode, waiters listening to the database \
+         itself",
+        "lease --url postgres://app@pgbouncer:6432/orders --pg-listen-url postgres://app@db/orders \
+         run nightly -- ./nightly.sh",
     ),
 ];
 

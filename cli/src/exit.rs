@@ -6,11 +6,12 @@ use std::process::ExitCode;
 pub const NOT_ACQUIRED: u8 = 75;
 /// The lease was lost while the command ran; the command was stopped.
 pub const LOST: u8 = 79;
-/// Redis could not be reached, did not answer in time, or said it cannot serve now.
+/// The store (Redis, ZooKeeper, PostgreSQL) could not be reached, did not answer in time, or
+/// said it cannot serve now.
 pub const UNAVAILABLE: u8 = 69;
-/// Redis refused: a wrong password or ACL rule, a database it does not have, a cluster node
-/// given as a server, a full server, a TLS handshake refused, a port that does not speak TLS.
-/// Retrying will not help until a setting changes.
+/// The store refused: a wrong password or ACL rule, a right PostgreSQL's role lacks, a database
+/// it does not have, a cluster node given as a server, a full server, a TLS handshake refused, a
+/// port that does not speak TLS. Retrying will not help until a setting changes.
 pub const REFUSED: u8 = 78;
 /// NAME is another primitive's than the flags say, or a key of it holds something no primitive
 /// can use (another type, a counter that cannot give a token).
@@ -69,7 +70,7 @@ const CODES: [(&str, &str, &[&str]); 12] = [
     ),
     (
         "69",
-        "Redis unavailable: unreachable, no answer within the timeouts, busy, or too few \
+        "the store unavailable: unreachable, no answer within the timeouts, busy, or too few \
          RedLock masters for a quorum",
         STORE,
     ),
@@ -81,8 +82,8 @@ const CODES: [(&str, &str, &[&str]); 12] = [
     ),
     (
         "78",
-        "Redis refused: password, ACL, database index, full server, cluster node, TLS \
-         handshake, a port that does not speak TLS",
+        "the store refused: password, ACL, a PostgreSQL role's rights, database index, full \
+         server, cluster node, TLS handshake, a port that does not speak TLS",
         STORE,
     ),
     (

@@ -1,16 +1,18 @@
-//! What a name is in the store now, told from the library's inspections: whose keys it has (a
-//! lock's, a semaphore's, a read-write lock's) and whether its election has a leader. The
-//! commands use it to say what a name is, and which flag takes it, instead of "free" or "a key
-//! of another type".
+//! What a name is in the store now, told from the library's inspections (each a `LockState`,
+//! whatever the store): whose it is (a lock's, a semaphore's, a read-write lock's), by the
+//! problems each primitive's view finds and the permits a semaphore's declares, and whether its
+//! election has a leader. The commands use it to say what a name is, and which flag takes it,
+//! instead of "free" or "a key of another type".
 //!
 //! A lock and a fair lock are one lock in the store (a fair lock's line aside), so they are one
-//! kind here; an election has keys of its own beside the name's lock, so a name can be both.
+//! kind here; an election is stored apart from the name's lock, so a name can be both.
 
 use crate::exit::Failure;
 use crate::primitive::PrimitiveArgs;
 use redis_lease::{Client, Leader, LockState};
 
-/// The primitive whose keys a name has now.
+/// The primitive a name is now (on Redis, whose keys it has; on PostgreSQL, which primitive's
+/// holds its row took last).
 pub enum Found {
     /// A lock's (plain or fair): its state, held or not.
     Lock(LockState),
@@ -21,7 +23,8 @@ pub enum Found {
         read: Box<LockState>,
         write: Box<LockState>,
     },
-    /// Keys that no primitive can use: the lock's view of them, problems and all.
+    /// What no primitive can use (keys of another type, a counter at its end): the lock's view
+    /// of it, problems and all.
     Unusable(LockState),
 }
 
@@ -91,11 +94,11 @@ pub fn asked(primitive: &PrimitiveArgs) -> &'static str {
     }
 }
 
-/// Whose keys `name` has: the lock's view first, then, if the lock finds keys it cannot use,
-/// a semaphore's and a read-write lock's. A view that finds fewer problems than the lock's
-/// is the one the keys belong to (the problems they share, such as a fencing counter that
-/// is not a number, remain in it). One round trip for a sound lock's name, up to five for
-/// another's.
+/// What `name` is: the lock's view first, then, if the lock finds what it cannot use (another
+/// primitive's keys or holds), a semaphore's and a read-write lock's. A view that finds fewer
+/// problems than the lock's is the one the name belongs to (the problems they share, such as
+/// a fencing counter that is not a number, remain in it). One round trip for a sound lock's
+/// name, up to five for another's.
 pub fn found(client: &Client, name: &str) -> Result<Found, Failure> {
     let as_lock = client.lock(name)?.inspect()?;
     if as_lock.problems.is_empty() {
@@ -121,6 +124,32 @@ pub fn found(client: &Client, name: &str) -> Result<Found, Failure> {
         }
     }
     Ok(Found::Unusable(as_lock))
+}
+
+/// The semaphore `name` is while nothing holds it, where the store keeps a semaphore's permits
+/// apart from its holders (PostgreSQL, whose lock's view of such a name finds nothing wrong):
+/// its permits and its state, if a semaphore's view finds them and no problem. A store whose
+/// semaphore's view gives back the number asked for (ZooKeeper's) stores none this way: asked
+/// for 1 and then for 2, it answers 1 and then 2. `None` where the deployment offers no
+/// semaphore (RedLock).
+pub fn stored_semaphore(client: &Client, name: &str) -> Result<Option<(u32, LockState)>, Failure> {
+    let stored = |asked: u32| -> Result<Option<(u32, LockState)>, Failure> {
+        let Ok(semaphore) = client.semaphore(name, asked) else {
+            return Ok(None);
+        };
+        let state = semaphore.inspect()?;
+        let permits = state.permits.and_then(|n| u32::try_from(n).ok());
+        Ok(permits
+            .filter(|_| state.problems.is_empty())
+            .map(|permits| (permits, state)))
+    };
+    match stored(1)? {
+        Some((1, state)) => Ok(match stored(2)? {
+            Some((2, _)) => None,
+            _ => Some((1, state)),
+        }),
+        found => Ok(found),
+    }
 }
 
 /// The leader of the election `name`, if one leads now; none where the deployment offers no

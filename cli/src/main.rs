@@ -1,5 +1,5 @@
-//! `lease`: run a command while holding a distributed lease on Redis, so that exactly one copy of
-//! a job runs across many hosts; and look at or clear a lock.
+//! `lease`: run a command while holding a distributed lease on Redis, ZooKeeper or PostgreSQL,
+//! so that exactly one copy of a job runs across many hosts; and look at or clear a lock.
 //!
 //! ```text
 //! lease run --wait 10m nightly-backup -- /usr/local/bin/backup --full
@@ -49,7 +49,8 @@ use std::io::{IsTerminal, Write};
 use std::process::ExitCode;
 use std::time::Duration;
 
-/// Run a command while holding a lease on Redis, renewed for as long as the command runs.
+/// Run a command while holding a lease on Redis, ZooKeeper or PostgreSQL, renewed for as long as
+/// the command runs.
 #[derive(Parser)]
 #[command(name = "lease", version, after_help = help::after_help(None))]
 struct Cli {
@@ -135,7 +136,7 @@ pub(crate) const VARIABLES: [(&str, &str); 4] = [
     ),
     (
         "LEASE_REDIS_PASSWORD",
-        "the password, when no password file is given",
+        "the password (Redis's or PostgreSQL's), when no password file is given",
     ),
     (
         logger::FILTER_VARIABLE,

@@ -95,7 +95,9 @@ pub fn status(client: &Client, args: StatusArgs) -> Result<ExitCode, Failure> {
 
 /// The name as the flags ask for it; without flags, as the primitive it is: a semaphore's
 /// keys as a semaphore, a read-write lock's as the side held (the writer's, else the readers'),
-/// and a free lock whose election has a leader as the election.
+/// a free lock whose election has a leader as the election, and a free name whose semaphore
+/// stores permits (on PostgreSQL, where the lock's view of it finds nothing wrong) as the
+/// semaphore.
 fn look(client: &Client, args: &StatusArgs) -> Result<Shown, Failure> {
     if args.election {
         let state = client.election(&args.name)?.inspect()?;
@@ -128,6 +130,9 @@ fn look(client: &Client, args: &StatusArgs) -> Result<Shown, Failure> {
             if led.is_held() {
                 return Ok(shown(led, None, "election"));
             }
+        }
+        if let Some((permits, state)) = identity::stored_semaphore(client, &args.name)? {
+            return Ok(shown(state, Some(permits), "semaphore"));
         }
     }
     Ok(shown(state, asked.permits, asked.noun()))

@@ -79,6 +79,17 @@ fn status_names_the_holding_session_and_unlock_force_clears_it() {
     // The holder learns its hold is gone and stops its command.
     let done = finish(holder, Duration::from_secs(20));
     assert_ne!(done.status.code(), Some(0), "{done:?}");
+    // Free again, and a lock's: a semaphore's view of it gives back the permits asked for,
+    // which no semaphore stored.
+    let ran = output(lease(&zk).args(["run", "report", "--", "true"]));
+    assert_eq!(ran.status.code(), Some(0), "{}", stderr_of(&ran));
+    let free = output(lease(&zk).args(["status", "report"]));
+    let text = stdout_of(&free);
+    assert_eq!(free.status.code(), Some(1), "{text}{}", stderr_of(&free));
+    assert!(
+        text.contains("is free") && !text.contains("semaphore"),
+        "{text}"
+    );
 }
 
 #[test]

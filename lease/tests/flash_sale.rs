@@ -1,6 +1,7 @@
 //! The flash sale example, run small: every sale (the lock, the two database-only ones, and the
 //! holder frozen past its lease) sells the whole stock and nothing more, and the frozen holder's
-//! late write is refused by the fencing check.
+//! late write is refused by the fencing check: with the stock in SQLite and the lock on Redis,
+//! and (built with the `postgres` feature) with the stock and the lock in one PostgreSQL.
 //!
 //! The example's code is compiled into this test (no harness): run with `FLASH_SALE_AS_EXAMPLE`
 //! set, the binary is the example, so the test re-executes itself as the example's coordinator,
@@ -20,18 +21,33 @@ fn main() -> ExitCode {
         return example::main();
     }
     print!("test flash_sale_sells_the_stock_and_no_more_and_fences_the_frozen_holder ... ");
-    flash_sale_sells_the_stock_and_no_more_and_fences_the_frozen_holder();
+    sells_the_stock_and_no_more_and_fences_the_frozen_holder(
+        &[],
+        "stock in SQLite (WAL), lease 300 ms, lock on Redis at redis://",
+    );
     println!("ok");
+    #[cfg(feature = "postgres")]
+    {
+        print!("test flash_sale_with_the_stock_and_the_lock_in_one_postgresql ... ");
+        sells_the_stock_and_no_more_and_fences_the_frozen_holder(
+            &["--db", "postgres", "--lock", "postgres"],
+            "lease 300 ms, lock in the stock's PostgreSQL,",
+        );
+        println!("ok");
+    }
     ExitCode::SUCCESS
 }
 
-fn flash_sale_sells_the_stock_and_no_more_and_fences_the_frozen_holder() {
+/// Runs the example small, with `args` after the common ones, and checks its sales and that its
+/// first line, which says where the stock and the lock are, has `placed` in it.
+fn sells_the_stock_and_no_more_and_fences_the_frozen_holder(args: &[&str], placed: &str) {
     let this = std::env::current_exe().expect("the test's own path");
     let output = Command::new(this)
         .env(AS_EXAMPLE, "1")
         .env_remove("REDIS_URL")
         .args(["--stock", "20", "--procs", "2", "--threads", "3"])
         .args(["--lease-ms", "300"])
+        .args(args)
         .output()
         .expect("the example runs");
     let stdout = String::from_utf8_lossy(&output.stdout);
@@ -40,6 +56,13 @@ fn flash_sale_sells_the_stock_and_no_more_and_fences_the_frozen_holder() {
         output.status.success(),
         "exit status {}\nstdout:\n{stdout}\nstderr:\n{stderr}",
         output.status
+    );
+    assert!(
+        stdout
+            .lines()
+            .next()
+            .is_some_and(|line| line.contains(placed)),
+        "no {placed:?} in its first line:\n{stdout}"
     );
     assert_eq!(
         stdout.lines().last(),

@@ -22,9 +22,10 @@ pub const LEASE_FLOOR: Duration = Duration::from_millis(300);
 #[derive(Args)]
 #[command(next_help_heading = "Connection options (every command)")]
 pub struct Connection {
-    /// The Redis server: redis://[user[:password]@]host[:port][/db], rediss://... (TLS) or
+    /// The server: redis://[user[:password]@]host[:port][/db], rediss://... (TLS) or
     /// redis+unix:///path; several, comma-separated or repeated, with --cluster, --redlock or
-    /// --sentinel
+    /// --sentinel. Or a PostgreSQL database, which then holds the locks:
+    /// postgres://[user[:password]@]host[:port]/db (or postgresql://; ?sslmode=require for TLS)
     /// [default: $REDIS_URL, else redis://127.0.0.1:6379]
     #[arg(
         long,
@@ -74,6 +75,27 @@ pub struct Connection {
         hide_env_values = true
     )]
     pub(super) zookeeper: Option<String>,
+    /// On PostgreSQL: the schema that holds the locks' tables and functions, made at the first
+    /// use if the user may create it [default: lease]
+    #[arg(
+        long,
+        global = true,
+        value_name = "SCHEMA",
+        env = "LEASE_PG_SCHEMA",
+        hide_env_values = true
+    )]
+    pub(super) pg_schema: Option<String>,
+    /// On PostgreSQL behind a pooler in transaction mode (PgBouncer): the database's own
+    /// postgres:// URL, for the one connection that listens for releases (LISTEN), which such
+    /// a pooler cannot carry
+    #[arg(
+        long,
+        global = true,
+        value_name = "URL",
+        env = "LEASE_PG_LISTEN_URL",
+        hide_env_values = true
+    )]
+    pub(super) pg_listen_url: Option<String>,
     /// Count an acquisition, renewal or release only once this many replicas have it (WAIT),
     /// within half the command timeout; an acquisition they do not acknowledge is undone
     #[arg(
@@ -84,7 +106,8 @@ pub struct Connection {
         hide_env_values = true
     )]
     pub(super) replica_acks: Option<usize>,
-    /// A PEM file of CA certificates to trust for rediss:// servers, beside the system's
+    /// A PEM file of CA certificates to trust for rediss:// servers, and for PostgreSQL's TLS
+    /// (then required), beside the system's
     #[arg(
         long,
         global = true,
@@ -93,8 +116,8 @@ pub struct Connection {
         hide_env_values = true
     )]
     pub(super) tls_ca_file: Option<PathBuf>,
-    /// A PEM file of the client certificate (and its chain) to present to rediss:// servers
-    /// that ask for one; with --tls-key
+    /// A PEM file of the client certificate (and its chain) to present to TLS servers that
+    /// ask for one; with --tls-key
     #[arg(
         long,
         global = true,
@@ -155,8 +178,8 @@ pub struct Connection {
         hide_env_values = true
     )]
     pub(super) connect_timeout: Setting,
-    /// How long one call to Redis may take in all, connecting included; on --redlock, the time
-    /// each call gives the masters to answer
+    /// How long one call to the server may take in all, connecting included; on --redlock, the
+    /// time each call gives the masters to answer
     #[arg(
         long,
         global = true,

@@ -5,10 +5,10 @@
 //! Four sales run one after the other, each on a fresh stock:
 //!
 //! 1. **redis-lease lock**: each purchase takes the lock on the item (one thread per process
-//!    contends in Redis, the others queue in the process), raises the stock's fence to the hold's
-//!    fencing token and reads what is left, then writes `left = seen - 1` and the order in one
-//!    transaction whose `UPDATE ... WHERE item = ? AND left > 0 AND fence <= ?token` refuses a
-//!    token lower than one that already wrote;
+//!    contends in the lock's store, the others queue in the process), raises the stock's fence
+//!    to the hold's fencing token and reads what is left, then writes `left = seen - 1` and the
+//!    order in one transaction whose `UPDATE ... WHERE item = ? AND left > 0 AND fence <=
+//!    ?token` refuses a token lower than one that already wrote;
 //! 2. **optimistic** (database only): `UPDATE ... SET left = left - 1, version = version + 1
 //!    WHERE item = ? AND version = ?old`, read again and retried when another buyer got there first;
 //! 3. **pessimistic** (database only): `BEGIN IMMEDIATE`, SQLite's way of taking the write lock
@@ -21,23 +21,28 @@
 //!    refused by the fencing check.
 //!
 //! It prints each sale's figures side by side and ends with `oversold: N`, the items sold beyond
-//! the stock over all sales (exit status 1 if not 0). Against `REDIS_URL` if set, else a throwaway
-//! redis-server on a free port.
+//! the stock over all sales (exit status 1 if not 0). The lock is on Redis at `REDIS_URL` if set,
+//! else on a throwaway redis-server on a free port; with `--lock postgres`, in the PostgreSQL
+//! database that holds the stock (its schema `lease`), so that the sale needs no Redis at all.
 //!
 //! `cargo run --release -p redis-lease --example flash_sale -- [--stock 100] [--procs 4]
 //! [--threads 8] [--lease-ms 400] [--only lock,optimistic,pessimistic,frozen] [--unfenced]
-//! [--db sqlite|postgres|postgres://URL]`
+//! [--db sqlite|postgres|postgres://URL] [--lock redis|postgres]`
 //!
 //! `--unfenced` drops the fencing check from the lock sales, to show what it prevents. `--db
 //! postgres` starts a throwaway PostgreSQL server (Debian's `postgresql` package); a
 //! `postgres://` URL names an existing database, whose `stock` and `orders` tables are dropped
-//! and made afresh.
+//! and made afresh. `--lock postgres` needs one of them, and the crate's `postgres` feature
+//! (`cargo run --release -p redis-lease --features postgres --example flash_sale -- --db
+//! postgres --lock postgres`).
 #![allow(clippy::print_stdout, clippy::print_stderr)]
 
+mod lock_store;
 mod sale;
 mod store;
 mod worker;
 
+use lock_store::LockStore;
 use sale::{Plan, Report};
 use std::process::ExitCode;
 use std::time::Duration;
@@ -143,7 +148,7 @@ fn run_worker(args: Args) -> Result<ExitCode> {
     worker::run(worker::WorkerArgs {
         strategy: Strategy::parse(args.text("strategy").ok_or("--strategy is needed")?)?,
         db: Database::parse(args.text("db").ok_or("--db is needed")?)?,
-        redis: args.text("redis").map(str::to_owned),
+        lock_at: args.text("lock-at").map(str::to_owned),
         threads: args.number("threads", 1)?,
         lease: Duration::from_millis(args.number("lease-ms", 400)?),
         id: args.number("id", 0)?,
@@ -163,21 +168,9 @@ fn run_sales(args: Args) -> Result<ExitCode> {
             return Err(format!("--only: unknown sale {sale:?}").into());
         }
     }
+    let lock_store = LockStore::parse(args.text("lock").unwrap_or("redis"))?;
     let dir = tempfile::tempdir().map_err(|e| format!("cannot make a temporary dir: {e}"))?;
-    let needs_redis = sales.iter().any(|s| *s == "lock" || *s == "frozen");
-    // Kept alive (and killed on drop) until the sales are over.
-    let mut server = None;
-    let redis = match std::env::var("REDIS_URL") {
-        Ok(url) => Some(url),
-        Err(_) if needs_redis => {
-            let started = testkit::RedisServer::start();
-            let url = started.url();
-            server = Some(started);
-            Some(url)
-        }
-        Err(_) => None,
-    };
-    // Kept alive (and stopped on drop) until the sales are over, as the Redis server.
+    // Kept alive (and stopped on drop) until the sales are over, as the Redis server below.
     let mut pg_server = None;
     let postgres = match args.text("db").unwrap_or("sqlite") {
         "sqlite" => None,
@@ -201,11 +194,30 @@ fn run_sales(args: Args) -> Result<ExitCode> {
             )
         }
     };
+    let needs_lock = sales.iter().any(|s| *s == "lock" || *s == "frozen");
+    // Kept alive (and killed on drop) until the sales are over.
+    let mut server = None;
+    let lock_at = match (lock_store, needs_lock) {
+        (_, false) => None,
+        (LockStore::Postgres, true) => Some(postgres.clone().ok_or(
+            "--lock postgres takes the lock in the stock's database: it needs --db postgres or \
+             a postgres:// URL",
+        )?),
+        (LockStore::Redis, true) => match std::env::var("REDIS_URL") {
+            Ok(url) => Some(url),
+            Err(_) => {
+                let started = testkit::RedisServer::start();
+                let url = started.url();
+                server = Some(started);
+                Some(url)
+            }
+        },
+    };
     let plan = Plan {
         postgres,
         exe: std::env::current_exe().map_err(|e| format!("cannot find this program: {e}"))?,
         dir: dir.path().to_owned(),
-        redis,
+        lock_at,
         stock: args.number("stock", 100)?,
         procs: args.number("procs", 4)?,
         threads: args.number("threads", 8)?,
@@ -216,7 +228,7 @@ fn run_sales(args: Args) -> Result<ExitCode> {
         return Err("needs --procs 2 or more, --threads 1 or more, --stock 1 or more".into());
     }
     println!(
-        "flash sale: {} items, {} processes x {} threads, stock in {}, lease {} ms, Redis at {}, \
+        "flash sale: {} items, {} processes x {} threads, stock in {}, lease {} ms, lock {}, \
          fencing check {}",
         plan.stock,
         plan.procs,
@@ -227,7 +239,11 @@ fn run_sales(args: Args) -> Result<ExitCode> {
             (Some(url), None) => format!("PostgreSQL at {url}"),
         },
         plan.lease.as_millis(),
-        plan.redis.as_deref().unwrap_or("(not needed)"),
+        match (&plan.lock_at, lock_store) {
+            (None, _) => "(not needed)".to_owned(),
+            (Some(_), LockStore::Postgres) => "in the stock's PostgreSQL".to_owned(),
+            (Some(url), LockStore::Redis) => format!("on Redis at {url}"),
+        },
         if plan.fenced { "on" } else { "OFF" },
     );
 

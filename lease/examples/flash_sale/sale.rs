@@ -21,7 +21,9 @@ pub struct Plan {
     pub dir: PathBuf,
     /// The PostgreSQL database to sell from, if not an SQLite file per sale in `dir`.
     pub postgres: Option<String>,
-    pub redis: Option<String>,
+    /// Where the lock lives (a Redis server's or a PostgreSQL database's URL), if a sale takes
+    /// it.
+    pub lock_at: Option<String>,
     pub stock: i64,
     pub procs: usize,
     pub threads: usize,
@@ -92,8 +94,8 @@ impl Workers {
                 .args(["--threads", &plan.threads.to_string()])
                 .args(["--lease-ms", &plan.lease.as_millis().to_string()])
                 .args(["--id", &id.to_string()]);
-            if let Some(url) = &plan.redis {
-                command.args(["--redis", url]);
+            if let Some(url) = &plan.lock_at {
+                command.args(["--lock-at", url]);
             }
             if freeze && id == 0 {
                 command.arg("--freeze");

@@ -9,7 +9,7 @@
 
 use super::store::{Conn, Database, Outcome, Result};
 use super::Strategy;
-use redis_lease::{Client, LeaseGuard, Lock};
+use redis_lease::{LeaseGuard, Lock};
 use std::io::{BufRead, Write};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
@@ -26,7 +26,8 @@ const LOCK_WAIT: Duration = Duration::from_secs(60);
 pub struct WorkerArgs {
     pub strategy: Strategy,
     pub db: Database,
-    pub redis: Option<String>,
+    /// The lock's store: a Redis server's URL or a PostgreSQL database's.
+    pub lock_at: Option<String>,
     pub threads: usize,
     pub lease: Duration,
     pub id: usize,
@@ -71,13 +72,10 @@ pub fn run(args: WorkerArgs) -> Result<()> {
     let lock = match args.strategy {
         Strategy::Lock => {
             let url = args
-                .redis
-                .clone()
-                .ok_or("a worker of the lock strategy needs --redis")?;
-            let client = Client::builder(url.as_str())
-                .default_lease(args.lease)
-                .build()
-                .map_err(|e| format!("cannot connect to Redis at {url}: {e}"))?;
+                .lock_at
+                .as_deref()
+                .ok_or("a worker of the lock strategy needs --lock-at")?;
+            let client = super::lock_store::client(url, args.lease)?;
             Some(client.lock(LOCK_NAME)?)
         }
         Strategy::Optimistic | Strategy::Pessimistic => None,
