@@ -175,6 +175,17 @@ fn a_wrong_password_is_refused_and_a_closed_port_is_unavailable() {
     assert_eq!(refused.status.code(), Some(REFUSED), "{said}");
     assert!(said.contains("postgres at postgres://"), "{said}");
     assert!(!said.contains("not-the-password"), "{said}");
+    // A database or a role that does not exist is refused too: no retry mends it.
+    let no_database = format!(
+        "postgres://{}:{}@127.0.0.1:{}/no_such_db",
+        PgServer::SCRAM_USER,
+        PgServer::SCRAM_PASSWORD,
+        server.port()
+    );
+    for url in [no_database, server.url_for("no_such_role", "x")] {
+        let done = output(lease(&url).args(["status", "job"]));
+        assert_eq!(done.status.code(), Some(REFUSED), "{}", stderr_of(&done));
+    }
     let closed = format!("postgres://app:secret@127.0.0.1:{}/app", closed_port());
     let unavailable = output(lease(&closed).args(["status", "job"]));
     let said = stderr_of(&unavailable);
