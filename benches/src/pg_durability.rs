@@ -1,0 +1,426 @@
+//! What durability costs the PostgreSQL store, and what a crash of the server does to its holds
+//! and tokens, measured.
+//!
+//! - `commits`: a one-row `UPDATE` committed with `synchronous_commit` on and off (one
+//!   connection, then 8), and the store's lock + unlock as it ships (its functions commit
+//!   synchronously whatever the session says) beside the same functions made to commit
+//!   asynchronously (a copy of the schema, `lease_async`, whose `enter` and `renew` set the
+//!   setting off instead: a variant made here to be measured, not something the store offers).
+//! - `crash`: 4 threads of one client take and release locks on 8 names each in a loop, and every
+//!   8th turn keep a hold on a name of its own; meanwhile the server is crashed (an immediate
+//!   shutdown, SIGQUIT: no checkpoint, the WAL replayed at the next start; or SIGKILL of the
+//!   postmaster alone: its processes carry on until they notice) and started again at once. Every
+//!   acquisition the client acknowledged is recorded with its token and time. After the restart:
+//!   per name, whether a token acknowledged after the crash went back to or below one
+//!   acknowledged before it, and which acknowledged holds are still rows of the store. Run on the
+//!   store as it ships and on the asynchronous copy.
+
+use crate::pg_floors::{timed, Measured};
+use crate::pg_server::{self, connect, run, soon, Counts};
+use parking_lot::Mutex;
+use postgres_blocking::Connection;
+use redis_lease::{Client, LeaseGuard};
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::thread;
+use std::time::{Duration, Instant};
+use testkit::{PgServer, Shutdown};
+
+/// The store's schema as it ships, and the asynchronous copy.
+const SHIPPED: &str = "lease";
+const ASYNC: &str = "lease_async";
+
+/// A client of the store in `schema`.
+fn client(url: &str, schema: &str) -> Client {
+    Client::postgres(url)
+        .postgres_schema(schema)
+        .default_lease(Duration::from_secs(10))
+        .command_timeout(Duration::from_millis(500))
+        .build()
+        .expect("valid settings")
+}
+
+/// Makes the store's schema `schema` (by a client's first call) and, for [`ASYNC`], rewrites
+/// its functions that force synchronous commits to turn them off instead.
+fn install(url: &str, conn: &mut Connection, schema: &str) {
+    client(url, schema).ping().expect("the store answers");
+    if schema != ASYNC {
+        return;
+    }
+    for function in ["enter(text)", "renew(text[], text[], bigint[])"] {
+        let sql = format!("SELECT pg_get_functiondef('{schema}.{function}'::regprocedure)");
+        let text = conn
+            .query_one(&sql, &[], soon())
+            .and_then(|row| row.get::<String>(0))
+            .expect("a function's definition");
+        let forced = "set_config('synchronous_commit', 'on', true)";
+        assert!(
+            text.contains(forced),
+            "{function} forces synchronous commits"
+        );
+        run(
+            conn,
+            &text.replace(forced, "set_config('synchronous_commit', 'off', true)"),
+        );
+    }
+}
+
+/// One row of `commits`.
+pub struct CommitRow {
+    pub what: &'static str,
+    pub threads: usize,
+    pub measured: Measured,
+    pub counts: Counts,
+}
+
+/// `commits`: the cost of a commit, on and off, each `run_for`.
+pub fn commits(run_for: Duration) -> Vec<CommitRow> {
+    let server = pg_server::start(&[]);
+    let url = server.url();
+    let mut stats = connect(&url);
+    run(
+        &mut stats,
+        "CREATE TABLE counter (id int PRIMARY KEY, n bigint NOT NULL); \
+         INSERT INTO counter SELECT g, 0 FROM generate_series(0, 63) g",
+    );
+    for schema in [SHIPPED, ASYNC] {
+        install(&url, &mut stats, schema);
+    }
+    let mut rows = Vec::new();
+    for threads in [1, 8] {
+        for setting in ["on", "off"] {
+            let (measured, counts) = counted(&mut stats, SHIPPED, || {
+                let url = url.clone();
+                let sql = format!("SET synchronous_commit = {setting}");
+                timed(
+                    threads,
+                    run_for,
+                    move |n| {
+                        let mut conn = connect(&url);
+                        run(&mut conn, &sql);
+                        (conn, n.to_string())
+                    },
+                    |(conn, id), _| {
+                        conn.execute(
+                            "UPDATE counter SET n = n + 1 WHERE id = $1::int",
+                            &[Some(id)],
+                            soon(),
+                        )
+                        .expect("update");
+                    },
+                )
+            });
+            rows.push(CommitRow {
+                what: if setting == "on" {
+                    "one-row `UPDATE`, `synchronous_commit = on`"
+                } else {
+                    "one-row `UPDATE`, `synchronous_commit = off`"
+                },
+                threads,
+                measured,
+                counts,
+            });
+        }
+        for schema in [SHIPPED, ASYNC] {
+            let (measured, counts) = counted(&mut stats, schema, || {
+                let client = client(&url, schema);
+                let measured = timed(
+                    threads,
+                    run_for,
+                    |n| client.lock(&format!("commits:{n}")).expect("valid name"),
+                    |lock, _| {
+                        lock.lock().expect("acquired").unlock().expect("released");
+                    },
+                );
+                drop(client);
+                measured
+            });
+            let what = if schema == SHIPPED {
+                "the store's lock + unlock, as it ships (on)"
+            } else {
+                "the same functions committing with `synchronous_commit` off"
+            };
+            rows.push(CommitRow {
+                what,
+                threads,
+                measured,
+                counts,
+            });
+        }
+    }
+    rows
+}
+
+fn counted(
+    stats: &mut Connection,
+    schema: &str,
+    work: impl FnOnce() -> Measured,
+) -> (Measured, Counts) {
+    pg_server::wait_alone(stats);
+    let before = Counts::now(stats, schema);
+    let measured = work();
+    pg_server::wait_alone(stats);
+    let after = Counts::now(stats, schema);
+    (measured, after.per(before, measured.total as f64))
+}
+
+/// How the server is crashed.
+#[derive(Clone, Copy, Debug)]
+pub enum Crash {
+    /// `pg_ctl stop -m immediate`: SIGQUIT to the postmaster, every process exits at once.
+    Immediate,
+    /// SIGKILL to the postmaster alone.
+    KillPostmaster,
+}
+
+/// One acquisition the client acknowledged.
+#[derive(Clone, Debug)]
+struct Acked {
+    name: String,
+    token: u64,
+    at: Instant,
+}
+
+/// What the load recorded.
+#[derive(Default)]
+struct Record {
+    acked: Vec<Acked>,
+    /// Holds kept, with their acknowledgement.
+    kept: Vec<(Acked, LeaseGuard)>,
+    failed_calls: u64,
+}
+
+/// What one crash trial found.
+pub struct Trial {
+    /// Whether the store's functions committed synchronously (as it ships).
+    pub synchronous: bool,
+    pub how: Crash,
+    /// Acquisitions acknowledged, all and before the crash.
+    pub acked: usize,
+    pub acked_before: usize,
+    /// Names whose first token acknowledged after the crash was not above every token
+    /// acknowledged before it.
+    pub tokens_back: usize,
+    /// Holds kept that were acknowledged before the crash, and of them those still rows after.
+    pub kept: usize,
+    pub kept_rows: usize,
+    /// How long before the crash the earliest acknowledgement that was lost (a token handed out
+    /// again, a kept hold gone) came.
+    pub lost_window: Option<Duration>,
+    /// From the crash to the server answering again.
+    pub down: Duration,
+    pub failed_calls: u64,
+}
+
+/// `crash`: the crash trials, each crash after `before` of load, `rounds` of each kind.
+pub fn crash(before: Duration, rounds: usize) -> Vec<Trial> {
+    let mut trials = Vec::new();
+    for schema in [SHIPPED, ASYNC] {
+        for how in [Crash::Immediate, Crash::KillPostmaster] {
+            for _ in 0..rounds {
+                trials.push(trial(schema, how, before));
+            }
+        }
+    }
+    trials
+}
+
+/// One crash trial on a server of its own.
+fn trial(schema: &str, how: Crash, before: Duration) -> Trial {
+    let mut server = pg_server::start(&[]);
+    let url = server.url();
+    let mut conn = connect(&url);
+    install(&url, &mut conn, schema);
+    drop(conn);
+    let client = client(&url, schema);
+    let record = Arc::new(Mutex::new(Record::default()));
+    let stop = Arc::new(AtomicBool::new(false));
+    let workers: Vec<_> = (0..4)
+        .map(|t| {
+            let (client, record, stop) = (client.clone(), record.clone(), stop.clone());
+            thread::spawn(move || load(t, &client, &record, &stop))
+        })
+        .collect();
+    thread::sleep(before);
+    let crashed = Instant::now();
+    crash_server(&mut server, how);
+    let down = crashed.elapsed();
+    // The load goes on a while after the restart, on the names it used before.
+    thread::sleep(before.max(Duration::from_secs(1)));
+    stop.store(true, Ordering::Relaxed);
+    for worker in workers {
+        worker.join().expect("no panic");
+    }
+    let record = std::mem::take(&mut *record.lock());
+    let mut conn = connect(&url);
+    let rows: Vec<(String, u64)> = conn
+        .query(
+            &format!("SELECT key, token FROM {schema}.holds WHERE expires > clock_timestamp()"),
+            &[],
+            soon(),
+        )
+        .expect("the holds")
+        .iter()
+        .map(|row| {
+            (
+                row.get("key").expect("key"),
+                row.get("token").expect("token"),
+            )
+        })
+        .collect();
+    // Per name: the highest token acknowledged before the crash (and when), and the first
+    // acknowledged after it, which must be higher.
+    let mut before_crash: HashMap<&str, (u64, Instant)> = HashMap::new();
+    let mut after_crash: HashMap<&str, u64> = HashMap::new();
+    let mut ordered: Vec<&Acked> = record.acked.iter().collect();
+    ordered.sort_by_key(|acked| acked.at);
+    for acked in &ordered {
+        if acked.at < crashed {
+            before_crash.insert(&acked.name, (acked.token, acked.at));
+        } else {
+            after_crash.entry(&acked.name).or_insert(acked.token);
+        }
+    }
+    let mut lost_at: Vec<Instant> = Vec::new();
+    let mut tokens_back = 0;
+    for (name, first_after) in &after_crash {
+        if let Some(&(highest, _)) = before_crash.get(name) {
+            if *first_after <= highest {
+                tokens_back += 1;
+                // The earliest acknowledgement whose token was handed out again.
+                if let Some(acked) = ordered.iter().find(|acked| {
+                    acked.name == *name && acked.at < crashed && acked.token >= *first_after
+                }) {
+                    lost_at.push(acked.at);
+                }
+            }
+        }
+    }
+    let kept_before: Vec<&Acked> = record
+        .kept
+        .iter()
+        .map(|(acked, _)| acked)
+        .filter(|acked| acked.at < crashed)
+        .collect();
+    let mut kept_rows = 0;
+    for acked in &kept_before {
+        let key = format!("{{{}}}", acked.name);
+        if rows
+            .iter()
+            .any(|(k, token)| *k == key && *token == acked.token)
+        {
+            kept_rows += 1;
+        } else {
+            lost_at.push(acked.at);
+        }
+    }
+    let trial = Trial {
+        synchronous: schema == SHIPPED,
+        how,
+        acked: ordered.len(),
+        acked_before: ordered.iter().filter(|acked| acked.at < crashed).count(),
+        tokens_back,
+        kept: kept_before.len(),
+        kept_rows,
+        lost_window: lost_at.iter().min().map(|at| crashed.duration_since(*at)),
+        down,
+        failed_calls: record.failed_calls,
+    };
+    drop(record);
+    drop(client);
+    drop(server);
+    trial
+}
+
+/// A load thread: locks on 8 names in turn, each taken and released, and every 8th turn a
+/// hold kept on a name of its own; every acquisition acknowledged is recorded.
+fn load(t: usize, client: &Client, record: &Mutex<Record>, stop: &AtomicBool) {
+    let mut turn = 0u64;
+    while !stop.load(Ordering::Relaxed) {
+        turn += 1;
+        let keep = turn.is_multiple_of(8);
+        let name = if keep {
+            format!("kept:{t}:{turn}")
+        } else {
+            format!("cycled:{t}:{}", turn % 8)
+        };
+        let lock = client.lock(&name).expect("valid name");
+        match lock.try_lock_for(Duration::from_millis(500)) {
+            Ok(Some(guard)) => {
+                let acked = Acked {
+                    name,
+                    token: guard.fencing_token().expect("a token"),
+                    at: Instant::now(),
+                };
+                let mut recorded = record.lock();
+                recorded.acked.push(acked.clone());
+                if keep {
+                    recorded.kept.push((acked, guard));
+                } else {
+                    drop(recorded);
+                    if guard.unlock().is_err() {
+                        record.lock().failed_calls += 1;
+                    }
+                }
+            }
+            Ok(None) => {}
+            Err(_) => {
+                record.lock().failed_calls += 1;
+                thread::sleep(Duration::from_millis(10));
+            }
+        }
+    }
+}
+
+/// Crashes `server` as `how` says and starts it again, once every process of the old one is
+/// gone (a backend of a killed postmaster lives until it notices).
+fn crash_server(server: &mut PgServer, how: Crash) {
+    match how {
+        Crash::Immediate => server.stop(Shutdown::Immediate),
+        Crash::KillPostmaster => {
+            let pid = server.pid().expect("a running server");
+            let children = children(pid);
+            signal("-KILL", pid);
+            // Reaps the postmaster (the signal testkit sends a dead process is lost).
+            server.stop(Shutdown::Immediate);
+            let until = Instant::now() + Duration::from_secs(30);
+            while children.iter().any(|child| alive(*child)) && Instant::now() < until {
+                thread::sleep(Duration::from_millis(5));
+            }
+        }
+    }
+    server.start_again();
+}
+
+/// Sends `signal` (such as `-KILL`) to `pid`.
+fn signal(signal: &str, pid: u32) {
+    let _ = std::process::Command::new("kill")
+        .args([signal, &pid.to_string()])
+        .status();
+}
+
+/// Whether process `pid` still runs (a zombie does not).
+fn alive(pid: u32) -> bool {
+    std::fs::read_to_string(format!("/proc/{pid}/stat")).is_ok_and(|stat| {
+        stat.rfind(')')
+            .and_then(|end| stat[end + 1..].split_whitespace().next())
+            .is_some_and(|state| state != "Z")
+    })
+}
+
+/// The processes whose parent is `pid`.
+fn children(pid: u32) -> Vec<u32> {
+    let Ok(entries) = std::fs::read_dir("/proc") else {
+        return Vec::new();
+    };
+    entries
+        .filter_map(|entry| {
+            let child: u32 = entry.ok()?.file_name().to_str()?.parse().ok()?;
+            let stat = std::fs::read_to_string(format!("/proc/{child}/stat")).ok()?;
+            let after = &stat[stat.rfind(')')? + 1..];
+            let parent: u32 = after.split_whitespace().nth(1)?.parse().ok()?;
+            (parent == pid).then_some(child)
+        })
+        .collect()
+}
