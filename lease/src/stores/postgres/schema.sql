@@ -5,8 +5,13 @@
 -- it). Every function takes the name's row lock first: the calls on one name run one at a time,
 -- and each sees what the one before it committed. Expiries are set and judged by the database's
 -- clock (clock_timestamp()), never the client's; an expired hold is taken over lazily, so no
--- reaper runs anywhere. Commits are synchronous whatever the server's setting: a hold or a token
--- the server acknowledged survives its crash.
+-- reaper runs anywhere. Commits are synchronous whatever the server's setting (`enter` and
+-- `renew` say so): a hold, a renewal or a token the server acknowledged survives its crash. Two
+-- kinds of call write nothing a crash may take back without harm and commit without waiting for
+-- the WAL's flush: a release that frees (lost, its hold comes back and lapses with its lease,
+-- which nobody renews; any later synchronous commit flushes it first), and an acquisition that
+-- finds the name busy and reserves nothing (a waiter's mark or the flag that makes the next
+-- release announce: lost, waiters look again by themselves).
 CREATE SCHEMA IF NOT EXISTS @schema@;
 
 -- One row per name ever used: its fencing counter (the last token handed out, which only rises),
@@ -228,6 +233,10 @@ BEGIN
                 v_now + p_mark_ms * interval '1 ms')
             ON CONFLICT (key, what, owner) DO UPDATE SET lapses = excluded.lapses;
     END IF;
+    IF reserved_first IS NULL THEN
+        -- Busy, and no token handed out (see the top of this file).
+        PERFORM set_config('synchronous_commit', 'off', true);
+    END IF;
     SELECT min(expires) INTO lapse FROM @schema@.holds WHERE key = p_key;
     IF lapse IS NULL THEN
         -- Free, but another's turn in a fair line: until that waiter's mark lapses.
@@ -255,6 +264,10 @@ DECLARE
     top bigint;
 BEGIN
     n := @schema@.enter(p_key);
+    IF p_grant_owner = '' THEN
+        -- Frees, or changes nothing a crash must keep (see the top of this file).
+        PERFORM set_config('synchronous_commit', 'off', true);
+    END IF;
     SELECT * INTO h FROM @schema@.holds WHERE key = p_key AND hold = p_hold AND owner = p_owner;
     IF NOT FOUND THEN
         IF EXISTS (SELECT 1 FROM @schema@.ended WHERE key = p_key AND id = p_id) THEN
@@ -337,6 +350,8 @@ BEGIN
         WHERE key = p_key AND owner = p_owner AND p_id = ANY (acquisitions);
     IF FOUND THEN
         PERFORM @schema@.release(p_key, p_owner, h.hold, p_id, p_election, '', '', 0, 0);
+        -- An undoing is kept whatever the release it ran chose.
+        PERFORM set_config('synchronous_commit', 'on', true);
     ELSE
         INSERT INTO @schema@.ended VALUES (p_key, p_id, 'undone', clock_timestamp())
             ON CONFLICT (key, id) DO NOTHING;
