@@ -188,6 +188,8 @@ struct Record {
     acked: Vec<Acked>,
     /// Holds kept, with their acknowledgement.
     kept: Vec<(Acked, LeaseGuard)>,
+    /// Holds released, with the release's acknowledgement.
+    released: Vec<Acked>,
     failed_calls: u64,
 }
 
@@ -205,6 +207,10 @@ pub struct Trial {
     /// Holds kept that were acknowledged before the crash, and of them those still rows after.
     pub kept: usize,
     pub kept_rows: usize,
+    /// Holds whose release was acknowledged before the crash, and of them those back as rows
+    /// after it (they lapse with their lease).
+    pub released: usize,
+    pub released_back: usize,
     /// How long before the crash the earliest acknowledgement that was lost (a token handed out
     /// again, a kept hold gone) came.
     pub lost_window: Option<Duration>,
@@ -246,13 +252,7 @@ fn trial(schema: &str, how: Crash, before: Duration) -> Trial {
     let crashed = Instant::now();
     crash_server(&mut server, how);
     let down = crashed.elapsed();
-    // The load goes on a while after the restart, on the names it used before.
-    thread::sleep(before.max(Duration::from_secs(1)));
-    stop.store(true, Ordering::Relaxed);
-    for worker in workers {
-        worker.join().expect("no panic");
-    }
-    let record = std::mem::take(&mut *record.lock());
+    // The holds as the restarted server has them, before the load takes any more.
     let mut conn = connect(&url);
     let rows: Vec<(String, u64)> = conn
         .query(
@@ -269,6 +269,24 @@ fn trial(schema: &str, how: Crash, before: Duration) -> Trial {
             )
         })
         .collect();
+    // The load goes on a while after the restart, on the names it used before.
+    thread::sleep(before.max(Duration::from_secs(1)));
+    stop.store(true, Ordering::Relaxed);
+    for worker in workers {
+        worker.join().expect("no panic");
+    }
+    let record = std::mem::take(&mut *record.lock());
+    let row_of = |acked: &Acked| {
+        let key = format!("{{{}}}", acked.name);
+        rows.iter()
+            .any(|(k, token)| *k == key && *token == acked.token)
+    };
+    // Holds whose release was acknowledged before the crash, back as rows after it.
+    let released_back = record
+        .released
+        .iter()
+        .filter(|released| released.at < crashed && row_of(released))
+        .count();
     // Per name: the highest token acknowledged before the crash (and when), and the first
     // acknowledged after it, which must be higher.
     let mut before_crash: HashMap<&str, (u64, Instant)> = HashMap::new();
@@ -323,6 +341,12 @@ fn trial(schema: &str, how: Crash, before: Duration) -> Trial {
         tokens_back,
         kept: kept_before.len(),
         kept_rows,
+        released: record
+            .released
+            .iter()
+            .filter(|released| released.at < crashed)
+            .count(),
+        released_back,
         lost_window: lost_at.iter().min().map(|at| crashed.duration_since(*at)),
         down,
         failed_calls: record.failed_calls,
@@ -359,8 +383,12 @@ fn load(t: usize, client: &Client, record: &Mutex<Record>, stop: &AtomicBool) {
                     recorded.kept.push((acked, guard));
                 } else {
                     drop(recorded);
-                    if guard.unlock().is_err() {
-                        record.lock().failed_calls += 1;
+                    match guard.unlock() {
+                        Ok(()) => record.lock().released.push(Acked {
+                            at: Instant::now(),
+                            ..acked
+                        }),
+                        Err(_) => record.lock().failed_calls += 1,
                     }
                 }
             }

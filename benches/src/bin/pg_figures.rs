@@ -453,13 +453,14 @@ fn crashes(scale: &Scale) {
     );
     println!(
         "| functions commit | crash | acquisitions acknowledged (before the crash) | names whose \
-         token went back | holds kept before the crash: rows after it | earliest lost \
-         acknowledgement, ms before the crash | crash to answering, ms | failed calls |"
+         token went back | holds kept before the crash: rows after it | releases before the \
+         crash: holds back after it | earliest lost acknowledgement, ms before the crash | crash \
+         to answering, ms | failed calls |"
     );
-    println!("|---|---|---|---|---|---|---|---|");
+    println!("|---|---|---|---|---|---|---|---|---|");
     for trial in trials {
         println!(
-            "| {} | {:?} | {} ({}) | {} | {} of {} | {} | {:.0} | {} |",
+            "| {} | {:?} | {} ({}) | {} | {} of {} | {} of {} | {} | {:.0} | {} |",
             if trial.synchronous {
                 "synchronously (as shipped)"
             } else {
@@ -471,6 +472,8 @@ fn crashes(scale: &Scale) {
             trial.tokens_back,
             trial.kept_rows,
             trial.kept,
+            trial.released_back,
+            trial.released,
             trial
                 .lost_window
                 .map_or("none lost".to_owned(), |at| format!(
