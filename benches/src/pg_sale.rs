@@ -15,7 +15,7 @@ use redis_lease::Client;
 use std::io::{BufRead, Write};
 use std::sync::Arc;
 use std::thread;
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 /// The item on sale, and the lock's name.
 const ITEM: &str = "sale:item";
@@ -140,7 +140,13 @@ pub fn serve_buyer(strategy: &str, url: &str, threads: usize) {
     } else {
         Strategy::ForUpdate
     };
-    let client = Arc::new(Client::postgres(url).build().expect("valid settings"));
+    let client = Arc::new(
+        Client::postgres(url)
+            .command_timeout(Duration::from_secs(10))
+            .connect_timeout(Duration::from_secs(10))
+            .build()
+            .expect("valid settings"),
+    );
     let conns: Vec<Connection> = (0..threads)
         .map(|_| {
             let mut conn = connect(url);

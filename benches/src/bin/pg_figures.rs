@@ -122,8 +122,12 @@ fn main() {
 
 /// A client of the store with `pool` idle connections kept.
 fn client(url: &str, pool: usize) -> Client {
+    // Calls on a busy machine may stall for a moment (a WAL flush waits for the disk): a
+    // figure measures them rather than failing.
     Client::postgres(url)
         .default_lease(Duration::from_secs(10))
+        .command_timeout(Duration::from_secs(10))
+        .connect_timeout(Duration::from_secs(10))
         .pool_size(pool)
         .build()
         .expect("valid settings")
