@@ -217,6 +217,11 @@ pub struct Trial {
     /// From the crash to the server answering again.
     pub down: Duration,
     pub failed_calls: u64,
+    /// WAL written but not yet flushed to disk while the load ran (sampled every 10 ms), as the
+    /// milliseconds of the load's WAL it came to: mean and largest. Under synchronous commits
+    /// none of it is acknowledged; under asynchronous ones it is what a crash of the machine
+    /// (not of the server alone: the kernel keeps what the server wrote) may take back.
+    pub unflushed_ms: (f64, f64),
 }
 
 /// `crash`: the crash trials, each crash after `before` of load, `rounds` of each kind.
@@ -248,7 +253,7 @@ fn trial(schema: &str, how: Crash, before: Duration) -> Trial {
             thread::spawn(move || load(t, &client, &record, &stop))
         })
         .collect();
-    thread::sleep(before);
+    let unflushed = unflushed_wal(&url, before);
     let crashed = Instant::now();
     crash_server(&mut server, how);
     let down = crashed.elapsed();
@@ -350,6 +355,7 @@ fn trial(schema: &str, how: Crash, before: Duration) -> Trial {
         lost_window: lost_at.iter().min().map(|at| crashed.duration_since(*at)),
         down,
         failed_calls: record.failed_calls,
+        unflushed_ms: unflushed,
     };
     drop(record);
     drop(client);
@@ -451,4 +457,33 @@ fn children(pid: u32) -> Vec<u32> {
             (parent == pid).then_some(child)
         })
         .collect()
+}
+
+/// Samples, every 10 ms for `during`, how much WAL the server has written but not flushed, and
+/// returns its mean and largest as milliseconds of the WAL the server wrote meanwhile.
+fn unflushed_wal(url: &str, during: Duration) -> (f64, f64) {
+    let mut conn = connect(url);
+    let lsn = "SELECT (pg_current_wal_insert_lsn() - '0/0'::pg_lsn)::float8, \
+               (pg_current_wal_insert_lsn() - pg_current_wal_flush_lsn())::float8";
+    let read = |conn: &mut Connection| {
+        let row = conn
+            .query_one(lsn, &[], soon())
+            .expect("the WAL's positions");
+        (
+            row.get::<f64>(0).expect("a position"),
+            row.get::<f64>(1).expect("a gap"),
+        )
+    };
+    let (first, _) = read(&mut conn);
+    let began = Instant::now();
+    let mut gaps = Vec::new();
+    while began.elapsed() < during {
+        gaps.push(read(&mut conn).1);
+        thread::sleep(Duration::from_millis(10));
+    }
+    let (last, _) = read(&mut conn);
+    let per_ms = (last - first) / began.elapsed().as_secs_f64() / 1e3;
+    let mean = gaps.iter().sum::<f64>() / gaps.len().max(1) as f64;
+    let max = gaps.iter().copied().fold(0.0, f64::max);
+    (mean / per_ms.max(1.0), max / per_ms.max(1.0))
 }

@@ -459,12 +459,12 @@ fn crashes(scale: &Scale) {
         "| functions commit | crash | acquisitions acknowledged (before the crash) | names whose \
          token went back | holds kept before the crash: rows after it | releases before the \
          crash: holds back after it | earliest lost acknowledgement, ms before the crash | crash \
-         to answering, ms | failed calls |"
+         to answering, ms | failed calls | WAL written, not flushed: ms of it, mean / max |"
     );
-    println!("|---|---|---|---|---|---|---|---|---|");
+    println!("|---|---|---|---|---|---|---|---|---|---|");
     for trial in trials {
         println!(
-            "| {} | {:?} | {} ({}) | {} | {} of {} | {} of {} | {} | {:.0} | {} |",
+            "| {} | {:?} | {} ({}) | {} | {} of {} | {} of {} | {} | {:.0} | {} | {:.1} / {:.1} |",
             if trial.synchronous {
                 "synchronously (as shipped)"
             } else {
@@ -486,6 +486,8 @@ fn crashes(scale: &Scale) {
                 )),
             trial.down.as_secs_f64() * 1e3,
             trial.failed_calls,
+            trial.unflushed_ms.0,
+            trial.unflushed_ms.1,
         );
     }
 }
