@@ -8,8 +8,9 @@
 -- reaper runs anywhere. Commits are synchronous whatever the server's setting (`enter` and
 -- `renew` say so): a hold, a renewal or a token the server acknowledged survives its crash. Two
 -- kinds of call write nothing a crash may take back without harm and commit without waiting for
--- the WAL's flush: a release that frees (lost, its hold comes back and lapses with its lease,
--- which nobody renews; any later synchronous commit flushes it first), and an acquisition that
+-- the WAL's flush: a release that frees a name other than an election's (lost, its hold comes
+-- back and lapses with its lease, which nobody renews; any later synchronous commit flushes it
+-- first), and an acquisition that
 -- finds the name busy and reserves nothing (a waiter's mark or the flag that makes the next
 -- release announce: lost, waiters look again by themselves).
 CREATE SCHEMA IF NOT EXISTS @schema@;
@@ -264,8 +265,9 @@ DECLARE
     top bigint;
 BEGIN
     n := @schema@.enter(p_key);
-    IF p_grant_owner = '' THEN
-        -- Frees, or changes nothing a crash must keep (see the top of this file).
+    IF p_grant_owner = '' AND NOT p_election THEN
+        -- Frees, or changes nothing a crash must keep (see the top of this file). An election's
+        -- stays synchronous: its observers must not see a term that ended lead again.
         PERFORM set_config('synchronous_commit', 'off', true);
     END IF;
     SELECT * INTO h FROM @schema@.holds WHERE key = p_key AND hold = p_hold AND owner = p_owner;
