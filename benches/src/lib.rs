@@ -11,6 +11,7 @@ pub mod handoff;
 pub mod lock_peers;
 pub mod names;
 pub mod peers;
+pub mod pg_crash;
 pub mod pg_durability;
 pub mod pg_floors;
 pub mod pg_sale;

@@ -16,7 +16,8 @@
 //!   threads, the lock in the same PostgreSQL as the stock, against `SELECT ... FOR UPDATE`;
 //!   purchases per second and `oversold`;
 //! - `commits` and `crash`: what a commit costs with `synchronous_commit` on and off, and what
-//!   a crash of the server does to holds and tokens (`benches/src/pg_durability.rs`).
+//!   a crash of the server does to holds and tokens (`benches/src/pg_durability.rs`,
+//!   `benches/src/pg_crash.rs`).
 //!
 //! Per operation, what the server counted (`benches/src/pg_server.rs`): transactions committed,
 //! WAL flushes, WAL bytes, and the time spent executing statements (`pg_stat_statements`) and in
@@ -28,11 +29,11 @@
 #![allow(clippy::print_stdout)]
 
 use benches::figures::{loadavg, quantile, Request};
-use benches::pg_durability;
 use benches::pg_floors::{self, timed, Measured};
 use benches::pg_sale::{self, Strategy};
 use benches::pg_server::{self, connect, wait_alone, Counts};
 use benches::{handoff, names};
+use benches::{pg_crash, pg_durability};
 use postgres_blocking::Connection;
 use redis_lease::{Client, Lock};
 use std::time::Duration;
@@ -448,7 +449,7 @@ fn commits(scale: &Scale) {
 fn crashes(scale: &Scale) {
     let before = (scale.run * 2 / 5).max(Duration::from_millis(300));
     let rounds = if scale.rounds > 100 { 3 } else { 1 };
-    let trials = pg_durability::crash(before, rounds);
+    let trials = pg_crash::crash(before, rounds);
     println!();
     println!(
         "## a crash of the server under load: 4 threads of one client, 8 names each taken and \
