@@ -9,8 +9,8 @@ use super::errors::other_permits;
 use super::inspect;
 use super::shared::{Shared, Undo};
 use crate::backend::{
-    Attempt, Attempted, Elects, HoldEnd, Kind, Leading, LockId, Place, Release, ReleaseOutcome,
-    Released, Resizes, ServerIdentity,
+    Attempt, Attempted, Elects, GrantFate, Grants, HoldEnd, Kind, Leading, LockId, Place, Release,
+    ReleaseOutcome, Released, Reserved, Resizes, Rivals, ServerIdentity,
 };
 use crate::error::{Error, Result};
 use crate::policy::after;
@@ -61,22 +61,32 @@ impl PgPlace {
         }
     }
 
-    /// Undoes `attempt` (whose answer was lost) by `deadline` if the server answers; else keeps
-    /// it to undo later.
-    fn undo(&self, attempt: &Attempt<'_>, deadline: Instant) {
+    /// Undoes the acquisition `id` of `owner` (an attempt, a grant, a claim, whose answer was
+    /// lost) by `deadline` if the server answers; else keeps it to undo later.
+    fn undo(&self, owner: &str, id: &str, deadline: Instant) {
         let undo = Undo {
             key: self.key.clone(),
-            owner: attempt.owner.to_owned(),
-            id: attempt.id.to_owned(),
+            owner: owner.to_owned(),
+            id: id.to_owned(),
             election: self.id.kind == Kind::Leader,
         };
         if let Err(error) = self.shared.undo(&undo, deadline) {
             log::debug!(
-                "undoing an unanswered attempt on {:?}: {error}; it is undone later",
+                "undoing an unanswered call on {:?}: {error}; it is undone later",
                 self.id.name
             );
             self.shared.keep_undo(undo);
         }
+    }
+}
+
+/// What the store says of other clients' waiters: whether one found the name held since it was
+/// last freed (the flag that makes a release announce).
+fn rivals(seen: Option<bool>) -> Rivals {
+    if seen.unwrap_or(false) {
+        Rivals::Subscribed
+    } else {
+        Rivals::None
     }
 }
 
@@ -129,6 +139,9 @@ impl Place for PgPlace {
             Kind::Semaphore { permits, take } => (permits, take),
             _ => (0, 1),
         };
+        let (reserve_for, reserve) = attempt.reserve.map_or(("", 0), |reserve| {
+            (reserve.holder.unwrap_or(""), reserve.count)
+        });
         let texts = [
             self.key.clone(),
             kind_text(self.id.kind).to_owned(),
@@ -140,6 +153,8 @@ impl Place for PgPlace {
             permits.to_string(),
             take.to_string(),
             MARK.as_millis().to_string(),
+            reserve_for.to_owned(),
+            reserve.to_string(),
         ];
         let params: Vec<Option<&str>> = texts.iter().map(|text| Some(text.as_str())).collect();
         let replied = self.shared.pool.call(deadline, |conn| {
@@ -153,22 +168,38 @@ impl Place for PgPlace {
                 }
                 let mapped = self.shared.error(error, &self.key);
                 if mapped.is_unavailable() {
-                    self.undo(attempt, after(self.shared.call_timeout));
+                    self.undo(attempt.owner, attempt.id, after(self.shared.call_timeout));
                 }
                 return Err(mapped);
             }
         };
         let read = || -> postgres_blocking::Result<Attempted> {
+            let rivals = rivals(row.get::<Option<bool>>("rivals")?);
+            let last = row.get::<Option<u64>>("reserved_last")?;
             Ok(if row.get::<bool>("acquired")? {
+                let token = row.get::<u64>("token")?;
                 Attempted::Acquired {
                     holds: row.get::<u64>("holds")?,
-                    token: Some(row.get::<u64>("token")?),
+                    token: Some(token),
                     confirmed_at: None,
-                    reserved: None,
+                    reserved: last.map(|last| Reserved {
+                        first: token + 1,
+                        last,
+                        rivals,
+                    }),
                 }
             } else {
-                Attempted::Busy {
-                    ttl: row.get::<Option<u64>>("ttl_ms")?.map(Duration::from_millis),
+                let ttl = row.get::<Option<u64>>("ttl_ms")?.map(Duration::from_millis);
+                match (row.get::<Option<u64>>("reserved_first")?, last) {
+                    (Some(first), Some(last)) => Attempted::Reserved {
+                        ttl,
+                        reserved: Reserved {
+                            first,
+                            last,
+                            rivals,
+                        },
+                    },
+                    _ => Attempted::Busy { ttl },
                 }
             })
         };
@@ -199,22 +230,57 @@ impl Place for PgPlace {
     /// A hold in the store lapses with its lease, by the database's clock.
     fn ended(&self, _hold: &str, _end: HoldEnd) {}
 
+    /// A release that grants and gets no answer is not sent again: its grant is withdrawn (an
+    /// undoing of the granted hold's id, which a grant that has not run yet finds and does not
+    /// make), and the waiter settles it by a claim, which excludes the withdrawal.
     fn release(&self, release: &Release<'_>, deadline: Instant) -> ReleaseOutcome {
+        let grant = release.grant.as_ref();
+        let lease = grant.map_or(0, |grant| grant.lease.as_millis()).to_string();
+        let reserve = grant.map_or(0, |grant| grant.reserve).to_string();
         let params = [
             Some(self.key.as_str()),
             Some(release.owner),
             Some(release.hold),
             Some(release.id),
             Some(self.election()),
+            Some(grant.map_or("", |grant| grant.owner)),
+            Some(grant.map_or("", |grant| grant.hold)),
+            Some(lease.as_str()),
+            Some(reserve.as_str()),
         ];
         let once = || {
             self.shared.call(&self.key, deadline, |conn| {
-                conn.query_one(&self.shared.sql.release, &params, deadline)
-                    .and_then(|row| row.get::<i64>(0))
+                let row = conn.query_one(&self.shared.sql.release, &params, deadline)?;
+                let remaining = row.get::<i64>("remaining")?;
+                let Some(token) = row.get::<Option<u64>>("token")? else {
+                    return Ok(match remaining {
+                        -2 => Released::AlreadyApplied,
+                        -1 => Released::NotOwner,
+                        left => Released::Applied {
+                            holds_left: u64::try_from(left).unwrap_or(0),
+                        },
+                    });
+                };
+                let rivals = rivals(row.get::<Option<bool>>("rivals")?);
+                Ok(Released::Granted {
+                    token: Some(token),
+                    rivals,
+                    reserved: row
+                        .get::<Option<u64>>("reserved_last")?
+                        .map(|last| Reserved {
+                            first: token + 1,
+                            last,
+                            rivals,
+                        }),
+                })
             })
         };
         let mut outcome = once();
-        if matches!(&outcome, Err(error) if error.is_unavailable()) && Instant::now() < deadline {
+        let unanswered =
+            |outcome: &Result<Released>| matches!(outcome, Err(error) if error.is_unavailable());
+        if let (true, Some(grant)) = (unanswered(&outcome), grant) {
+            self.undo(grant.owner, grant.hold, after(self.shared.call_timeout));
+        } else if unanswered(&outcome) && Instant::now() < deadline {
             log::debug!(
                 "release of {:?} got no answer; sending it again",
                 self.id.name
@@ -222,14 +288,8 @@ impl Place for PgPlace {
             outcome = once();
         }
         ReleaseOutcome {
-            settled: !matches!(&outcome, Err(error) if error.is_unavailable()),
-            released: outcome.map(|left| match left {
-                -2 => Released::AlreadyApplied,
-                -1 => Released::NotOwner,
-                left => Released::Applied {
-                    holds_left: u64::try_from(left).unwrap_or(0),
-                },
-            }),
+            settled: !unanswered(&outcome),
+            released: outcome,
         }
     }
 
@@ -254,6 +314,43 @@ impl Place for PgPlace {
 
     fn elects(&self) -> Option<&dyn Elects> {
         (self.id.kind == Kind::Leader).then_some(self as &dyn Elects)
+    }
+
+    fn grants(&self) -> Option<&dyn Grants> {
+        (self.id.kind == Kind::Lock).then_some(self as &dyn Grants)
+    }
+}
+
+impl Grants for PgPlace {
+    fn claim_id(&self, hold: &str) -> String {
+        format!("{hold}:claimed")
+    }
+
+    /// A claim that gets no answer is undone behind itself, so that a claim the server runs
+    /// later takes nothing.
+    fn settle_grant(&self, owner: &str, hold: &str, deadline: Instant) -> Result<GrantFate> {
+        let id = self.claim_id(hold);
+        let claimed = self.shared.call(&self.key, deadline, |conn| {
+            conn.query_one(
+                &self.shared.sql.claim,
+                &[Some(&self.key), Some(owner), Some(hold), Some(&id)],
+                deadline,
+            )
+            .and_then(|row| row.get::<Option<u64>>(0))
+        });
+        match claimed {
+            Ok(Some(token)) => Ok(GrantFate::Granted {
+                token: Some(token),
+                id,
+            }),
+            Ok(None) => Ok(GrantFate::Withdrawn),
+            Err(error) => {
+                if error.is_unavailable() {
+                    self.undo(owner, &id, after(self.shared.call_timeout));
+                }
+                Err(error)
+            }
+        }
     }
 }
 

@@ -17,7 +17,7 @@ const SCHEMA_SQL: &str = include_str!("schema.sql");
 
 /// The version of the functions this build of the store installs, returned by the schema's
 /// `version()`: raised whenever `schema.sql` changes what a function does.
-pub(crate) const VERSION: i32 = 1;
+pub(crate) const VERSION: i32 = 4;
 
 /// The columns each table must have, with their types as `information_schema` names them.
 const COLUMNS: &[(&str, &[(&str, &str)])] = &[
@@ -72,6 +72,7 @@ pub(crate) struct Statements {
     pub(crate) channel: String,
     pub(crate) acquire: String,
     pub(crate) release: String,
+    pub(crate) claim: String,
     pub(crate) undo: String,
     pub(crate) withdraw: String,
     pub(crate) renew: String,
@@ -93,10 +94,15 @@ impl Statements {
             schema: schema.to_owned(),
             channel: format!("lease:{schema}"),
             acquire: format!(
-                "SELECT acquired, holds, token, ttl_ms FROM {s}.acquire($1, $2, $3, $4, $5, \
-                 $6::bigint, $7::boolean, $8::integer, $9::integer, $10::integer)"
+                "SELECT acquired, holds, token, ttl_ms, reserved_first, reserved_last, rivals \
+                 FROM {s}.acquire($1, $2, $3, $4, $5, $6::bigint, $7::boolean, $8::integer, \
+                 $9::integer, $10::integer, $11, $12::integer)"
             ),
-            release: format!("SELECT {s}.release($1, $2, $3, $4, $5::boolean)"),
+            release: format!(
+                "SELECT remaining, token, reserved_last, rivals FROM {s}.release($1, $2, $3, $4, \
+                 $5::boolean, $6, $7, $8::bigint, $9::integer)"
+            ),
+            claim: format!("SELECT {s}.claim($1, $2, $3, $4)"),
             undo: format!("SELECT {s}.undo($1, $2, $3, $4::boolean)"),
             withdraw: format!("SELECT {s}.withdraw($1, $2)"),
             renew: format!("SELECT {s}.renew($1::text[], $2::text[], $3::bigint[])"),

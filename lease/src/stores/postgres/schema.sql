@@ -5,8 +5,14 @@
 -- it). Every function takes the name's row lock first: the calls on one name run one at a time,
 -- and each sees what the one before it committed. Expiries are set and judged by the database's
 -- clock (clock_timestamp()), never the client's; an expired hold is taken over lazily, so no
--- reaper runs anywhere. Commits are synchronous whatever the server's setting: a hold or a token
--- the server acknowledged survives its crash.
+-- reaper runs anywhere. Commits are synchronous whatever the server's setting (`enter` and
+-- `renew` say so): a hold, a renewal or a token the server acknowledged survives its crash. Two
+-- kinds of call write nothing a crash may take back without harm and commit without waiting for
+-- the WAL's flush: a release that frees a name other than an election's (lost, its hold comes
+-- back and lapses with its lease, which nobody renews; any later synchronous commit flushes it
+-- first), and an acquisition that
+-- finds the name busy and reserves nothing (a waiter's mark or the flag that makes the next
+-- release announce: lost, waiters look again by themselves).
 CREATE SCHEMA IF NOT EXISTS @schema@;
 
 -- One row per name ever used: its fencing counter (the last token handed out, which only rises),
@@ -58,6 +64,13 @@ CREATE TABLE IF NOT EXISTS @schema@.ended (
     at timestamptz NOT NULL,
     PRIMARY KEY (key, id)
 );
+-- The sweep of a name's old records reads only those old enough to go.
+CREATE INDEX IF NOT EXISTS ended_at ON @schema@.ended (key, at);
+
+-- The functions whose arguments or results changed since the store's first version.
+DROP FUNCTION IF EXISTS @schema@.acquire(text, text, text, text, text, bigint, boolean, integer,
+    integer, integer);
+DROP FUNCTION IF EXISTS @schema@.release(text, text, text, text, boolean);
 
 -- The name's row, locked for the rest of the transaction (made if it is new), with what has
 -- lapsed swept away: expired holds, lapsed marks, old records of ended acquisitions.
@@ -76,8 +89,8 @@ BEGIN
     v_now := clock_timestamp();
     DELETE FROM @schema@.holds WHERE key = p_key AND expires <= v_now;
     DELETE FROM @schema@.marks WHERE key = p_key AND lapses <= v_now;
-    DELETE FROM @schema@.ended WHERE key = p_key
-        AND at < v_now - CASE how WHEN 'released' THEN interval '60 s' ELSE interval '1 day' END;
+    DELETE FROM @schema@.ended WHERE key = p_key AND at < v_now - interval '60 s'
+        AND (how = 'released' OR at < v_now - interval '1 day');
     IF n.family IS NOT NULL AND NOT EXISTS (SELECT 1 FROM @schema@.holds WHERE key = p_key) THEN
         UPDATE @schema@.names SET family = NULL WHERE key = p_key;
         n.family := NULL;
@@ -102,16 +115,25 @@ END $$;
 -- 'semaphore', 'read', 'write') named `p_key` as the acquisition `p_id` (also the new hold's id),
 -- or to re-enter its hold `p_reenter`, with a lease of `p_lease_ms`. A semaphore's acquisition
 -- declares `p_permits` and takes `p_take`; a waiting fair or write acquisition (`p_waits`) keeps
--- a mark for `p_mark_ms`. Returns whether it holds, the hold count, the token, and when busy how
--- long until the hold in its way lapses (ms). Raises LS001 (another primitive's name, DETAIL its
--- family), LS002 (a semaphore's holders declared other permits, DETAIL them), LS003 (the counter
--- has no token left).
+-- a mark for `p_mark_ms`. A lock's acquisition may reserve `p_reserve` fencing tokens for its
+-- client's threads to hand the hold on without the store: past a new hold's own token, or, with
+-- `p_reserve_for`, for that hold of its client if the attempt finds it holding the lock (no
+-- later hold is handed a reserved token: the counter moves past them). Returns whether it holds,
+-- the hold count, the token, when busy how long until the hold in its way lapses (ms), the
+-- tokens reserved (`reserved_first` to `reserved_last`; `reserved_first` is set only for a
+-- busy attempt, a new hold's being the token after its own), and whether a waiter found the
+-- name held since it was last freed (`rivals`). Raises LS001 (another primitive's name, DETAIL
+-- its family), LS002 (a semaphore's holders declared other permits, DETAIL them), LS003 (the
+-- counter has no token left).
 CREATE OR REPLACE FUNCTION @schema@.acquire(
     p_key text, p_kind text, p_owner text, p_id text, p_reenter text, p_lease_ms bigint,
     p_waits boolean, p_permits integer, p_take integer, p_mark_ms integer,
-    OUT acquired boolean, OUT holds integer, OUT token bigint, OUT ttl_ms bigint)
+    p_reserve_for text, p_reserve integer,
+    OUT acquired boolean, OUT holds integer, OUT token bigint, OUT ttl_ms bigint,
+    OUT reserved_first bigint, OUT reserved_last bigint, OUT rivals boolean)
 LANGUAGE plpgsql AS $$
 DECLARE
+    top bigint;
     n @schema@.names;
     h @schema@.holds;
     v_now timestamptz;
@@ -175,7 +197,15 @@ BEGIN
                 ERRCODE = 'LS003';
         END IF;
         token := n.fence + 1;
-        UPDATE @schema@.names SET fence = token, family = v_family,
+        top := token;
+        IF p_kind = 'lock' AND p_reserve > 0 AND p_reserve_for = '' THEN
+            top := token + least(p_reserve::bigint, 9223372036854775807 - token);
+            IF top > token THEN
+                reserved_last := top;
+                rivals := n.contended;
+            END IF;
+        END IF;
+        UPDATE @schema@.names SET fence = top, family = v_family,
             permits = CASE WHEN p_kind = 'semaphore' THEN p_permits ELSE permits END
             WHERE key = p_key;
         INSERT INTO @schema@.holds VALUES (p_key, p_id, p_owner,
@@ -187,7 +217,15 @@ BEGIN
         holds := 1;
         RETURN;
     END IF;
-    IF NOT n.contended THEN
+    IF p_kind = 'lock' AND p_reserve > 0 AND p_reserve_for <> ''
+            AND n.fence < 9223372036854775807
+            AND EXISTS (SELECT 1 FROM @schema@.holds WHERE key = p_key AND hold = p_reserve_for) THEN
+        -- Its own client holds the lock: tokens for that hold, and no mark of a rival waiter.
+        reserved_first := n.fence + 1;
+        reserved_last := n.fence + least(p_reserve::bigint, 9223372036854775807 - n.fence);
+        UPDATE @schema@.names SET fence = reserved_last WHERE key = p_key;
+        rivals := n.contended;
+    ELSIF NOT n.contended THEN
         UPDATE @schema@.names SET contended = true WHERE key = p_key;
     END IF;
     IF p_waits AND p_kind IN ('fair', 'write') THEN
@@ -195,6 +233,10 @@ BEGIN
                 CASE p_kind WHEN 'fair' THEN 'fair' ELSE 'writer' END, p_owner, v_now,
                 v_now + p_mark_ms * interval '1 ms')
             ON CONFLICT (key, what, owner) DO UPDATE SET lapses = excluded.lapses;
+    END IF;
+    IF reserved_first IS NULL THEN
+        -- Busy, and no token handed out (see the top of this file).
+        PERFORM set_config('synchronous_commit', 'off', true);
     END IF;
     SELECT min(expires) INTO lapse FROM @schema@.holds WHERE key = p_key;
     IF lapse IS NULL THEN
@@ -205,40 +247,100 @@ BEGIN
 END $$;
 
 -- Releases the acquisition `p_id` of `p_owner`'s hold `p_hold`; at its last, the hold ends and
--- the name's waiters are told. Returns the acquisitions left (from 1), 0 if the hold ended, -1
--- if the hold does not hold the name, -2 if this release was applied already.
+-- the name's waiters are told, or, with `p_grant_owner`, the lock is granted to that waiting
+-- owner of the same client as the hold `p_grant_hold` (its first acquisition's id too), with a
+-- lease of `p_grant_lease_ms` and `p_grant_reserve` tokens reserved past its own, unless that
+-- grant was withdrawn before it ran (see `undo`). Returns the acquisitions left (`remaining`,
+-- from 1), 0 if the hold ended, -1 if the hold does not hold the name, -2 if this release was
+-- applied already; for a grant, the granted hold's token, the last token reserved for it, and
+-- whether a waiter found the name held since it was last freed (`rivals`).
 CREATE OR REPLACE FUNCTION @schema@.release(p_key text, p_owner text, p_hold text, p_id text,
-    p_election boolean) RETURNS integer
+    p_election boolean, p_grant_owner text, p_grant_hold text, p_grant_lease_ms bigint,
+    p_grant_reserve integer, OUT remaining integer, OUT token bigint,
+    OUT reserved_last bigint, OUT rivals boolean)
 LANGUAGE plpgsql AS $$
 DECLARE
     n @schema@.names;
     h @schema@.holds;
+    top bigint;
 BEGIN
     n := @schema@.enter(p_key);
+    IF p_grant_owner = '' AND NOT p_election THEN
+        -- Frees, or changes nothing a crash must keep (see the top of this file). An election's
+        -- stays synchronous: its observers must not see a term that ended lead again.
+        PERFORM set_config('synchronous_commit', 'off', true);
+    END IF;
     SELECT * INTO h FROM @schema@.holds WHERE key = p_key AND hold = p_hold AND owner = p_owner;
     IF NOT FOUND THEN
         IF EXISTS (SELECT 1 FROM @schema@.ended WHERE key = p_key AND id = p_id) THEN
-            RETURN -2;
+            remaining := -2;
+        ELSE
+            remaining := -1;
         END IF;
-        RETURN -1;
+        RETURN;
     END IF;
     IF NOT (p_id = ANY (h.acquisitions)) THEN
-        RETURN -2;
+        remaining := -2;
+        RETURN;
     END IF;
     IF cardinality(h.acquisitions) > 1 THEN
         UPDATE @schema@.holds SET acquisitions = array_remove(acquisitions, p_id)
             WHERE key = p_key AND hold = p_hold;
-        RETURN cardinality(h.acquisitions) - 1;
+        remaining := cardinality(h.acquisitions) - 1;
+        RETURN;
     END IF;
     DELETE FROM @schema@.holds WHERE key = p_key AND hold = p_hold;
     INSERT INTO @schema@.ended VALUES (p_key, p_id, 'released', clock_timestamp())
         ON CONFLICT (key, id) DO NOTHING;
+    remaining := 0;
+    IF p_grant_owner <> '' AND n.fence < 9223372036854775807
+            AND NOT EXISTS (SELECT 1 FROM @schema@.ended WHERE key = p_key AND id = p_grant_hold)
+            THEN
+        token := n.fence + 1;
+        top := token + least(greatest(p_grant_reserve, 0)::bigint, 9223372036854775807 - token);
+        IF top > token THEN
+            reserved_last := top;
+        END IF;
+        INSERT INTO @schema@.holds VALUES (p_key, p_grant_hold, p_grant_owner, 'lock', 1, token,
+            clock_timestamp() + p_grant_lease_ms * interval '1 ms', ARRAY[p_grant_hold], NULL);
+        UPDATE @schema@.names SET fence = top WHERE key = p_key;
+        rivals := n.contended;
+        RETURN;
+    END IF;
     PERFORM @schema@.announce(p_key, n.contended, p_election);
-    RETURN 0;
 END $$;
 
--- Undoes the attempt `p_id` of `p_owner`, whose answer was lost: released if it took or
--- re-entered a hold, else recorded, so that it takes nothing should it run later.
+-- Claims the grant of the hold `p_hold` made to `p_owner`, whose answer its releaser did not
+-- get, as the acquisition `p_claim`: the grant's first acquisition is renamed to it, so that the
+-- grant's withdrawal (an `undo` of the hold's id), whichever of the two runs first, applies only
+-- to a grant nobody claimed. Returns the hold's token if the grant stands and is claimed (again),
+-- NULL if there is none to claim (withdrawn, never made, lapsed, or this claim undone).
+CREATE OR REPLACE FUNCTION @schema@.claim(p_key text, p_owner text, p_hold text, p_claim text)
+RETURNS bigint
+LANGUAGE plpgsql AS $$
+DECLARE
+    h @schema@.holds;
+BEGIN
+    PERFORM @schema@.enter(p_key);
+    SELECT * INTO h FROM @schema@.holds WHERE key = p_key AND hold = p_hold AND owner = p_owner;
+    IF NOT FOUND THEN
+        RETURN NULL;
+    END IF;
+    IF p_claim = ANY (h.acquisitions) THEN
+        RETURN h.token;
+    END IF;
+    IF NOT (p_hold = ANY (h.acquisitions))
+            OR EXISTS (SELECT 1 FROM @schema@.ended WHERE key = p_key AND id = p_claim) THEN
+        RETURN NULL;
+    END IF;
+    UPDATE @schema@.holds SET acquisitions = array_replace(acquisitions, p_hold, p_claim)
+        WHERE key = p_key AND hold = p_hold;
+    RETURN h.token;
+END $$;
+
+-- Undoes the attempt `p_id` of `p_owner`, whose answer was lost (an acquisition, a grant's first
+-- acquisition, a claim): released if it took or re-entered a hold, else recorded, so that it
+-- takes nothing should it run later.
 CREATE OR REPLACE FUNCTION @schema@.undo(p_key text, p_owner text, p_id text,
     p_election boolean) RETURNS void
 LANGUAGE plpgsql AS $$
@@ -249,7 +351,9 @@ BEGIN
     SELECT * INTO h FROM @schema@.holds
         WHERE key = p_key AND owner = p_owner AND p_id = ANY (acquisitions);
     IF FOUND THEN
-        PERFORM @schema@.release(p_key, p_owner, h.hold, p_id, p_election);
+        PERFORM @schema@.release(p_key, p_owner, h.hold, p_id, p_election, '', '', 0, 0);
+        -- An undoing is kept whatever the release it ran chose.
+        PERFORM set_config('synchronous_commit', 'on', true);
     ELSE
         INSERT INTO @schema@.ended VALUES (p_key, p_id, 'undone', clock_timestamp())
             ON CONFLICT (key, id) DO NOTHING;
