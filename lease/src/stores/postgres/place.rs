@@ -70,6 +70,12 @@ impl PgPlace {
             id: id.to_owned(),
             election: self.id.kind == Kind::Leader,
         };
+        // Within what is left of the call's deadline only: a call ends by its deadline, and the
+        // listening thread undoes it within a second of the server answering again.
+        if Instant::now() >= deadline {
+            self.shared.keep_undo(undo);
+            return;
+        }
         if let Err(error) = self.shared.undo(&undo, deadline) {
             log::debug!(
                 "undoing an unanswered call on {:?}: {error}; it is undone later",
@@ -168,7 +174,7 @@ impl Place for PgPlace {
                 }
                 let mapped = self.shared.error(error, &self.key);
                 if mapped.is_unavailable() {
-                    self.undo(attempt.owner, attempt.id, after(self.shared.call_timeout));
+                    self.undo(attempt.owner, attempt.id, deadline);
                 }
                 return Err(mapped);
             }
@@ -279,7 +285,7 @@ impl Place for PgPlace {
         let unanswered =
             |outcome: &Result<Released>| matches!(outcome, Err(error) if error.is_unavailable());
         if let (true, Some(grant)) = (unanswered(&outcome), grant) {
-            self.undo(grant.owner, grant.hold, after(self.shared.call_timeout));
+            self.undo(grant.owner, grant.hold, deadline);
         } else if unanswered(&outcome) && Instant::now() < deadline {
             log::debug!(
                 "release of {:?} got no answer; sending it again",
@@ -346,7 +352,7 @@ impl Grants for PgPlace {
             Ok(None) => Ok(GrantFate::Withdrawn),
             Err(error) => {
                 if error.is_unavailable() {
-                    self.undo(owner, &id, after(self.shared.call_timeout));
+                    self.undo(owner, &id, deadline);
                 }
                 Err(error)
             }
