@@ -13,6 +13,8 @@ pub mod names;
 pub mod peers;
 pub mod plot;
 pub mod processes;
+pub mod redisson;
+pub mod script_pairs;
 pub mod threads;
 pub mod wake_floors;
 pub mod workload;
