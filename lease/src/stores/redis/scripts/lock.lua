@@ -29,52 +29,22 @@ if redis.call('exists', KEYS[1]) == 1 then
   return {0, redis.call('pttl', KEYS[1])}
 end
 -- Redis does not roll a script back: the commands after the first write are checked against
--- the user's rules before it, and the first write, to the counter, is made under redis.pcall, so
--- that whatever refuses it (the rules, OOM, a replica's READONLY) has written nothing.
+-- the user's rules before it, and the first write, INCR of the counter, is made under
+-- redis.pcall, so that whatever refuses it (the rules, OOM, a replica's READONLY) has written
+-- nothing.
 local refused = (not redis.acl_check_cmd('hset', KEYS[1]) and 'hset')
   or (not redis.acl_check_cmd('pexpire', KEYS[1]) and 'pexpire')
 if refused then
   return redis.error_reply('NOPERM this user may not run ' .. refused .. ' on ' .. KEYS[1] ..
     ', which the lock needs; nothing was written')
 end
-local token, failed, command
-if redis.acl_check_cmd('incr', KEYS[2]) then
-  -- The next token: INCR checks the counter (a whole number, below 2^63 - 1) as it raises it.
-  command, token = 'incr', redis.pcall('incr', KEYS[2])
-  if type(token) == 'table' then
-    failed = token.err
-  elseif token < 1 then
-    -- The counter was below 0: put back as it was.
-    redis.pcall('decr', KEYS[2])
-    failed = 'not an integer'
-  elseif token >= 9007199254740992 then
-    -- A Lua number is a double: past 2^53 the counter's own digits are the token.
-    token = redis.call('get', KEYS[2])
-  end
-else
-  -- A user whose rules name no INCR (they did not before it was used here): the counter read,
-  -- checked and set, its next value counted on its digits (exact past 2^53).
-  command = 'set'
-  local last = redis.pcall('get', KEYS[2])
-  if type(last) == 'table' then
-    failed = last.err
-  elseif last and (#last > 19 or not (last == '0' or string.find(last, '^[1-9]%d*$'))) then
-    failed = 'not an integer'
-  elseif last and #last == 19 and last >= '9223372036854775807' then
-    failed = 'overflow'
-  elseif not last or #last <= 15 then
-    token = string.format('%.0f', tonumber(last or '0') + 1)
-  else
-    local head, tail = string.sub(last, 1, -7), tonumber(string.sub(last, -6)) + 1
-    if tail == 1000000 then
-      head, tail = string.format('%.0f', tonumber(head) + 1), 0
-    end
-    token = head .. string.format('%06d', tail)
-  end
-  if not failed then
-    local set = redis.pcall('set', KEYS[2], token)
-    failed = set.err
-  end
+-- The next token: INCR checks the counter (a whole number, below 2^63 - 1) as it raises it.
+local token = redis.pcall('incr', KEYS[2])
+local failed = type(token) == 'table' and token.err
+if not failed and token < 1 then
+  -- The counter was below 0: put back as it was.
+  redis.pcall('decr', KEYS[2])
+  failed = 'not an integer'
 end
 if failed then
   if string.find(failed, 'WRONGTYPE') then
@@ -85,10 +55,14 @@ if failed then
   elseif string.find(failed, 'not an integer') then
     return redis.error_reply('BADVALUE ' .. KEYS[2] .. ' is not a whole number from 0')
   elseif string.find(failed, 'user executing the script') or string.find(failed, 'ACL') then
-    return redis.error_reply('NOPERM this user may not run ' .. command .. ' on ' .. KEYS[2] ..
+    return redis.error_reply('NOPERM this user may not run incr on ' .. KEYS[2] ..
       ', which the lock needs; nothing was written')
   end
   return redis.error_reply(failed)
+end
+if token >= 9007199254740992 then
+  -- A Lua number is a double: past 2^53 the counter's own digits are the token.
+  token = redis.call('get', KEYS[2])
 end
 redis.call('hset', KEYS[1], ARGV[2], 1, ':hold', ARGV[3], ':token', token, ':a:' .. ARGV[3], 1)
 redis.call('pexpire', KEYS[1], lease)
