@@ -6,20 +6,21 @@
 //! - `designs`: each design's pairs on 50 names, one call per round trip (the server idle
 //!   between calls, as in production) and pipelined (never idle), three runs in turn; the
 //!   server's µs per pair in the commands (`INFO commandstats`, every command but the
-//!   measurement's own; a script's time includes the commands it calls).
+//!   measurement's own; a script's time includes the commands it calls; wall time) and its CPU
+//!   per pair (`INFO cpu`, I/O included; not inflated when other processes take its core).
 //! - `library`: one thread of a `redis-lease` client, `lock()` + `unlock()` on one name, in turn
 //!   with the raw floor on its own connection, three runs: pairs/s and the server's µs per pair.
 //! - `memory`: each peer's first pair on a new empty server: what the server's memory grew by,
 //!   and its Lua parts (`INFO memory`).
 //! - `steps`: what each step of a script costs inside the server, warm: one script times 20,000
-//!   runs of each step by the server's clock (`TIME`), less an empty loop's.
+//!   runs of each step by the server's clock (`TIME`), the least of five, less an empty loop's.
 //!
 //! Run: `cargo run --release -p benches --bin script_costs [quick] [designs|library|memory|steps]`.
 #![allow(clippy::print_stdout)]
 
 use benches::figures::{loadavg, median, Request};
 use benches::lock_peers::{LockPeer, Raw};
-use benches::script_pairs::{self, Design};
+use benches::script_pairs::{self, Design, Spent};
 use std::time::Instant;
 use testkit::RedisServer;
 
@@ -50,28 +51,43 @@ fn main() {
 }
 
 /// Prints one table of per-design figures (each design's runs), with the ratios to Redisson's
-/// `RFencedLock` and to the floor.
-fn table(title: &str, figures: &[(Design, Vec<f64>)]) {
-    let middle = |design: Design| {
+/// `RFencedLock` and to the floor, in the commands' time and in the server's CPU.
+fn table(title: &str, figures: &[(Design, Vec<Spent>)]) {
+    let middle = |runs: &[Spent], of: fn(&Spent) -> f64| median(runs.iter().map(of).collect());
+    let of_design = |design: Design, of: fn(&Spent) -> f64| {
         figures
             .iter()
             .find(|(each, _)| *each == design)
-            .map_or(f64::NAN, |(_, runs)| median(runs.clone()))
+            .map_or(f64::NAN, |(_, runs)| middle(runs, of))
     };
-    let (fenced, floor) = (middle(Design::RedissonFenced), middle(Design::Floor));
+    let commands: fn(&Spent) -> f64 = |spent| spent.commands;
+    let cpu: fn(&Spent) -> f64 = |spent| spent.cpu;
+    let (fenced, floor) = (
+        of_design(Design::RedissonFenced, commands),
+        of_design(Design::Floor, commands),
+    );
+    let fenced_cpu = of_design(Design::RedissonFenced, cpu);
     println!();
     println!("## {title}");
-    println!("| design | server µs per pair (runs) | median | / `RFencedLock` | / floor |");
-    println!("|---|---|---|---|---|");
+    println!("| design | µs per pair in the commands (runs) | median | / `RFencedLock` | / floor | server CPU µs per pair (runs) | median | / `RFencedLock` |");
+    println!("|---|---|---|---|---|---|---|---|");
     for (design, runs) in figures {
-        let shown: Vec<String> = runs.iter().map(|usec| format!("{usec:.2}")).collect();
-        let usec = median(runs.clone());
+        let shown = |of: fn(&Spent) -> f64| {
+            let runs: Vec<String> = runs
+                .iter()
+                .map(|spent| format!("{:.2}", of(spent)))
+                .collect();
+            runs.join(" / ")
+        };
+        let (usec, used) = (middle(runs, commands), middle(runs, cpu));
         println!(
-            "| {} | {} | {usec:.2} | {:.2} | {:.2} |",
+            "| {} | {} | {usec:.2} | {:.2} | {:.2} | {} | {used:.2} | {:.2} |",
             design.name(),
-            shown.join(" / "),
+            shown(commands),
             usec / fenced,
-            usec / floor
+            usec / floor,
+            shown(cpu),
+            used / fenced_cpu,
         );
     }
 }
@@ -95,7 +111,7 @@ fn designs(round_trips: u64, pipelined: u64, runs: usize) {
             true,
         ),
     ] {
-        let mut figures: Vec<(Design, Vec<f64>)> =
+        let mut figures: Vec<(Design, Vec<Spent>)> =
             Design::ALL.iter().map(|design| (*design, vec![])).collect();
         for _ in 0..runs {
             for (each, (_, runs)) in loaded.iter().zip(&mut figures) {
@@ -123,12 +139,18 @@ fn library(pairs: u64, runs: usize) {
             pair();
         }
         script_pairs::reset(&mut stats);
+        let cpu = script_pairs::server_cpu(&mut stats);
         let began = Instant::now();
         for _ in 0..pairs {
             pair();
         }
         let rate = pairs as f64 / began.elapsed().as_secs_f64();
-        (rate, script_pairs::server_usec(&mut stats) / pairs as f64)
+        let cpu = script_pairs::server_cpu(&mut stats) - cpu;
+        let spent = Spent {
+            commands: script_pairs::server_usec(&mut stats) / pairs as f64,
+            cpu: cpu / pairs as f64,
+        };
+        (rate, spent)
     };
     let mut figures = vec![];
     for _ in 0..runs {
@@ -141,13 +163,17 @@ fn library(pairs: u64, runs: usize) {
     }
     println!();
     println!("## one thread, {pairs} pairs a run, in turn with the floor");
-    println!("| run | lease pairs/s | floor pairs/s | lease / floor | server µs per pair, lease | floor |");
-    println!("|---|---|---|---|---|---|");
-    for (run, ((lease, lease_usec), (raw, raw_usec))) in figures.iter().enumerate() {
+    println!("| run | lease pairs/s | floor pairs/s | lease / floor | µs per pair in the commands, lease | floor | server CPU µs per pair, lease | floor |");
+    println!("|---|---|---|---|---|---|---|---|");
+    for (run, ((lease, lease_spent), (raw, raw_spent))) in figures.iter().enumerate() {
         println!(
-            "| {} | {lease:.0} | {raw:.0} | {:.2} | {lease_usec:.2} | {raw_usec:.2} |",
+            "| {} | {lease:.0} | {raw:.0} | {:.2} | {:.2} | {:.2} | {:.2} | {:.2} |",
             run + 1,
-            lease / raw
+            lease / raw,
+            lease_spent.commands,
+            raw_spent.commands,
+            lease_spent.cpu,
+            raw_spent.cpu,
         );
     }
     let ratios: Vec<f64> = figures.iter().map(|((l, _), (r, _))| l / r).collect();
@@ -218,11 +244,19 @@ const STEPS: &str = r#"
 local function now() local t = redis.call('time') return tonumber(t[1]) * 1e6 + tonumber(t[2]) end
 local n = tonumber(ARGV[1])
 local out, empty = {}, 0
+-- The least of five timings: another process that takes the server's core only adds.
 local function time(name, step)
-  local began = now()
-  for i = 1, n do step(i) end
-  local usec = (now() - began) / n - empty
-  if name == '' then empty = usec else out[#out + 1] = name .. ' ' .. string.format('%.3f', usec) end
+  local least = math.huge
+  for _ = 1, 5 do
+    local began = now()
+    for i = 1, n do step(i) end
+    least = math.min(least, (now() - began) / n)
+  end
+  if name == '' then
+    empty = least
+  else
+    out[#out + 1] = name .. ' ' .. string.format('%.3f', least - empty)
+  end
 end
 local id, owner = 'a0000000000000001', '5c0ffee15c0ffee15c0ffee15c0ffee1:1'
 time('', function() end)
@@ -273,7 +307,7 @@ fn steps(runs: usize) {
         }
     }
     println!();
-    println!("## steps inside a script, warm (µs each; 20,000 in a loop, less an empty loop)");
+    println!("## steps inside a script, warm (µs each; the least of five loops of 20,000, less an empty loop)");
     println!("| step | µs (runs) | median |");
     println!("|---|---|---|");
     for (name, runs) in figures {
