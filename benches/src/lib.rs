@@ -18,6 +18,8 @@ pub mod pg_sale;
 pub mod pg_server;
 pub mod plot;
 pub mod processes;
+pub mod redisson;
+pub mod script_pairs;
 pub mod threads;
 pub mod wake_floors;
 pub mod workload;

@@ -27,15 +27,14 @@ use testkit::Monitored;
 /// the millisecond, at the start of a script, while the log stamps each command as it runs.
 pub const SLACK: u64 = 5_000;
 
-/// The SHA1 of each of `lease`'s scripts, as its calls name them: (acquire, release, renew).
-static SHAS: LazyLock<[String; 3]> = LazyLock::new(|| {
+/// The SHA1 of each of `lease`'s scripts, as its calls name them: (acquire, release, renew,
+/// lock, unlock). The first three carry the shared functions before their own text; `lock.lua`
+/// and `unlock.lua` (the common acquisition and release) only their own.
+static SHAS: LazyLock<[String; 5]> = LazyLock::new(|| {
     let checks = include_str!("../../lease/src/stores/redis/scripts/checks.lua");
     let holds = include_str!("../../lease/src/stores/redis/scripts/holds.lua");
-    let sha = |script: &str| {
-        redis::Script::new(&[checks, holds, script].concat())
-            .get_hash()
-            .to_owned()
-    };
+    let hash = |text: &str| redis::Script::new(text).get_hash().to_owned();
+    let sha = |script: &str| hash(&[checks, holds, script].concat());
     [
         sha(include_str!(
             "../../lease/src/stores/redis/scripts/acquire.lua"
@@ -45,6 +44,12 @@ static SHAS: LazyLock<[String; 3]> = LazyLock::new(|| {
         )),
         sha(include_str!(
             "../../lease/src/stores/redis/scripts/renew.lua"
+        )),
+        hash(include_str!(
+            "../../lease/src/stores/redis/scripts/lock.lua"
+        )),
+        hash(include_str!(
+            "../../lease/src/stores/redis/scripts/unlock.lua"
         )),
     ]
 });
@@ -109,15 +114,16 @@ fn named(args: &[&str], key: &str) -> VecDeque<Option<String>> {
         return holds;
     }
     let (keys, argv) = rest.split_at(count);
-    let [acquire, release, renew] = &*SHAS;
+    let [acquire, release, renew, lock, unlock] = &*SHAS;
     let hold = |index: usize| {
         argv.get(index)
             .filter(|hold| !hold.is_empty())
             .map(|hold| hold.to_string())
     };
-    if sha == acquire && keys.first() == Some(&key) {
+    // The common acquisition and release lay out their first arguments as the general ones do.
+    if (sha == acquire || sha == lock) && keys.first() == Some(&key) {
         holds.push_back(hold(3));
-    } else if sha == release && keys.first() == Some(&key) {
+    } else if (sha == release || sha == unlock) && keys.first() == Some(&key) {
         holds.push_back(hold(1));
     } else if sha == renew {
         for (index, _) in keys.iter().enumerate().filter(|(_, k)| **k == key) {

@@ -169,6 +169,18 @@ fn scripts_naming_an_old_hold_leave_the_owners_new_hold_alone() {
         .invoke(&mut con)
         .expect("ran");
     assert_eq!(released, vec![-1], "not this hold");
+    let released: Vec<i64> =
+        redis::Script::new(include_str!("../src/stores/redis/scripts/unlock.lua"))
+            .key("{named}")
+            .key("{named}:released")
+            .arg("o")
+            .arg("an-old-hold")
+            .arg("an-old-hold")
+            .arg("{named}:freed")
+            .arg("publish")
+            .invoke(&mut con)
+            .expect("ran");
+    assert_eq!(released, vec![-1], "not this hold, by the common release");
     let renewed: Vec<i64> = script("renew")
         .key("{named}")
         .arg("an-old-hold")

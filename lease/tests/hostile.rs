@@ -210,17 +210,24 @@ fn a_grant_whose_release_reply_is_lost_is_withdrawn_well_before_its_lease_lapses
     let client = impatient(&proxy.url());
     let lease = client.default_lease();
     let lock = client.lock("lost-grant").expect("valid");
-    // The server knows the scripts: a reply that is lost is not a NOSCRIPT one.
-    lock.lock().expect("free").unlock().expect("released");
-    let guard = lock.lock().expect("free");
     // A waiter with a lease of its own: the hold cannot be handed to it in memory, so the
     // release grants it in Redis.
-    let waiter = {
-        let lock = lock.with_lease(lease * 2);
-        thread::spawn(move || lock.try_lock_for(Duration::from_secs(10)))
+    let grant = || {
+        let guard = lock.lock().expect("free");
+        let waiter = {
+            let lock = lock.with_lease(lease * 2);
+            thread::spawn(move || lock.try_lock_for(Duration::from_secs(10)))
+        };
+        // The waiter's two attempts are in before it sleeps with its offer open.
+        thread::sleep(Duration::from_millis(300));
+        (guard, waiter)
     };
-    // The waiter's two attempts are in before it sleeps with its offer open.
-    thread::sleep(Duration::from_millis(300));
+    // The server knows the scripts of a grant: a reply that is lost is not a NOSCRIPT one.
+    let (guard, waiter) = grant();
+    guard.unlock().expect("released");
+    let granted = waiter.join().expect("no panic").expect("reachable");
+    granted.expect("granted").unlock().expect("released");
+    let (guard, waiter) = grant();
     // The release runs, and grants the lock to the waiter; its reply is lost, and so is every
     // reply the waiter gets while it asks what became of the grant.
     proxy.lose_replies(true);

@@ -547,23 +547,14 @@ fn guards_are_send_and_clients_are_send_and_sync() {
 }
 
 /// A release names its acquisition: delivered twice, in any order with the others, it takes one
-/// hold away, once.
+/// hold away, once; by the common release script and by the general one, which may grant.
 #[test]
 fn a_retried_release_never_decrements_twice_even_after_another_release() {
     let server = RedisServer::start();
     let lock = client(&server).lock("retry").expect("valid name");
     let owned = lock.owned_by("worker-1");
-    let guards: Vec<_> = (0..3).map(|_| owned.lock().expect("acquired")).collect();
-    let mut con = server.connection();
-    let fields: Vec<String> = con.hkeys("{retry}").expect("HKEYS");
-    let hold: String = con.hget("{retry}", ":hold").expect("HGET");
-    let mut acquisitions: Vec<&str> = fields
-        .iter()
-        .filter_map(|field| field.strip_prefix(":a:"))
-        .collect();
-    acquisitions.sort();
-    assert_eq!(acquisitions.len(), 3, "{fields:?}");
-    let release = redis::Script::new(
+    let common = redis::Script::new(include_str!("../src/stores/redis/scripts/unlock.lua"));
+    let general = redis::Script::new(
         &[
             include_str!("../src/stores/redis/scripts/checks.lua"),
             include_str!("../src/stores/redis/scripts/holds.lua"),
@@ -571,46 +562,61 @@ fn a_retried_release_never_decrements_twice_even_after_another_release() {
         ]
         .concat(),
     );
-    let mut run = |id: &str| -> Vec<i64> {
-        release
-            .key("{retry}")
-            .key("{retry}:fence")
-            .key("{retry}:released")
-            .arg("worker-1")
-            .arg(&hold)
-            .arg(id)
-            .arg("{retry}:freed")
-            .arg("")
-            .arg("")
-            .arg(1)
-            .arg("publish")
-            .invoke(&mut con)
-            .expect("script ran")
-    };
-    assert_eq!(run(acquisitions[0]), vec![2], "first delivery applied");
-    assert_eq!(run(acquisitions[1]), vec![1], "another release between");
-    assert_eq!(
-        run(acquisitions[0]),
-        vec![-2],
-        "the late retry is recognised"
-    );
-    assert_eq!(
-        owned.hold_count().expect("query"),
-        1,
-        "not decremented twice"
-    );
-    assert_eq!(
-        run(acquisitions[2]),
-        vec![0],
-        "the last release frees the lock"
-    );
-    assert_eq!(
-        run(acquisitions[2]),
-        vec![-2],
-        "and is recognised after the lock is gone"
-    );
-    assert!(!lock.is_locked().expect("query"));
-    guards.into_iter().for_each(std::mem::forget);
+    for by_common in [true, false] {
+        let guards: Vec<_> = (0..3).map(|_| owned.lock().expect("acquired")).collect();
+        let mut con = server.connection();
+        let fields: Vec<String> = con.hkeys("{retry}").expect("HKEYS");
+        let hold: String = con.hget("{retry}", ":hold").expect("HGET");
+        let mut acquisitions: Vec<&str> = fields
+            .iter()
+            .filter_map(|field| field.strip_prefix(":a:"))
+            .collect();
+        acquisitions.sort();
+        assert_eq!(acquisitions.len(), 3, "{fields:?}");
+        let mut run = |id: &str| -> Vec<i64> {
+            let mut call = if by_common {
+                common.prepare_invoke()
+            } else {
+                general.prepare_invoke()
+            };
+            call.key("{retry}");
+            if !by_common {
+                call.key("{retry}:fence");
+            }
+            call.key("{retry}:released");
+            call.arg("worker-1").arg(&hold).arg(id).arg("{retry}:freed");
+            if by_common {
+                call.arg("publish");
+            } else {
+                call.arg("").arg("").arg(1).arg("publish");
+            }
+            call.invoke(&mut con).expect("script ran")
+        };
+        assert_eq!(run(acquisitions[0]), vec![2], "first delivery applied");
+        assert_eq!(run(acquisitions[1]), vec![1], "another release between");
+        assert_eq!(
+            run(acquisitions[0]),
+            vec![-2],
+            "the late retry is recognised"
+        );
+        assert_eq!(
+            owned.hold_count().expect("query"),
+            1,
+            "not decremented twice"
+        );
+        assert_eq!(
+            run(acquisitions[2]),
+            vec![0],
+            "the last release frees the lock"
+        );
+        assert_eq!(
+            run(acquisitions[2]),
+            vec![-2],
+            "and is recognised after the lock is gone"
+        );
+        assert!(!lock.is_locked().expect("query"));
+        guards.into_iter().for_each(std::mem::forget);
+    }
 }
 
 /// Eight threads sharing one client: hand-offs go through grants from the releasing thread.

@@ -123,6 +123,7 @@ const RULES: &[&str] = &[
     "+get",
     "+set",
     "+del",
+    "+incr",
     "+hset",
     "+hget",
     "+hexists",
@@ -271,7 +272,7 @@ fn a_user_refused_a_command_the_scripts_use_never_leaves_a_lock_without_expiry()
         .build()
         .expect("valid settings");
     for command in [
-        "set", "hset", "pexpire", "hincrby", "hdel", "del", "pttl", "publish",
+        "set", "incr", "hset", "pexpire", "hincrby", "hdel", "del", "pttl", "publish",
     ] {
         let user = format!("no-{command}");
         let without = format!("-{command}");

@@ -16,10 +16,20 @@ pub(super) struct Lua {
 }
 
 impl Lua {
+    /// A script whose text is the shared functions (the checks, the steps on a hold), then
+    /// `body`.
     pub(super) fn new(body: &str) -> Lua {
-        let code = [CHECKS, HOLDS, body].concat();
-        let script = Script::new(&code);
-        Lua { code, script }
+        Lua::alone(&[CHECKS, HOLDS, body].concat())
+    }
+
+    /// A script that carries only its own logic, `code`: the server runs all of a script's text
+    /// at every call, so the common calls define no function they do not use.
+    pub(super) fn alone(code: &str) -> Lua {
+        let script = Script::new(code);
+        Lua {
+            code: code.to_owned(),
+            script,
+        }
     }
 }
 

@@ -33,7 +33,9 @@ use std::sync::LazyLock;
 use std::time::Duration;
 
 static ACQUIRE: LazyLock<Lua> = LazyLock::new(|| Lua::new(include_str!("acquire.lua")));
+static LOCK: LazyLock<Lua> = LazyLock::new(|| Lua::alone(include_str!("lock.lua")));
 static RELEASE: LazyLock<Lua> = LazyLock::new(|| Lua::new(include_str!("release.lua")));
+static UNLOCK: LazyLock<Lua> = LazyLock::new(|| Lua::alone(include_str!("unlock.lua")));
 static RENEW: LazyLock<Lua> = LazyLock::new(|| Lua::new(include_str!("renew.lua")));
 static WITHDRAW: LazyLock<Lua> = LazyLock::new(|| Lua::new(include_str!("withdraw.lua")));
 
@@ -59,6 +61,13 @@ pub(crate) fn acquire(
 ) -> Call {
     if keys.kind.shared() {
         return shared::acquire(keys, owner, lease, id, reenter, epoch, waits);
+    }
+    // The common acquisition has a script of its own, which carries only what it needs.
+    if keys.kind != Kind::Fair && reenter.is_none() && epoch == Epoch::None && reserve.is_none() {
+        return Call::new(&LOCK, &[&keys.lock, &keys.fence])
+            .arg(millis(lease))
+            .arg(owner)
+            .arg(id);
     }
     // A plain lock names only the keys it has: an importing node runs a script for a migrating
     // slot only if it holds every key named (else TRYAGAIN, until the migration ends).
@@ -208,6 +217,15 @@ pub(crate) fn release(
 ) -> Call {
     if keys.kind.shared() {
         return shared::release(keys, owner, hold, id, announce);
+    }
+    // A release without a grant has a script of its own, which carries only what it needs.
+    if grant.is_none() {
+        return Call::new(&UNLOCK, &[&keys.lock, &keys.released])
+            .arg(owner)
+            .arg(hold)
+            .arg(id)
+            .arg(&keys.channel)
+            .arg(announce.command());
     }
     Call::new(
         &RELEASE,
