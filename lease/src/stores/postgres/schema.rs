@@ -17,7 +17,7 @@ const SCHEMA_SQL: &str = include_str!("schema.sql");
 
 /// The version of the functions this build of the store installs, returned by the schema's
 /// `version()`: raised whenever `schema.sql` changes what a function does.
-pub(crate) const VERSION: i32 = 4;
+pub(crate) const VERSION: i32 = 5;
 
 /// The columns each table must have, with their types as `information_schema` names them.
 const COLUMNS: &[(&str, &[(&str, &str)])] = &[

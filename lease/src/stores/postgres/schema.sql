@@ -152,6 +152,16 @@ BEGIN
         ttl_ms := 1;
         RETURN;
     END IF;
+    -- Sent again after its answer was lost (on a connection the server had closed): what it
+    -- took, it holds still.
+    SELECT * INTO h FROM @schema@.holds
+        WHERE key = p_key AND owner = p_owner AND p_id = ANY (acquisitions);
+    IF FOUND THEN
+        acquired := true;
+        holds := cardinality(h.acquisitions);
+        token := h.token;
+        RETURN;
+    END IF;
     IF n.family IS NOT NULL AND n.family <> v_family THEN
         RAISE EXCEPTION 'the name is another primitive''s' USING ERRCODE = 'LS001',
             DETAIL = n.family;

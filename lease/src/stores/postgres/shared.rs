@@ -65,7 +65,7 @@ impl Shared {
         &self,
         key: &str,
         deadline: Instant,
-        op: impl FnOnce(&mut Connection) -> postgres_blocking::Result<T>,
+        op: impl FnMut(&mut Connection) -> postgres_blocking::Result<T>,
     ) -> Result<T> {
         self.ensure_schema(deadline)?;
         self.pool
