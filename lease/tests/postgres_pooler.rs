@@ -7,11 +7,22 @@
 use postgres_blocking::{Config, Connection};
 use redis_lease::Client;
 use std::time::{Duration, Instant};
-use testkit::{PgBouncer, PgServer};
+use testkit::{PgBouncer, PgOptions, PgServer};
 
 /// A server whose password users may make the store's schema in its database.
 fn server() -> PgServer {
-    let server = PgServer::start();
+    server_with(&[])
+}
+
+/// [`server`], started with `settings`.
+fn server_with(settings: &[(&str, &str)]) -> PgServer {
+    let server = PgServer::start_with(PgOptions {
+        settings: settings
+            .iter()
+            .map(|&(name, value)| (name.to_owned(), value.to_owned()))
+            .collect(),
+        ..PgOptions::default()
+    });
     server
         .psql(&format!(
             "GRANT CREATE ON DATABASE postgres TO {}",
@@ -79,18 +90,21 @@ fn end(mut pinned: Connection) {
     pinned.batch_execute("COMMIT", soon()).expect("ended");
 }
 
-/// The server processes of the password user whose last statement contains `text`.
-fn ran(server: &PgServer, text: &str) -> Vec<i32> {
-    server
-        .psql(&format!(
-            "SELECT pid FROM pg_stat_activity WHERE usename = '{}' AND query LIKE '%{text}%' \
-             AND query NOT LIKE '%pg_stat_activity%'",
-            PgServer::SCRAM_USER
-        ))
-        .expect("an answer")
+/// The server process that ran the last statement containing `text`, from the server's log of
+/// every statement (each line stamped with its process id, `[pid]`).
+fn last_to_run(server: &PgServer, text: &str) -> i32 {
+    let log = std::fs::read_to_string(server.log_path()).expect("the server's log");
+    let line = log
         .lines()
-        .map(|pid| pid.trim().parse().expect("a pid"))
-        .collect()
+        .rev()
+        .find(|line| line.contains(text) && line.contains("execute"))
+        .unwrap_or_else(|| panic!("no statement with {text:?} in the log"));
+    let pid = line
+        .split_once('[')
+        .and_then(|(_, rest)| rest.split_once(']'))
+        .map(|(pid, _)| pid)
+        .expect("a process id");
+    pid.parse().expect("a pid")
 }
 
 #[test]
@@ -125,28 +139,18 @@ fn a_session_advisory_lock_taken_through_a_transaction_pooler_is_not_released_by
 
 #[test]
 fn a_hold_taken_through_a_transaction_pooler_is_released_from_another_server_connection() {
-    let server = server();
+    let server = server_with(&[("log_statement", "all")]);
     let bouncer = PgBouncer::start_with_pool_size(&server, 2);
     let holder = pooled(&bouncer, &server);
     let lock = holder.lock("jobs").expect("valid");
     let guard = lock.try_lock().expect("an answer").expect("free");
-    let acquired_on = ran(&server, ".acquire(");
-    assert_eq!(
-        acquired_on.len(),
-        1,
-        "one server connection ran the acquisition"
-    );
-    let pinned = pin(&bouncer, acquired_on[0]);
+    let acquired_on = last_to_run(&server, ".acquire(");
+    let pinned = pin(&bouncer, acquired_on);
 
     guard.unlock().expect("released");
-    let released_on = ran(&server, ".release(");
-    assert_eq!(
-        released_on.len(),
-        1,
-        "one server connection ran the release"
-    );
+    let released_on = last_to_run(&server, ".release(");
     assert_ne!(
-        released_on[0], acquired_on[0],
+        released_on, acquired_on,
         "the release ran where the acquisition did"
     );
     end(pinned);
