@@ -132,11 +132,20 @@ pub struct Recorder {
 }
 
 impl Recorder {
+    /// Appends to the history at `path`, made if missing. A line that a killed client left
+    /// unfinished is ended first, so that it spoils no line of this recorder's.
     pub fn create(path: &Path) -> std::io::Result<Recorder> {
+        let unfinished = std::fs::read(path)
+            .ok()
+            .and_then(|text| text.last().copied())
+            .is_some_and(|last| last != b'\n');
         let file = OpenOptions::new().create(true).append(true).open(path)?;
-        Ok(Recorder {
-            out: BufWriter::new(file),
-        })
+        let mut out = BufWriter::new(file);
+        if unfinished {
+            writeln!(out)?;
+            out.flush()?;
+        }
+        Ok(Recorder { out })
     }
 
     pub fn record(&mut self, event: &Event) {
@@ -193,6 +202,35 @@ pub fn open_holds(paths: &[std::path::PathBuf]) -> Vec<OpenHold> {
             }
         })
         .collect()
+}
+
+/// Since when the client whose history is at `path` waits for the lock: the time of its last
+/// acquisition asked for, if nothing came of it yet (it holds nothing then); `None` if it holds,
+/// releases, or has stopped.
+pub fn waiting_since(path: &Path) -> Option<u64> {
+    let text = std::fs::read_to_string(path).ok()?;
+    let last = text
+        .lines()
+        .rev()
+        .filter(|line| {
+            [
+                "acquire_invoke",
+                "acquire_ok",
+                "acquire_fail",
+                "acquire_error",
+                "lost",
+                "release_invoke",
+                "done",
+                "quit",
+            ]
+            .iter()
+            .any(|kind| line.contains(&format!("\"kind\":\"{kind}\"")))
+        })
+        .find_map(|line| serde_json::from_str::<Event>(line).ok())?;
+    match last {
+        Event::AcquireInvoke { t, .. } => Some(t),
+        _ => None,
+    }
 }
 
 /// Reads every history file and merges them in time order. Lines that do not parse (a client
@@ -298,6 +336,62 @@ mod tests {
                 since: 10,
             }]
         );
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+
+    #[test]
+    fn a_client_waits_from_its_last_acquisition_asked_for_until_something_comes_of_it() {
+        let dir = tempfile_dir();
+        let path = dir.join("waiting.jsonl");
+        let mut recorder = Recorder::create(&path).expect("a history file");
+        let invoke = |t| Event::AcquireInvoke {
+            t,
+            client: "a".into(),
+        };
+        assert_eq!(waiting_since(&path), None, "an empty history");
+        recorder.record(&invoke(5));
+        assert_eq!(waiting_since(&path), Some(5));
+        recorder.record(&Event::AcquireFail {
+            t: 6,
+            client: "a".into(),
+        });
+        assert_eq!(waiting_since(&path), None, "its wait ended");
+        recorder.record(&invoke(7));
+        recorder.record(&Event::AcquireOk {
+            t: 8,
+            client: "a".into(),
+            token: 1,
+            valid_until: 1000,
+            wall_ms: 0,
+            side: String::new(),
+        });
+        assert_eq!(waiting_since(&path), None, "it holds");
+        recorder.record(&Event::ReleaseInvoke {
+            t: 9,
+            client: "a".into(),
+        });
+        recorder.record(&invoke(10));
+        assert_eq!(waiting_since(&path), Some(10));
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+
+    #[test]
+    fn a_line_a_killed_client_left_unfinished_spoils_none_of_the_next_recorders() {
+        let dir = tempfile_dir();
+        let path = dir.join("killed.jsonl");
+        std::fs::write(
+            &path,
+            "{\"kind\":\"acquire_invoke\",\"t\":1,\"client\":\"a\"}\n{\"kind\":\"acq",
+        )
+        .expect("a history file");
+        let mut recorder = Recorder::create(&path).expect("the same history");
+        recorder.record(&Event::Done {
+            t: 2,
+            client: "a".into(),
+        });
+        let events = merge(&[path]);
+        assert_eq!(events.len(), 2, "{events:?}");
+        assert!(matches!(events[1], Event::Done { t: 2, .. }));
         let _ = std::fs::remove_dir_all(&dir);
     }
 

@@ -4,21 +4,24 @@
 //! is the process each client runs.
 //!
 //! Where to look: a fault (what it needs, how it is injected and healed, how its effect shows)
-//! in `fault.rs`, the failovers it calls in `failover.rs`; a deployment in `mode.rs`; the
+//! in `fault/`, the failovers it calls in `failover.rs`; a deployment in `mode.rs` (the
+//! PostgreSQL server and its pooler in `postgres.rs`); the client processes in `clients.rs`; the
 //! primitive the clients take (a lock, a semaphore, a read-write lock) in `primitive.rs`; which
-//! scenarios a profile runs in `profiles.rs`; how a scenario runs in `scenario.rs`; what counts
+//! scenarios a profile runs in `profiles/`; how a scenario runs in `scenario.rs`; what counts
 //! as a failure in `checker.rs`, `touches.rs`, `ends.rs` and `verdict.rs`; the clients'
 //! connection to the resource they write to in `resource/`.
 // An internal tool (never published): event fields and small helpers speak for themselves.
 #![allow(clippy::print_stdout, missing_docs)]
 
 pub mod checker;
+pub mod clients;
 pub mod clock;
 pub mod ends;
 pub mod failover;
 pub mod fault;
 pub mod history;
 pub mod mode;
+pub mod postgres;
 pub mod primitive;
 pub mod profiles;
 pub mod proxy;

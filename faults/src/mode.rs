@@ -17,6 +17,11 @@ pub enum Mode {
     /// `redis_lease::Client::zookeeper` on an ensemble of three ZooKeeper servers, with fencing
     /// tokens (the holder nodes' creation zxids); the session is every hold's lease.
     ZooKeeper,
+    /// `redis_lease::Client::postgres` on one PostgreSQL server, with fencing tokens (a name's
+    /// counter row); with `pooled`, every call goes through PgBouncer in transaction mode, with
+    /// fewer server connections than the clients have, and the listening connection straight to
+    /// the server.
+    Postgres { pooled: bool },
 }
 
 impl Mode {
@@ -34,11 +39,12 @@ impl Mode {
             Mode::Sentinel { acks: false } => "sentinel",
             Mode::Sentinel { acks: true } => "sentinel-acks",
             Mode::ZooKeeper => "zookeeper",
+            Mode::Postgres { .. } => "postgres",
         }
     }
 
     /// Whether the lock lives on Redis servers, whose `MONITOR` logs can be replayed.
     pub(crate) fn on_redis(self) -> bool {
-        self != Mode::ZooKeeper
+        !matches!(self, Mode::ZooKeeper | Mode::Postgres { .. })
     }
 }

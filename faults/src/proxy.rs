@@ -1,5 +1,6 @@
-//! A TCP proxy between clients and a Redis server, for faults the server cannot make by itself:
-//! replies delayed or held, a partition (bytes dropped both ways), connections reset.
+//! A TCP proxy between clients and a server (Redis, PostgreSQL), for faults the server cannot
+//! make by itself: replies delayed or held, a partition (bytes dropped both ways), connections
+//! reset.
 
 use parking_lot::{Condvar, Mutex};
 use std::collections::HashMap;
@@ -69,6 +70,11 @@ impl Proxy {
     /// The URL clients connect to.
     pub fn url(&self) -> String {
         format!("redis://127.0.0.1:{}", self.port)
+    }
+
+    /// The loopback port clients connect to.
+    pub fn port(&self) -> u16 {
+        self.port
     }
 
     pub fn set(&self, mode: Mode) {

@@ -2,10 +2,12 @@
 //! a random mix) injected again and again, and the checker over what the clients did.
 
 use crate::checker::{self, Findings};
-use crate::ends::{self, EarlyEnd, Exit};
+use crate::clients::{self, Clients, Launch, Process, FAKETIME};
+use crate::ends::{self, EarlyEnd};
 use crate::fault::{Evidence, Fault, Targets};
 use crate::history::{self, Event};
 use crate::mode::Mode;
+use crate::postgres::{self, Route};
 use crate::primitive::Primitive;
 use crate::proxy::Proxy;
 use crate::resource;
@@ -15,7 +17,6 @@ use crate::LOCK_KEY;
 use std::collections::BTreeMap;
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
 use std::thread;
 use std::time::{Duration, Instant};
 use testkit::{Lcg, Monitor, RedisCluster, RedisServer, SentinelSet, ZooKeeperEnsemble};
@@ -135,7 +136,9 @@ pub fn run(scenario: &Scenario, settings: &Settings) -> std::io::Result<Outcome>
     let mut lock_servers: Vec<RedisServer> = match scenario.mode {
         Mode::Single => vec![RedisServer::start()],
         Mode::Red => (0..3).map(|_| RedisServer::start()).collect(),
-        Mode::Cluster | Mode::Sentinel { .. } | Mode::ZooKeeper => Vec::new(),
+        Mode::Cluster | Mode::Sentinel { .. } | Mode::ZooKeeper | Mode::Postgres { .. } => {
+            Vec::new()
+        }
     };
     let mut cluster = (scenario.mode == Mode::Cluster).then(|| RedisCluster::start(3, 1));
     let mut sentinels = matches!(scenario.mode, Mode::Sentinel { .. }).then(|| {
@@ -147,6 +150,10 @@ pub fn run(scenario: &Scenario, settings: &Settings) -> std::io::Result<Outcome>
     });
     let mut ensemble = (scenario.mode == Mode::ZooKeeper)
         .then(|| ZooKeeperEnsemble::start_with(3, ZOOKEEPER_SETTINGS));
+    let mut postgres = match scenario.mode {
+        Mode::Postgres { pooled } => Some(postgres::Deployment::start(pooled)),
+        _ => None,
+    };
     // Each client process's own proxies in front of every ZooKeeper server, for faults that cut
     // one process off.
     let client_proxies: Vec<Vec<testkit::Proxy>> = match &ensemble {
@@ -164,13 +171,13 @@ pub fn run(scenario: &Scenario, settings: &Settings) -> std::io::Result<Outcome>
             .collect(),
         _ => Vec::new(),
     };
-    let proxies: Vec<Proxy> = if traits.proxied {
-        lock_servers
+    let proxies: Vec<Proxy> = match &postgres {
+        _ if !traits.proxied => Vec::new(),
+        Some(postgres) => vec![Proxy::start(postgres.addr())?],
+        None => lock_servers
             .iter()
             .map(|server| Proxy::start(SocketAddr::from(([127, 0, 0, 1], server.port()))))
-            .collect::<std::io::Result<_>>()?
-    } else {
-        Vec::new()
+            .collect::<std::io::Result<_>>()?,
     };
     let urls: Vec<String> = if let Some(cluster) = &cluster {
         cluster.seed_urls()
@@ -185,6 +192,13 @@ pub fn run(scenario: &Scenario, settings: &Settings) -> std::io::Result<Outcome>
             .split(',')
             .map(str::to_owned)
             .collect()
+    } else if let Some(postgres) = &postgres {
+        let route = if traits.listening_proxied {
+            Route::Listening
+        } else {
+            Route::Calls
+        };
+        postgres.urls(proxies.first(), route)
     } else if proxies.is_empty() {
         lock_servers.iter().map(RedisServer::url).collect()
     } else {
@@ -197,10 +211,9 @@ pub fn run(scenario: &Scenario, settings: &Settings) -> std::io::Result<Outcome>
         .iter()
         .flat_map(|prefix| {
             (0..settings.threads)
-                .map(move |k| format!("{k}"))
+                .map(|k| clients::thread_history(prefix, k))
                 // An election's observer (a file only elections write).
-                .chain(["obs".to_owned()])
-                .map(move |k| PathBuf::from(format!("{}-{k}.jsonl", prefix.display())))
+                .chain([PathBuf::from(format!("{}-obs.jsonl", prefix.display()))])
         })
         .collect();
     for history in &histories {
@@ -228,29 +241,27 @@ pub fn run(scenario: &Scenario, settings: &Settings) -> std::io::Result<Outcome>
                 (_, Some(set)) => vec![set.server(set.primary()).monitor()],
                 _ => lock_servers.iter().map(RedisServer::monitor).collect(),
             });
-    let mut clients: Vec<Child> = prefixes
+    let launch = Launch {
+        binary: settings.client_binary.clone(),
+        primitive: scenario.primitive.arg(),
+        mode: scenario.mode.client_mode(),
+        lease: settings.lease,
+        threads: settings.threads,
+        resource_url: resource_server.url(),
+        faked_clock: faked.map(Path::to_path_buf),
+    };
+    let each = prefixes
         .iter()
         .enumerate()
-        .map(|(n, history)| {
-            let own: Vec<String>;
-            let urls = match client_proxies.get(n) {
-                Some(proxies) => {
-                    own = proxies.iter().map(testkit::Proxy::addr).collect();
-                    &own
-                }
-                None => &urls,
-            };
-            spawn_client(
-                settings,
-                scenario,
-                n,
-                history,
-                &resource_server.url(),
-                urls,
-                faked,
-            )
+        .map(|(n, prefix)| Process {
+            prefix: prefix.clone(),
+            urls: match client_proxies.get(n) {
+                Some(proxies) => proxies.iter().map(testkit::Proxy::addr).collect(),
+                None => urls.clone(),
+            },
         })
-        .collect::<std::io::Result<_>>()?;
+        .collect();
+    let mut clients = Clients::start(launch, each, settings.duration)?;
     let mut random = Lcg(settings.seed);
     // When each fault was active, and which it was.
     let mut faults: Vec<(u64, u64)> = Vec::new();
@@ -286,6 +297,8 @@ pub fn run(scenario: &Scenario, settings: &Settings) -> std::io::Result<Outcome>
                 client_proxies: &client_proxies,
                 histories: &histories,
                 diverged: &mut diverged,
+                postgres: postgres.as_mut(),
+                clients: &mut clients,
             };
             if let Some(window) = fault.inject(settings.lease, count, targets) {
                 faults.push(window);
@@ -294,22 +307,7 @@ pub fn run(scenario: &Scenario, settings: &Settings) -> std::io::Result<Outcome>
             }
         }
     }
-    let limit = end + Duration::from_secs(30);
-    let mut exits = Vec::new();
-    for (n, client) in clients.iter_mut().enumerate() {
-        let exit = loop {
-            if let Some(status) = client.try_wait()? {
-                break Exit::Exited(status);
-            }
-            if Instant::now() > limit {
-                let _ = client.kill();
-                let _ = client.wait();
-                break Exit::Killed;
-            }
-            thread::sleep(Duration::from_millis(20));
-        };
-        exits.push((client_name(n), exit));
-    }
+    let exits = clients.wait(end + Duration::from_secs(30))?;
     let touches = monitors.map(|monitors| {
         monitors
             .into_iter()
@@ -355,14 +353,6 @@ pub fn run(scenario: &Scenario, settings: &Settings) -> std::io::Result<Outcome>
     })
 }
 
-/// The name of client process `n`; its workers are `NAME.K` in the histories.
-fn client_name(n: usize) -> String {
-    format!("c{n}")
-}
-
-/// libfaketime, as Debian's `faketime` package installs it.
-const FAKETIME: &str = "/usr/lib/x86_64-linux-gnu/faketime/libfaketime.so.1";
-
 /// Whether some client's wall clock moved against its monotonic clock by more than 4 minutes.
 fn wall_clock_jumped(events: &[Event]) -> bool {
     let mut offsets: std::collections::HashMap<&str, (i64, i64)> = Default::default();
@@ -378,37 +368,6 @@ fn wall_clock_jumped(events: &[Event]) -> bool {
         }
     }
     offsets.values().any(|(low, high)| high - low > 240_000)
-}
-
-fn spawn_client(
-    settings: &Settings,
-    scenario: &Scenario,
-    n: usize,
-    history: &Path,
-    resource_url: &str,
-    urls: &[String],
-    faked_clock: Option<&Path>,
-) -> std::io::Result<Child> {
-    let mut command = Command::new(&settings.client_binary);
-    if let Some(clock_file) = faked_clock {
-        command
-            .env("LD_PRELOAD", FAKETIME)
-            .env("FAKETIME_TIMESTAMP_FILE", clock_file)
-            .env("FAKETIME_NO_CACHE", "1")
-            .env("FAKETIME_DONT_FAKE_MONOTONIC", "1");
-    }
-    command
-        .env("FAULT_PRIMITIVE", scenario.primitive.arg())
-        .arg(client_name(n))
-        .arg(history)
-        .arg(resource_url)
-        .arg(scenario.mode.client_mode())
-        .arg(settings.lease.as_millis().to_string())
-        .arg(settings.duration.as_millis().to_string())
-        .arg(settings.threads.to_string())
-        .args(urls)
-        .stdout(Stdio::null())
-        .spawn()
 }
 
 #[cfg(test)]

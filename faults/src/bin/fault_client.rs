@@ -9,8 +9,9 @@
 //!
 //! `MODE` is `single` (one URL), `redlock` (the masters' URLs), `cluster` (seed URLs),
 //! `sentinel` or `sentinel-acks` (the name the Sentinels know the primary by, then the Sentinels'
-//! URLs; with `-acks`, every acquisition, renewal and release waits for one replica), or
-//! `zookeeper` (the servers' `host:port`s; the lease is the session timeout).
+//! URLs; with `-acks`, every acquisition, renewal and release waits for one replica),
+//! `zookeeper` (the servers' `host:port`s; the lease is the session timeout), or `postgres` (the
+//! URL every call goes to, a server or a pooler, then the URL of the listening connection).
 //!
 //! `FAULT_PRIMITIVE` says what the threads take: `lock` (the default), `semaphore:N` (one of N
 //! permits; no write or increment under it, which N holders at once would race on), or `rw` (a
@@ -41,7 +42,7 @@ const LOOK: Duration = Duration::from_millis(50);
 const RESOURCE_TIMEOUT: Duration = Duration::from_secs(5);
 
 /// What the threads of the process share: one client, of one server, of RedLock's masters, of
-/// a cluster, of a Sentinel-managed primary or of a ZooKeeper ensemble.
+/// a cluster, of a Sentinel-managed primary, of a ZooKeeper ensemble or of a PostgreSQL server.
 fn open(mode: &str, lease: Duration, urls: &[String]) -> redis_lease::Result<redis_lease::Client> {
     match mode {
         "sentinel" | "sentinel-acks" => {
@@ -75,6 +76,20 @@ fn open(mode: &str, lease: Duration, urls: &[String]) -> redis_lease::Result<red
             .command_timeout(lease / 2)
             .connect_timeout(lease / 2)
             .build(),
+        // Calls to the first URL (the server, a proxy or a pooler), `LISTEN` on the second.
+        "postgres" => {
+            let [calls, listen] = urls else {
+                return Err(redis_lease::Error::InvalidArgument(
+                    "postgres takes the calls' URL and the listening connection's".into(),
+                ));
+            };
+            redis_lease::Client::postgres(calls.as_str())
+                .postgres_listen_url(listen.as_str())
+                .default_lease(lease)
+                .command_timeout(lease / 2)
+                .connect_timeout(lease / 2)
+                .build()
+        }
         _ => redis_lease::Client::redlock(urls.iter().cloned())
             .default_lease(lease)
             .command_timeout(lease / 10)
@@ -193,7 +208,7 @@ fn main() {
     let args: Vec<String> = std::env::args().skip(1).collect();
     if args.len() < 8 {
         eprintln!(
-            "usage: fault_client CLIENT HISTORY RESOURCE_URL single|redlock|cluster|sentinel|sentinel-acks|zookeeper LEASE_MS RUN_MS THREADS URL..."
+            "usage: fault_client CLIENT HISTORY RESOURCE_URL single|redlock|cluster|sentinel|sentinel-acks|zookeeper|postgres LEASE_MS RUN_MS THREADS URL..."
         );
         std::process::exit(64);
     }

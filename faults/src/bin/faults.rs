@@ -9,8 +9,9 @@
 //! RedLock and for a Sentinel-managed primary, `--minutes` each (10 unless told).
 //!
 //! Needs `fault_client` beside it (`cargo build --release -p faults` builds both),
-//! `redis-server` on PATH and, for the ZooKeeper scenarios, Debian's `zookeeper` package (run
-//! with `java`, as testkit does).
+//! `redis-server` on PATH, for the ZooKeeper scenarios Debian's `zookeeper` package (run with
+//! `java`, as testkit does), and for the PostgreSQL ones Debian's `postgresql-15` and
+//! `pgbouncer`.
 
 #![allow(clippy::print_stderr, clippy::print_stdout, missing_docs)]
 

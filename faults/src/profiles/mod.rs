@@ -6,8 +6,17 @@ use crate::mode::Mode;
 use crate::primitive::Primitive;
 use crate::scenario::Scenario;
 
+mod postgres;
+
 /// The scenarios of the default profile.
 pub fn all() -> Vec<Scenario> {
+    let mut all = on_redis_and_zookeeper();
+    all.extend(postgres::scenarios());
+    all
+}
+
+/// The scenarios on Redis (one server, RedLock, Cluster, Sentinels) and on ZooKeeper.
+fn on_redis_and_zookeeper() -> Vec<Scenario> {
     use Fault::*;
     use Mode::*;
     let scenario = |name, inside, mode, fault| Scenario {
@@ -414,7 +423,9 @@ pub fn soak() -> Vec<Scenario> {
 
 #[cfg(test)]
 mod tests {
+    use super::postgres::{PG, PG_POOLED};
     use super::*;
+    use testkit::Shutdown;
 
     fn is_failover(scenario: &Scenario) -> bool {
         matches!(scenario.mode, Mode::Sentinel { .. }) || scenario.fault == Fault::ForceFailover
@@ -436,9 +447,10 @@ mod tests {
         }
         assert_eq!(
             all().len() - short().len(),
-            23,
+            26,
             "the other failovers, three ZooKeeper scenarios, eight of the semaphore's and the \
-             read-write lock's and five of the election's run by default"
+             read-write lock's, five of the election's and three through PgBouncer run by \
+             default"
         );
     }
 
@@ -492,6 +504,50 @@ mod tests {
                 Fault::CutOffHolder(3)
             ]
         );
+    }
+
+    #[test]
+    fn postgres_is_fenced_and_only_a_frozen_holder_is_outside() {
+        let postgres: Vec<Scenario> = all()
+            .into_iter()
+            .filter(|scenario| matches!(scenario.mode, Mode::Postgres { .. }))
+            .collect();
+        for scenario in &postgres {
+            assert!(scenario.mode.fenced(), "{}", scenario.name);
+            assert!(scenario.name.starts_with("postgres"), "{}", scenario.name);
+            let outside = matches!(scenario.fault, Fault::FreezeHolder(_));
+            assert_eq!(scenario.inside, !outside, "{}", scenario.name);
+        }
+        // Each fault on the server directly, and the pooled baseline, in the short profile.
+        let direct: Vec<Fault> = postgres
+            .iter()
+            .filter(|scenario| scenario.mode == PG)
+            .map(|scenario| scenario.fault)
+            .collect();
+        assert_eq!(
+            direct,
+            [
+                Fault::None,
+                Fault::FreezeServer(2),
+                Fault::RestartServer(Shutdown::Fast),
+                Fault::RestartServer(Shutdown::Immediate),
+                Fault::Partition(2),
+                Fault::PartitionListener(2),
+                Fault::KillWaiter,
+                Fault::FreezeHolder(3),
+            ]
+        );
+        let short: Vec<(Mode, Fault)> = short()
+            .into_iter()
+            .filter(|scenario| matches!(scenario.mode, Mode::Postgres { .. }))
+            .map(|scenario| (scenario.mode, scenario.fault))
+            .collect();
+        assert_eq!(short.len(), direct.len() + 1, "{short:?}");
+        assert!(short.contains(&(PG_POOLED, Fault::None)));
+        let pooled = postgres
+            .iter()
+            .filter(|scenario| scenario.mode == PG_POOLED);
+        assert_eq!(pooled.count(), 4);
     }
 
     #[test]

@@ -1,26 +1,33 @@
 //! The faults a scenario injects, each with its facts in one place: the deployments it applies
 //! to, what it needs set up, what it does to the servers' logs and how its effect shows (in
-//! [`Fault::traits`]), and how it is injected and healed (in [`Fault::inject`]), both in the
-//! order the variants are declared.
+//! [`Fault::traits`], `traits.rs`), and how it is injected and healed (in [`Fault::inject`]),
+//! both in the order the variants are declared; whom a fault strikes in `holders.rs`.
 
+mod holders;
+mod traits;
+
+pub use traits::{Evidence, Traits};
+
+use crate::clients::Clients;
 use crate::clock::now_ns;
 use crate::failover;
-use crate::history::{self, Event};
-use crate::mode::Mode;
+use crate::postgres::Deployment;
 use crate::proxy::{Mode as ProxyMode, Proxy};
 use crate::LOCK_KEY;
+use holders::{holder_owner, holding, pid_of, WAITER_SEARCH_LEASES};
 use redis::Commands;
 use std::path::PathBuf;
 use std::process::Command;
 use std::thread;
-use std::time::{Duration, Instant};
-use testkit::{Failover, RedisCluster, RedisServer, SentinelSet, ZooKeeperEnsemble};
+use std::time::Duration;
+use testkit::{Failover, RedisCluster, RedisServer, SentinelSet, Shutdown, ZooKeeperEnsemble};
 
 /// The fault a scenario injects, again and again.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Fault {
     None,
-    /// SIGSTOP of the lock server (with RedLock, of one master) for this many leases.
+    /// SIGSTOP of the lock server (with RedLock, of one master; on PostgreSQL, of the server and
+    /// every process of it) for this many leases.
     FreezeServer(u32),
     /// `CLIENT PAUSE` on the lock server for this many leases.
     ClientPause(u32),
@@ -28,7 +35,8 @@ pub enum Fault {
     DebugSleep(u32),
     /// SIGSTOP of the client process holding the lock, for this many leases (the long-GC case).
     /// On ZooKeeper, past the session timeout (one lease): the ensemble expires the session; the
-    /// holder is one of the long holds, looked for in the histories.
+    /// holder is one of the long holds, looked for in the histories. On PostgreSQL, the owner of
+    /// the hold the store's table has.
     FreezeHolder(u32),
     /// The lock key's TTL cut to 1 ms while it is held (a key expiring early).
     ExpireKey,
@@ -47,7 +55,8 @@ pub enum Fault {
     /// their monotonic clock is left alone.
     ClockJumps,
     /// Through a proxy: bytes dropped both ways for this many leases (with RedLock, to one
-    /// master), then every connection reset.
+    /// master; on PostgreSQL, on the clients' calls, their listening connection going straight
+    /// to the server), then every connection reset.
     Partition(u32),
     /// On a cluster: SIGSTOP of the master of the lock's slot for one and a half leases, within
     /// the cluster's node timeout, so that no replica takes over.
@@ -97,233 +106,23 @@ pub enum Fault {
     /// started again with its data at once; then every client's connections to the leader cut
     /// for a quarter lease, so that the sessions it gathered move on to the followers.
     RestartFollower,
+    /// On PostgreSQL: the server stopped, by a fast shutdown (sessions ended, a checkpoint) or
+    /// an immediate one (every process gone at once, the WAL replayed at the next start, as after
+    /// a crash), and started again with its data at once.
+    RestartServer(Shutdown),
+    /// On PostgreSQL, through a proxy in front of the clients' listening connections only:
+    /// bytes dropped both ways for this many leases, then every connection reset. The calls
+    /// go on; the releases' notifications do not reach the waiters meanwhile.
+    PartitionListener(u32),
+    /// A client process killed (SIGKILL) while all its threads wait for the lock, one of them
+    /// for a tenth of a lease at least, and another started in its place for the rest of the
+    /// scenario (as a supervisor restarts a service).
+    KillWaiter,
     /// Each time one of [`Fault::mix`], drawn from the seed: the soak.
     Mix,
 }
 
-/// What a fault asks of a scenario, and how the scenario judges it.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Traits {
-    /// The deployments it can be injected into.
-    pub modes: &'static [Mode],
-    /// Whether the clients reach the lock servers through proxies, which the fault sets.
-    pub proxied: bool,
-    /// Whether the clients' wall clock is faked, so that it can be stepped.
-    pub fakes_clock: bool,
-    /// Whether the `MONITOR` logs cannot be replayed: the fault restarts servers, which ends
-    /// their logs, or moves the lock's key to another node, whose log does not start with it.
-    pub ends_logs: bool,
-    /// What tells that one injection of it took effect.
-    pub evidence: Evidence,
-    /// How many leases the fault and the recovery after it may take: the room it needs before
-    /// the clients stop.
-    pub room_leases: u32,
-    /// Whether the data servers stand behind gates that can partition them from the Sentinels
-    /// (`SentinelSet::start_partitionable`).
-    pub partitionable: bool,
-    /// Whether each client process reaches the ZooKeeper servers through proxies of its own
-    /// (`testkit::Proxy`, one per server), which the fault freezes.
-    pub client_proxies: bool,
-}
-
-/// What tells that an injected fault took effect.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Evidence {
-    /// A symptom in the clients' histories within two leases of the fault's end.
-    Symptom,
-    /// Some client's wall clock moving against its monotonic clock (the clients record both).
-    WallClockJump,
-    /// On ZooKeeper, fencing tokens of a new epoch handed to the clients within two leases of
-    /// the fault's end: a new leader, whom the sessions followed.
-    NewEpoch,
-    /// Being in place: the clients see nothing of it by design.
-    InPlace,
-}
-
-const ALL: &[Mode] = &[
-    Mode::Single,
-    Mode::Red,
-    Mode::Cluster,
-    Mode::Sentinel { acks: false },
-    Mode::Sentinel { acks: true },
-    Mode::ZooKeeper,
-];
-const ONE_SERVER: &[Mode] = &[Mode::Single];
-const HOLDERS: &[Mode] = &[Mode::Single, Mode::ZooKeeper];
-const SERVERS: &[Mode] = &[Mode::Single, Mode::Red];
-const REDLOCK: &[Mode] = &[Mode::Red];
-const CLUSTER: &[Mode] = &[Mode::Cluster];
-const SENTINELS: &[Mode] = &[
-    Mode::Sentinel { acks: false },
-    Mode::Sentinel { acks: true },
-];
-const ZOOKEEPER: &[Mode] = &[Mode::ZooKeeper];
-
-impl Traits {
-    /// A fault of `modes` on direct connections, whose logs replay, shown by a symptom, with
-    /// room for four leases.
-    const fn on(modes: &'static [Mode]) -> Traits {
-        Traits {
-            modes,
-            proxied: false,
-            fakes_clock: false,
-            ends_logs: false,
-            evidence: Evidence::Symptom,
-            room_leases: 4,
-            partitionable: false,
-            client_proxies: false,
-        }
-    }
-
-    const fn client_proxies(self) -> Traits {
-        Traits {
-            client_proxies: true,
-            ..self
-        }
-    }
-
-    const fn partitionable(self) -> Traits {
-        Traits {
-            partitionable: true,
-            ..self
-        }
-    }
-
-    const fn proxied(self) -> Traits {
-        Traits {
-            proxied: true,
-            ..self
-        }
-    }
-
-    const fn ends_logs(self) -> Traits {
-        Traits {
-            ends_logs: true,
-            ..self
-        }
-    }
-
-    const fn shown_by(self, evidence: Evidence) -> Traits {
-        Traits { evidence, ..self }
-    }
-
-    const fn room(self, room_leases: u32) -> Traits {
-        Traits {
-            room_leases,
-            ..self
-        }
-    }
-}
-
 impl Fault {
-    /// What the fault asks of a scenario on `mode`, and how the scenario judges it.
-    pub fn traits(self, mode: Mode) -> Traits {
-        use Evidence::InPlace;
-        use Fault::*;
-        let traits = match self {
-            None => Traits::on(ALL),
-            FreezeServer(_) => Traits::on(SERVERS),
-            ClientPause(_) | DebugSleep(_) | ExpireKey => Traits::on(ONE_SERVER),
-            // On ZooKeeper, also for the search for a long hold.
-            FreezeHolder(leases) if mode == Mode::ZooKeeper => {
-                Traits::on(HOLDERS).room(SEARCH_LEASES + leases + 2)
-            }
-            FreezeHolder(_) => Traits::on(HOLDERS),
-            KillMaster(_) | RestartMasterNow => Traits::on(REDLOCK).ends_logs(),
-            DelayReplies(_) | HoldReplies(_) => Traits::on(ONE_SERVER).proxied(),
-            SlowMaster(_) => Traits::on(REDLOCK).proxied(),
-            ClockJumps => Traits {
-                fakes_clock: true,
-                ..Traits::on(ALL).shown_by(Evidence::WallClockJump)
-            },
-            Partition(_) => Traits::on(SERVERS).proxied(),
-            FreezeSlotMaster => Traits::on(CLUSTER),
-            // The lock moved to another server on request, with its replica caught up.
-            PromoteReplica | Reshard => Traits::on(CLUSTER).ends_logs().shown_by(InPlace),
-            // A failover waits for servers to be promoted and synced.
-            ForceFailover => Traits::on(CLUSTER).ends_logs().room(10),
-            KillUnreplicated => Traits::on(SENTINELS).ends_logs().room(10),
-            SentinelFailover => Traits::on(SENTINELS).ends_logs().shown_by(InPlace).room(10),
-            FailoverPastAFrozenSentinel => {
-                Traits::on(SENTINELS).ends_logs().shown_by(InPlace).room(10)
-            }
-            PartitionPrimary(_) => Traits::on(SENTINELS)
-                .ends_logs()
-                .shown_by(InPlace)
-                .partitionable()
-                .room(12),
-            // Also for the Sentinels' turning the old primary into a replica (8 s).
-            FreezePrimary => Traits::on(SENTINELS).ends_logs().room(16),
-            // Also for the search for a long hold, and the killed server's start (a JVM, 1 to 3 s
-            // on two busy cores). Sessions ride over an election that ends within their timeout
-            // (ZooKeeper's design), so a symptom may not show; the new leader's epoch does.
-            KillLeader(leases) => Traits::on(ZOOKEEPER)
-                .shown_by(Evidence::NewEpoch)
-                .room(SEARCH_LEASES + leases + 4),
-            // Replaced (a new epoch), or back as the leader and expiring sessions (their
-            // holders told lost).
-            FreezeLeader(leases) if leases > 2 => Traits::on(ZOOKEEPER)
-                .shown_by(Evidence::NewEpoch)
-                .room(SEARCH_LEASES + leases + 4),
-            FreezeLeader(leases) => Traits::on(ZOOKEEPER).room(SEARCH_LEASES + leases + 4),
-            CutOffHolder(leases) => Traits::on(ZOOKEEPER)
-                .client_proxies()
-                .room(SEARCH_LEASES + leases + 2),
-            // The sessions the follower served move to another server within their timeout:
-            // by design the clients see nothing (the follower chosen is one that serves some).
-            RestartFollower => Traits::on(ZOOKEEPER)
-                .client_proxies()
-                .shown_by(InPlace)
-                .room(6),
-            Mix => Traits {
-                proxied: true,
-                client_proxies: mode == Mode::ZooKeeper,
-                fakes_clock: mode == Mode::Single,
-                ends_logs: matches!(mode, Mode::Red | Mode::Sentinel { .. }),
-                room_leases: Fault::mix(mode)
-                    .iter()
-                    .map(|fault| fault.traits(mode).room_leases)
-                    .max()
-                    .unwrap_or(4),
-                ..Traits::on(ALL)
-            },
-        };
-        // One RedLock master of three cut off, frozen, slow, down or emptied: the quorum keeps
-        // it from the clients by design.
-        if mode == Mode::Red {
-            traits.shown_by(InPlace)
-        } else {
-            traits
-        }
-    }
-
-    /// Whether the fault can be injected into `mode`.
-    pub fn applies_to(self, mode: Mode) -> bool {
-        self.traits(mode).modes.contains(&mode)
-    }
-
-    /// The faults of `mode` that stay inside the timing assumptions, which the soak mixes.
-    pub fn mix(mode: Mode) -> &'static [Fault] {
-        use Fault::*;
-        match mode {
-            Mode::Single => &[
-                FreezeServer(2),
-                ClientPause(2),
-                DebugSleep(2),
-                DelayReplies(2),
-                HoldReplies(2),
-                Partition(2),
-                ClockJumps,
-            ],
-            Mode::Red => &[KillMaster(2), Partition(2), FreezeServer(2), SlowMaster(2)],
-            Mode::Cluster => &[FreezeSlotMaster, PromoteReplica, Reshard],
-            // Without the replica's acknowledgement a failover may lose a hold: outside.
-            Mode::Sentinel { acks: false } => &[SentinelFailover],
-            Mode::Sentinel { acks: true } => &[KillUnreplicated, SentinelFailover, FreezePrimary],
-            Mode::ZooKeeper => &[KillLeader(2), CutOffHolder(3), RestartFollower],
-        }
-    }
-
     /// Injects the fault once and heals it; `count` is how many of its kind came before, to
     /// take turns among servers and directions. Returns the window in which it was active, or
     /// nothing if it could not be injected.
@@ -338,8 +137,10 @@ impl Fault {
             cluster,
             sentinels,
             ensemble,
+            postgres,
             proxies,
             client_proxies,
+            clients,
             histories,
             diverged,
         } = targets;
@@ -347,6 +148,9 @@ impl Fault {
         let mut start = now_ns();
         match self {
             Fault::None | Fault::Mix => return None,
+            Fault::FreezeServer(leases) if postgres.is_some() => {
+                postgres?.freeze(lease * leases);
+            }
             Fault::FreezeServer(leases) => {
                 let victim = count % servers.len();
                 servers[victim].pause();
@@ -371,12 +175,14 @@ impl Fault {
                     .query(&mut servers[0].connection());
             }
             Fault::FreezeHolder(leases) => {
-                // Without a lock key to read the owner from (ZooKeeper; a semaphore's or a
+                // Without a lock key or row to read the owner from (ZooKeeper; a semaphore's or a
                 // read-write lock's holds), the histories tell the holder.
-                let pid = match ensemble {
-                    Some(_) => None,
-                    None => holder_pid(&servers[0], histories),
+                let owner = match (postgres, servers.first()) {
+                    (Some(postgres), _) => postgres.holder(),
+                    (None, Some(server)) if ensemble.is_none() => holder_owner(server),
+                    _ => None,
                 };
+                let pid = owner.and_then(|owner| pid_of(&owner, histories));
                 let pid = match pid {
                     Some(pid) => pid,
                     None => holding(histories, lease)?.pid,
@@ -527,6 +333,21 @@ impl Fault {
                 thread::sleep(lease / 4);
                 to_leader.iter().for_each(|proxy| proxy.heal());
             }
+            Fault::RestartServer(how) => postgres?.restart(how),
+            Fault::PartitionListener(leases) => {
+                let proxy = proxies.first()?;
+                // Nothing to cut if no listening connection is up (each client keeps one).
+                if proxy.carried() == 0 {
+                    return None;
+                }
+                proxy.set(ProxyMode::Blackhole);
+                thread::sleep(lease * leases);
+                proxy.reset();
+                proxy.set(ProxyMode::Pass);
+            }
+            Fault::KillWaiter => {
+                return clients.restart_a_waiter(count, lease / 10, lease * WAITER_SEARCH_LEASES);
+            }
         }
         Some((start, now_ns()))
     }
@@ -544,52 +365,10 @@ pub(crate) struct Targets<'a> {
     pub histories: &'a [PathBuf],
     /// Where a failover that brings the old primary back tells how its copy differed.
     pub diverged: &'a mut Vec<String>,
-}
-
-/// The process id of the client holding `{jobs}` on `server`, from the owner ids the clients
-/// recorded when they started.
-fn holder_pid(server: &RedisServer, histories: &[PathBuf]) -> Option<u32> {
-    let fields: Vec<String> = server.connection().hkeys(LOCK_KEY).ok()?;
-    // Owner ids never start with ':', the hold's own fields always do.
-    let owner = fields.iter().find(|field| !field.starts_with(':'))?;
-    history::merge(histories)
-        .into_iter()
-        .find_map(|event| match event {
-            Event::Start { owner: o, pid, .. } if &o == owner => Some(pid),
-            _ => None,
-        })
-}
-
-/// How many leases a fault looks for a long hold before it strikes. They come in bunches, 7 to
-/// 10 s apart: one acquisition in twenty of each client is long, and while one is held the
-/// others' waits fail, which draws their turns together.
-const SEARCH_LEASES: u32 = 8;
-
-/// The hold open now that the histories tell of, preferring one open for a tenth to a half of a
-/// lease: one of the long holds (half a lease per step, a lease and a half in all), which will
-/// still be held, and renewed, a lease from now; the others last a few ms. Looks for
-/// [`SEARCH_LEASES`] leases, then takes the latest open hold; `None` if there is none.
-fn holding(histories: &[PathBuf], lease: Duration) -> Option<history::OpenHold> {
-    let give_up = Instant::now() + lease * SEARCH_LEASES;
-    let (young, old) = (
-        (lease / 10).as_nanos() as u64,
-        (lease / 2).as_nanos() as u64,
-    );
-    loop {
-        let now = now_ns();
-        let holds = history::open_holds(histories);
-        let long = holds
-            .iter()
-            .filter(|hold| (young..=old).contains(&now.saturating_sub(hold.since)))
-            .max_by_key(|hold| hold.since);
-        if let Some(hold) = long {
-            return Some(hold.clone());
-        }
-        if Instant::now() >= give_up {
-            return holds.into_iter().max_by_key(|hold| hold.since);
-        }
-        thread::sleep(Duration::from_millis(20));
-    }
+    /// On PostgreSQL, the server (and PgBouncer).
+    pub postgres: Option<&'a mut Deployment>,
+    /// The client processes, to kill one and start another in its place.
+    pub clients: &'a mut Clients,
 }
 
 /// How many client connections with a session the ZooKeeper server on `port` serves, from its
