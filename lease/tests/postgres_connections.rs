@@ -104,3 +104,28 @@ fn a_hold_outlives_every_connection_of_its_client() {
     }
     assert!(!guard.is_lost(), "the hold was lost: {:?}", guard.lost());
 }
+
+#[test]
+fn a_release_after_the_server_closed_the_clients_connections_frees_the_lock_at_once() {
+    let server = server();
+    // A lease of a minute: a release that failed would leave the lock held that long.
+    let holder = client(&server, Duration::from_secs(60));
+    warm(&holder);
+    let guard = holder
+        .lock("jobs")
+        .expect("valid")
+        .try_lock()
+        .expect("an answer")
+        .expect("free");
+    let ended = end_every_session(&server);
+    let released = guard.unlock();
+    let left = holders(&server);
+    assert!(
+        released.is_ok() && left.is_empty(),
+        "{ended} sessions ended; the release: {released:?}; still held by {left:?}"
+    );
+    // A rival's first call after the sessions ended is answered too.
+    end_every_session(&server);
+    let rival = holder.lock("jobs").expect("valid");
+    assert!(rival.try_lock().expect("an answer").is_some());
+}
