@@ -174,13 +174,15 @@ pub fn semaphore_permits_of_the_dead_come_back(clients: Clients<'_>, name: &str)
     // The dead holder is another client: an owner's own next acquisition would release what it
     // abandoned first.
     let dead = clients(Duration::from_millis(400));
+    // Connected before the dead holder acquires: its first call's set-up must not eat the lease.
+    let client = clients(Duration::from_millis(400));
+    client.ping().expect("reachable");
+    let semaphore = client.semaphore(name, 1).expect("valid");
     dead.semaphore(name, 1)
         .expect("valid")
         .acquire()
         .expect("free")
         .abandon();
-    let client = clients(Duration::from_millis(400));
-    let semaphore = client.semaphore(name, 1).expect("valid");
     assert!(semaphore.try_acquire().expect("reachable").is_none());
     let started = Instant::now();
     let back = semaphore
@@ -385,7 +387,12 @@ pub fn fair_lock_grants_in_order(clients: Clients<'_>, name: &str) {
             drop(guard);
         }));
         // Each has asked (and taken its place) before the next asks.
-        thread::sleep(Duration::from_millis(150));
+        let line = made[1].fair_lock(name).expect("valid");
+        testkit::wait_until(
+            "the waiter takes its place",
+            Duration::from_secs(10),
+            || line.inspect().expect("reachable").waiting >= Some(i as u64 + 1),
+        );
     }
     let state = made[1]
         .fair_lock(name)
