@@ -158,6 +158,7 @@ mod stores;
 mod sync;
 mod waiters;
 mod watchdog;
+mod write;
 
 #[doc = include_str!("guarantees.md")]
 pub mod guarantees {}
@@ -211,6 +212,12 @@ pub use rwlock::ReadWriteLock;
 pub use semaphore::{Semaphore, MAX_PERMITS};
 pub use state::LockState;
 pub use watchdog::WatchdogMetrics;
+pub use write::{Write, Written};
+/// The ZooKeeper client crate (feature `zookeeper`), re-exported: a [`Write::Zk`] is made of its
+/// `Op`s and answers with its `OpResult`s, at the version this crate uses.
+#[cfg(feature = "zookeeper")]
+#[cfg_attr(docsrs, doc(cfg(feature = "zookeeper")))]
+pub use zookeeper_blocking;
 
 /// The Rust examples of the crate's README, compiled (and run where they need no server) as doc
 /// tests, so that it cannot drift from the API. The workspace's README, which the published

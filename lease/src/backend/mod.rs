@@ -38,6 +38,7 @@ pub(crate) use calls::{
     ReserveFor, Reserved, Rivals, ServerIdentity,
 };
 pub(crate) use id::{check_prefix, Kind, LockId, Scope};
+pub(crate) use offers::WritesWhileHeld;
 pub(crate) use offers::{needs, not_offered, Elects, Grants, Resizes};
 pub(crate) use renew::{Renewal, Renewed, Renewer};
 pub(crate) use settings::Settings;
@@ -140,6 +141,12 @@ pub(crate) trait Place: Send + Sync + 'static {
     /// acknowledgements required: the granted hold would be one no replica has, so the waiter
     /// takes the lock by an acquisition of its own).
     fn grants(&self) -> Option<&dyn Grants> {
+        None
+    }
+
+    /// Writes made only while a hold holds, where the store can check a hold and write in one
+    /// atomic step.
+    fn writes(&self) -> Option<&dyn WritesWhileHeld> {
         None
     }
 }

@@ -1,12 +1,14 @@
 //! What only some primitives need of a place, offered by the places that can: a semaphore's
-//! stored number of permits ([`Resizes`]), an election's value and leader ([`Elects`]), and a
-//! release that grants the lock straight to a waiting owner of the same client ([`Grants`]). As
+//! stored number of permits ([`Resizes`]), an election's value and leader ([`Elects`]), a
+//! release that grants the lock straight to a waiting owner of the same client ([`Grants`]), and
+//! writes made only while a hold holds ([`WritesWhileHeld`]). As
 //! `lock_api` offers `try_lock_for` only where `RawMutexTimed` is implemented, a place offers
 //! each by returning it from [`Place`]; a primitive whose place does not offer what it needs is
 //! refused when it is made ([`needs`]), never at its first call.
 
 use super::{GrantFate, Kind, Leading, Place};
 use crate::error::{Error, Result};
+use crate::write::{Write, Written};
 use std::time::Instant;
 
 /// A semaphore's number of permits, stored with it, changed on purpose.
@@ -63,4 +65,20 @@ pub(crate) fn needs(place: &dyn Place, store: &str) -> Result<()> {
 /// The error of a primitive `kind` that `store` does not offer.
 pub(crate) fn not_offered(kind: Kind, store: &str) -> Error {
     Error::InvalidArgument(format!("a {} is not offered on {store}", kind.label()))
+}
+
+// Writes made only while a hold holds.
+
+/// Writes of the caller's own, made only while a hold still holds the lock.
+pub(crate) trait WritesWhileHeld: Send + Sync {
+    /// Makes `write` in one atomic step with a check that `owner`'s hold `hold` still holds
+    /// the lock: what it returned, or `None` if the hold no longer holds (nothing written). A
+    /// write of another store's kind is refused with `InvalidArgument`.
+    fn if_held(
+        &self,
+        owner: &str,
+        hold: &str,
+        write: &Write,
+        deadline: Instant,
+    ) -> Result<Option<Written>>;
 }

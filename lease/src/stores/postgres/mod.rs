@@ -9,7 +9,7 @@
 //! use, `place.rs` a lock's calls, `inspect.rs` what it holds, `renew.rs` the renewals,
 //! `listen.rs` the listening connection, `pool.rs` the calls' connections, `settings.rs` what a
 //! client is built from, `errors.rs` PostgreSQL's errors as the crate's, `store.rs` what every
-//! lock of a client shares.
+//! lock of a client shares; `write.rs` writes made only while a hold holds.
 
 mod errors;
 mod inspect;
@@ -20,6 +20,7 @@ mod renew;
 mod schema;
 mod settings;
 mod store;
+mod write;
 
 pub(crate) use settings::PostgresSettings;
 

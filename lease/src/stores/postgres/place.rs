@@ -10,7 +10,7 @@ use super::inspect;
 use super::store::{Shared, Undo};
 use crate::backend::{
     Attempt, Attempted, Elects, HoldEnd, Kind, Leading, LockId, Place, Release, ReleaseOutcome,
-    Released, Resizes, ServerIdentity,
+    Released, Resizes, ServerIdentity, WritesWhileHeld,
 };
 use crate::error::{Error, Result};
 use crate::policy::after;
@@ -254,6 +254,11 @@ impl Place for PgPlace {
 
     fn elects(&self) -> Option<&dyn Elects> {
         (self.id.kind == Kind::Leader).then_some(self as &dyn Elects)
+    }
+
+    /// Every primitive's holds: each is a row of the holds table.
+    fn writes(&self) -> Option<&dyn WritesWhileHeld> {
+        Some(self)
     }
 }
 

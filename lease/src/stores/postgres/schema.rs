@@ -17,7 +17,7 @@ const SCHEMA_SQL: &str = include_str!("schema.sql");
 
 /// The version of the functions this build of the store installs, returned by the schema's
 /// `version()`: raised whenever `schema.sql` changes what a function does.
-pub(crate) const VERSION: i32 = 1;
+pub(crate) const VERSION: i32 = 2;
 
 /// The columns each table must have, with their types as `information_schema` names them.
 const COLUMNS: &[(&str, &[(&str, &str)])] = &[
@@ -83,6 +83,8 @@ pub(crate) struct Statements {
     pub(crate) holds: String,
     pub(crate) waiting: String,
     pub(crate) identify: String,
+    /// The check of a hold, in the transaction of a write made while it holds.
+    pub(crate) held: String,
 }
 
 impl Statements {
@@ -126,6 +128,7 @@ impl Statements {
             identify: "SELECT pg_postmaster_start_time()::text AS started, \
                        coalesce(inet_server_port(), 0) AS port, current_database() AS db"
                 .to_owned(),
+            held: format!("SELECT {s}.held($1, $2, $3)"),
         }
     }
 

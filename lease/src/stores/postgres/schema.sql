@@ -341,3 +341,16 @@ END $$;
 
 -- The version of these functions, which a client checks at its first use (made by the client).
 -- @version@
+
+-- Raises LS004 unless `p_owner`'s hold `p_hold` holds the name `p_key` now. Takes the name's row
+-- lock for the rest of the transaction: no other call on the name commits before the caller's
+-- write that follows in the same transaction, so the hold is the name's latest when it commits.
+CREATE OR REPLACE FUNCTION @schema@.held(p_key text, p_owner text, p_hold text) RETURNS void
+LANGUAGE plpgsql AS $$
+BEGIN
+    PERFORM @schema@.enter(p_key);
+    IF NOT EXISTS (SELECT 1 FROM @schema@.holds WHERE key = p_key AND hold = p_hold
+            AND owner = p_owner AND expires > clock_timestamp()) THEN
+        RAISE EXCEPTION 'the hold no longer holds the name' USING ERRCODE = 'LS004';
+    END IF;
+END $$;

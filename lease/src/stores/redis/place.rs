@@ -1,11 +1,14 @@
 //! Redis as the seam sees it, on one server, a Sentinel's primary or a Cluster: a [`Place`] is
 //! a lock's keys, and every call on it runs the lock's script on the server its [`Route`] reaches
 //! (`on_server.rs`), announcing releases on the route's channels. RedLock, whose algorithm
-//! differs, is a place of its own (`quorum/`).
+//! differs, is a place of its own (`quorum/`). Writes made while a hold holds are in
+//! `place/write.rs`.
+
+mod write;
 
 use crate::backend::{
     Attempt, Attempted, Backend, Elects, GrantFate, Grants, HoldEnd, Kind, Leading, LockId, Place,
-    Release, ReleaseOutcome, Renewer, Resizes, ServerIdentity,
+    Release, ReleaseOutcome, Renewer, Resizes, ServerIdentity, WritesWhileHeld,
 };
 use crate::error::{Error, Result};
 use crate::state::LockState;
@@ -169,6 +172,11 @@ impl Place for KeysPlace {
     /// A plain lock's, unless replica acknowledgements are required.
     fn grants(&self) -> Option<&dyn Grants> {
         (self.id.kind.grants() && self.route.acks().is_none()).then_some(self as &dyn Grants)
+    }
+
+    /// Every primitive's holds: each is a hash with the hold's id and owner (see `holds.lua`).
+    fn writes(&self) -> Option<&dyn WritesWhileHeld> {
+        Some(self)
     }
 }
 
