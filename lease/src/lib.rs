@@ -144,6 +144,7 @@ pub mod election;
 mod error;
 mod events;
 mod guard;
+mod latch;
 mod local_queue;
 mod lock;
 mod lost;
@@ -192,6 +193,7 @@ pub use error::{Cause, Error, Result};
 pub use guard::Guard;
 /// The timer crate the watchdog runs on, for [`ClientBuilder::timer`].
 pub use hashwheel;
+pub use latch::{Latch, LatchState, DEFAULT_LATCH_EXPIRY};
 pub use lock::{LeaseGuard, Lock};
 pub use lost::{Lost, LostReason, LostSignal};
 pub use multilock::{MultiGuard, MultiLock};

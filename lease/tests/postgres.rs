@@ -287,3 +287,40 @@ fn a_hold_lapsed_in_postgres_writes_nothing_though_its_holder_believes_it_holds(
     );
     assert_eq!(read_log(&server, "sale"), (vec![], 0));
 }
+
+/// A client of `url` with generous timeouts, for checks that open many clients at once (each
+/// authenticates by SCRAM, which takes a debug build a while on a loaded machine).
+fn patient(url: &str) -> Client {
+    Client::postgres(url)
+        .connect_timeout(Duration::from_secs(10))
+        .command_timeout(Duration::from_secs(10))
+        .build()
+        .expect("valid settings")
+}
+
+#[test]
+fn a_latch_works_on_postgres() {
+    use common::latch::*;
+    let server = server();
+    let url = server.scram_url();
+    let clients = || patient(&url);
+    count_downs_from_many_clients_open_the_latch_once(&clients, "batch");
+    a_latch_is_set_only_from_zero_and_its_waiters_wait_for_their_round(&clients, "rounds");
+    a_latch_left_behind_lapses_and_its_waiter_is_told(&clients, "left", Duration::from_secs(2));
+}
+
+#[test]
+fn a_latch_works_through_pgbouncer_in_transaction_mode() {
+    use common::latch::*;
+    let server = server();
+    let bouncer = PgBouncer::start(&server);
+    let clients = || {
+        Client::postgres(bouncer.scram_url())
+            .postgres_listen_url(server.scram_url())
+            .connect_timeout(Duration::from_secs(10))
+            .command_timeout(Duration::from_secs(10))
+            .build()
+            .expect("valid settings")
+    };
+    count_downs_from_many_clients_open_the_latch_once(&clients, "batch");
+}

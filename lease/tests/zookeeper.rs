@@ -614,6 +614,38 @@ fn a_failed_try_leaves_no_node_behind_when_it_returns() {
         .expect("held");
 }
 
+/// A server that offers TTL nodes (which a latch is), and looks for lapsed ones every 100 ms.
+fn ttl_server() -> ZooKeeper {
+    ZooKeeper::start_with_properties(
+        &["forceSync=no", "extendedTypesEnabled=true"],
+        &["znode.container.checkIntervalMs=100"],
+    )
+}
+
+#[test]
+fn a_latch_works_on_zookeeper() {
+    use common::latch::*;
+    let zk = ttl_server();
+    let hosts = zk.connect_string();
+    let clients = || client(&hosts);
+    count_downs_from_many_clients_open_the_latch_once(&clients, "jobs/batch");
+    a_latch_is_set_only_from_zero_and_its_waiters_wait_for_their_round(&clients, "rounds");
+    a_latch_left_behind_lapses_and_its_waiter_is_told(&clients, "left", Duration::from_secs(2));
+}
+
+#[test]
+fn a_latch_is_refused_clearly_by_an_ensemble_without_ttl_nodes() {
+    let zk = ZooKeeper::start_with(&["forceSync=no"]);
+    let latch = client(&zk.connect_string()).latch("batch").expect("valid");
+    let refused = latch.set_count(2).expect_err("no TTL nodes");
+    assert!(
+        matches!(&refused, Error::Refused { .. })
+            && refused.to_string().contains("extendedTypesEnabled"),
+        "{refused}"
+    );
+    assert_eq!(latch.count().expect("reachable"), 0, "nothing made");
+}
+
 /// The log of a lock `name` on ZooKeeper: an entry is a sequential node under `/log/<name>`
 /// holding it, and its count one under `/count/<name>`, made in one transaction.
 fn append_zk(name: &str, entry: &str) -> redis_lease::Write {

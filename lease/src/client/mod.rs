@@ -3,6 +3,7 @@
 //! [`ClientBuilder`]'s (`builder.rs`).
 
 mod builder;
+mod latch;
 
 pub use builder::ClientBuilder;
 

@@ -1,9 +1,10 @@
 //! What the integration tests share: clients of the servers they start (`testkit`), and the
-//! checks every deployment runs (`election`, `held_write`, `methods`, `primitives`).
+//! checks every deployment runs (`election`, `held_write`, `latch`, `methods`, `primitives`).
 #![allow(dead_code)]
 
 pub mod election;
 pub mod held_write;
+pub mod latch;
 pub mod methods;
 pub mod primitives;
 
