@@ -39,6 +39,15 @@
 //! [`Election::leader`] or follow [`Election::observe`], whose reports never go back to an older
 //! term. On one server, Sentinel, Cluster and ZooKeeper; RedLock refuses it.
 //!
+//! # Latches, and writes only while held
+//!
+//! [`Client::latch`] is a count-down latch shared by every client of a name
+//! ([`Latch::set_count`], [`Latch::count_down`], [`Latch::wait_for`]), woken by the store, which
+//! lapses when left behind. [`LeaseGuard::if_held`] makes a write of the caller's own ([`Write`]:
+//! a Lua script, ZooKeeper operations, an SQL statement) in the lock's store only while the
+//! guard's hold still holds, in one atomic step of the store; it guards the lock's own store, not
+//! a resource elsewhere (see [`guarantees`]). Neither is offered on RedLock.
+//!
 //! # From async code
 //!
 //! The crate is synchronous: a call that talks to the store blocks its thread until its
@@ -166,7 +175,8 @@ pub mod guarantees {}
 
 /// The guides, as pages of this documentation: the library in depth (deployments, keys and
 /// scripts, ACL rules, owners, waiting, the local queue, errors, connections, the watchdog,
-/// RedLock and MultiLock, the other primitives, leader election, metrics), calling it from async
+/// RedLock and MultiLock, the other primitives, leader election, count-down latches, writes only
+/// while held, metrics), calling it from async
 /// code, the manual of the `lease` tool (the `lease-cli` crate), and what the crate costs beside
 /// its peers. What a lease guarantees is [`guarantees`].
 pub mod guide {
