@@ -22,8 +22,9 @@ pub struct Log<'a> {
     pub count_of: fn(&Written) -> Option<u64>,
 }
 
-/// A lease long enough that the watchdog does not find a hold taken away during a check: a
-/// refusal is then the store's own check, not the guard's.
+/// A lease longer than a check takes. Taken as a fixed lease, never renewed, a hold is not
+/// found taken away by the watchdog during a check: a refusal is then the store's own check,
+/// not the guard's.
 const LONG: Duration = Duration::from_secs(10);
 
 /// The log of `name` as the store holds it, checked whole: as many counted as logged.
@@ -54,7 +55,7 @@ fn refused(guard: &LeaseGuard, log: &Log<'_>, entry: &str) {
 pub fn writes_are_made_only_while_the_hold_holds(clients: Clients<'_>, log: &Log<'_>, name: &str) {
     let (a, b) = (clients(LONG), clients(LONG));
     let lock = a.lock(name).expect("valid");
-    let first = lock.lock().expect("free");
+    let first = lock.with_lease(LONG).lock().expect("free");
     let written = first
         .if_held(&(log.append)(name, "a1"))
         .expect("held: written");
@@ -67,12 +68,17 @@ pub fn writes_are_made_only_while_the_hold_holds(clients: Clients<'_>, log: &Log
         .expect("valid")
         .force_unlock()
         .expect("reachable"));
-    assert!(!first.is_lost(), "the watchdog has not looked yet");
+    assert!(!first.is_lost(), "never renewed, the guard cannot know");
     refused(&first, log, "a2");
     assert_eq!(whole(log, name), ["a1"], "nothing of a refused write");
 
     // Taken over by another: its writes go in, the old hold's never.
-    let second = b.lock(name).expect("valid").lock().expect("free");
+    let second = b
+        .lock(name)
+        .expect("valid")
+        .with_lease(LONG)
+        .lock()
+        .expect("free");
     refused(&first, log, "a3");
     let written = second
         .if_held(&(log.append)(name, "b1"))
