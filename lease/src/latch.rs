@@ -163,7 +163,8 @@ impl Latch {
     /// returns 0.
     ///
     /// A count-down that gets no answer ([`Error::Unavailable`]) may or may not have been
-    /// counted; it is not sent again.
+    /// counted, and one too few replicas acknowledged ([`Error::NotReplicated`]) was counted on
+    /// the primary: neither is sent again, and a caller that sends it again may count twice.
     ///
     /// # Errors
     ///
