@@ -86,6 +86,14 @@ pub enum Error {
         /// What is wrong with it.
         detail: String,
     },
+    /// A latch's waiter found it gone before it reached zero: it lapsed (see
+    /// [`Latch::expire_after`](crate::Latch::expire_after)) with its counters gone, or was
+    /// deleted from the store. It will never reach zero for that waiter.
+    #[error("latch {name:?} lapsed or was deleted before it reached zero")]
+    Gone {
+        /// The latch's name.
+        name: String,
+    },
     /// The wait was ended by its [`Cancel`](crate::Cancel) token. Nothing is held.
     #[error("the wait for {name:?} was cancelled")]
     Cancelled {

@@ -39,6 +39,15 @@
 //! [`Election::leader`] or follow [`Election::observe`], whose reports never go back to an older
 //! term. On one server, Sentinel, Cluster and ZooKeeper; RedLock refuses it.
 //!
+//! # Latches, and writes only while held
+//!
+//! [`Client::latch`] is a count-down latch shared by every client of a name
+//! ([`Latch::set_count`], [`Latch::count_down`], [`Latch::wait_for`]), woken by the store, which
+//! lapses when left behind. [`LeaseGuard::if_held`] makes a write of the caller's own ([`Write`]:
+//! a Lua script, ZooKeeper operations, an SQL statement) in the lock's store only while the
+//! guard's hold still holds, in one atomic step of the store; it guards the lock's own store, not
+//! a resource elsewhere (see [`guarantees`]). Neither is offered on RedLock.
+//!
 //! # From async code
 //!
 //! The crate is synchronous: a call that talks to the store blocks its thread until its
@@ -144,6 +153,7 @@ pub mod election;
 mod error;
 mod events;
 mod guard;
+mod latch;
 mod local_queue;
 mod lock;
 mod lost;
@@ -158,13 +168,15 @@ mod stores;
 mod sync;
 mod waiters;
 mod watchdog;
+mod write;
 
 #[doc = include_str!("guarantees.md")]
 pub mod guarantees {}
 
 /// The guides, as pages of this documentation: the library in depth (deployments, keys and
 /// scripts, ACL rules, owners, waiting, the local queue, errors, connections, the watchdog,
-/// RedLock and MultiLock, the other primitives, leader election, metrics), calling it from async
+/// RedLock and MultiLock, the other primitives, leader election, count-down latches, writes only
+/// while held, metrics), calling it from async
 /// code, the manual of the `lease` tool (the `lease-cli` crate), and what the crate costs beside
 /// its peers. What a lease guarantees is [`guarantees`].
 pub mod guide {
@@ -191,6 +203,7 @@ pub use error::{Cause, Error, Result};
 pub use guard::Guard;
 /// The timer crate the watchdog runs on, for [`ClientBuilder::timer`].
 pub use hashwheel;
+pub use latch::{Latch, LatchState, DEFAULT_LATCH_EXPIRY};
 pub use lock::{LeaseGuard, Lock};
 pub use lost::{Lost, LostReason, LostSignal};
 pub use multilock::{MultiGuard, MultiLock};
@@ -211,6 +224,12 @@ pub use rwlock::ReadWriteLock;
 pub use semaphore::{Semaphore, MAX_PERMITS};
 pub use state::LockState;
 pub use watchdog::WatchdogMetrics;
+pub use write::{Write, Written};
+/// The ZooKeeper client crate (feature `zookeeper`), re-exported: a [`Write::Zk`] is made of its
+/// `Op`s and answers with its `OpResult`s, at the version this crate uses.
+#[cfg(feature = "zookeeper")]
+#[cfg_attr(docsrs, doc(cfg(feature = "zookeeper")))]
+pub use zookeeper_blocking;
 
 /// The Rust examples of the crate's README, compiled (and run where they need no server) as doc
 /// tests, so that it cannot drift from the API. The workspace's README, which the published

@@ -613,3 +613,139 @@ fn a_failed_try_leaves_no_node_behind_when_it_returns() {
         .unlock()
         .expect("held");
 }
+
+/// A server that offers TTL nodes (which a latch is), and looks for lapsed ones every 100 ms.
+fn ttl_server() -> ZooKeeper {
+    ZooKeeper::start_with_properties(
+        &["forceSync=no", "extendedTypesEnabled=true"],
+        &["znode.container.checkIntervalMs=100"],
+    )
+}
+
+#[test]
+fn a_latch_works_on_zookeeper() {
+    use common::latch::*;
+    let zk = ttl_server();
+    let hosts = zk.connect_string();
+    let clients = || client(&hosts);
+    count_downs_from_many_clients_open_the_latch_once(&clients, "jobs/batch");
+    a_latch_is_set_only_from_zero_and_its_waiters_wait_for_their_round(&clients, "rounds");
+    a_latch_left_behind_lapses_and_its_waiter_is_told(&clients, "left", Duration::from_secs(2));
+}
+
+#[test]
+fn a_latch_is_refused_clearly_by_an_ensemble_without_ttl_nodes() {
+    let zk = ZooKeeper::start_with(&["forceSync=no"]);
+    let latch = client(&zk.connect_string()).latch("batch").expect("valid");
+    let refused = latch.set_count(2).expect_err("no TTL nodes");
+    assert!(
+        matches!(&refused, Error::Refused { .. })
+            && refused.to_string().contains("extendedTypesEnabled"),
+        "{refused}"
+    );
+    assert_eq!(latch.count().expect("reachable"), 0, "nothing made");
+}
+
+/// The log of a lock `name` on ZooKeeper: an entry is a sequential node under `/log/<name>`
+/// holding it, and its count one under `/count/<name>`, made in one transaction.
+fn append_zk(name: &str, entry: &str) -> redis_lease::Write {
+    use redis_lease::zookeeper_blocking::{CreateMode, Op};
+    redis_lease::Write::Zk(vec![
+        Op::create(
+            format!("/log/{name}/e-"),
+            entry.as_bytes().to_vec(),
+            CreateMode::PersistentSequential,
+        ),
+        Op::create(
+            format!("/count/{name}/c-"),
+            Vec::new(),
+            CreateMode::PersistentSequential,
+        ),
+    ])
+}
+
+/// The count a transaction of [`append_zk`] left: its counting node's sequence, plus one.
+fn zk_count(written: &redis_lease::Written) -> Option<u64> {
+    use redis_lease::zookeeper_blocking::OpResult;
+    let redis_lease::Written::Zk(results) = written else {
+        return None;
+    };
+    match results.as_slice() {
+        [OpResult::Created { .. }, OpResult::Created { path }] => {
+            let sequence: u64 = path.rsplit_once('-')?.1.parse().ok()?;
+            Some(sequence + 1)
+        }
+        _ => None,
+    }
+}
+
+#[test]
+fn writes_are_made_only_while_the_hold_holds_on_zookeeper() {
+    use common::held_write::*;
+    use redis_lease::zookeeper_blocking::{Config, Op, Session};
+    let zk = ZooKeeper::start_with(&["forceSync=no"]);
+    let hosts = zk.connect_string();
+    let soon = || Instant::now() + Duration::from_secs(5);
+    let session = Session::connect(Config::new(vec![hosts.clone()]), soon(), Arc::new(|_| {}))
+        .expect("connect");
+    for name in ["stock", "ordered", "stock-permits"] {
+        session
+            .ensure_path(&format!("/log/{name}"), soon())
+            .expect("made");
+        session
+            .ensure_path(&format!("/count/{name}"), soon())
+            .expect("made");
+    }
+    let read = |name: &str| {
+        let (mut entries, _) = session
+            .get_children(&format!("/log/{name}"), false, soon())
+            .expect("listed");
+        entries.sort();
+        let logged = entries
+            .iter()
+            .map(|entry| {
+                let (data, _) = session
+                    .get_data(&format!("/log/{name}/{entry}"), false, soon())
+                    .expect("read");
+                String::from_utf8(data).expect("text")
+            })
+            .collect();
+        let (counted, _) = session
+            .get_children(&format!("/count/{name}"), false, soon())
+            .expect("listed");
+        (logged, counted.len() as u64)
+    };
+    let clients = |lease| client_with(&hosts, lease);
+    let log = Log {
+        append: &append_zk,
+        read: &read,
+        count_of: zk_count,
+    };
+    writes_are_made_only_while_the_hold_holds(&clients, &log, "stock");
+    writes_while_held_follow_the_holds_in_token_order(&clients, &log, "ordered");
+
+    // An operation that fails refuses the whole write, and names itself.
+    let guard = client(&hosts)
+        .lock("stock")
+        .expect("valid")
+        .lock()
+        .expect("free");
+    let failing = redis_lease::Write::Zk(vec![
+        Op::create(
+            "/log/stock/e-",
+            b"half".to_vec(),
+            redis_lease::zookeeper_blocking::CreateMode::PersistentSequential,
+        ),
+        Op::set_data("/count/stock", Vec::new(), Some(99)),
+    ]);
+    let refused = guard.if_held(&failing);
+    assert!(
+        matches!(&refused, Err(Error::Refused { .. }))
+            && refused
+                .as_ref()
+                .err()
+                .is_some_and(|error| error.to_string().contains("operation 1")),
+        "{refused:?}"
+    );
+    assert_eq!(read("stock").0, ["a1", "b1"], "nothing of it");
+}

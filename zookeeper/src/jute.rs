@@ -57,7 +57,6 @@ impl<'a> Reader<'a> {
     }
 
     /// A one-byte boolean.
-    #[cfg(test)]
     pub(crate) fn boolean(&mut self, what: &str) -> Result<bool, JuteError> {
         Ok(self.array::<1>(what)?[0] != 0)
     }

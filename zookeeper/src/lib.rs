@@ -1,8 +1,9 @@
 //! A small synchronous ZooKeeper client whose every call ends by its caller's deadline: one
 //! session over one TCP connection at a time, a thread per session that reads replies and watch
 //! events and reconnects within the session timeout, and the operations coordination recipes
-//! need (create, with ephemeral and sequential modes; delete; exists, getData and getChildren,
-//! with watches; setData; a batch of exists; `sync` as a ping).
+//! need (create, with ephemeral and sequential modes, or with a TTL; delete; exists, getData and
+//! getChildren, with watches; setData; transactions of several writes and checks, applied all or
+//! none; a batch of exists; `sync` as a ping).
 //!
 //! ```no_run
 //! use std::sync::Arc;
@@ -29,7 +30,7 @@
 //!
 //! The API is [`Session`] (its calls' documentation tells what a call gets while the
 //! connection is lost); its plain types and errors are in `types.rs`, the wire encoding in
-//! `jute.rs`, the requests, replies and codes in `proto.rs`, path rules and the chroot in
+//! `jute.rs`, the requests, replies and codes in `proto.rs`, transactions in `multi.rs`, nodes with a TTL in `ttl.rs`, path rules and the chroot in
 //! `path.rs`, one connection and its handshake in `conn.rs`, the armed watches in `watches.rs`,
 //! the session's state, opening and closing in `session.rs`, its calls in `calls.rs`, and the
 //! session's thread, which reads and reconnects, in `thread.rs`. Sockets and deadlines are
@@ -44,10 +45,12 @@
 mod calls;
 mod conn;
 mod jute;
+mod multi;
 mod path;
 mod proto;
 mod session;
 mod thread;
+mod ttl;
 mod types;
 mod watches;
 
@@ -55,8 +58,11 @@ mod watches;
 mod call_tests;
 #[cfg(test)]
 mod fault_tests;
+#[cfg(test)]
+mod multi_tests;
 
 pub use conn::host_and_port;
+pub use multi::{Op, OpResult};
 use proto::{Reply, Request};
 use session::{Call, SessionShared};
 use std::fmt;

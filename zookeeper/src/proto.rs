@@ -3,17 +3,24 @@
 //! notifications, and what the opcodes, special xids and error codes are.
 
 use super::jute::{JuteError, Reader, Writer};
+use super::multi::{self, Op};
 use super::{Error, Stat};
 
 /// Opcodes of the requests this client sends.
 pub(crate) mod op {
+    pub(crate) const CREATE: i32 = 1;
     pub(crate) const DELETE: i32 = 2;
     pub(crate) const EXISTS: i32 = 3;
     pub(crate) const GET_DATA: i32 = 4;
     pub(crate) const SET_DATA: i32 = 5;
     pub(crate) const PING: i32 = 11;
     pub(crate) const GET_CHILDREN2: i32 = 12;
+    pub(crate) const CHECK: i32 = 13;
+    pub(crate) const MULTI: i32 = 14;
     pub(crate) const CREATE2: i32 = 15;
+    pub(crate) const CREATE_TTL: i32 = 21;
+    /// The type of a transaction's result that is an error.
+    pub(crate) const ERROR: i32 = -1;
     pub(crate) const AUTH: i32 = 100;
     pub(crate) const SET_WATCHES: i32 = 101;
     pub(crate) const CLOSE_SESSION: i32 = -11;
@@ -30,7 +37,11 @@ pub(crate) mod xid {
 /// Error codes of the reply header (`KeeperException.Code`).
 pub(crate) mod code {
     pub(crate) const OK: i32 = 0;
+    /// A transaction's operation after the one that failed.
+    pub(crate) const RUNTIME_INCONSISTENCY: i32 = -2;
     pub(crate) const MARSHALLING_ERROR: i32 = -5;
+    /// An operation the server does not offer (a TTL node where its extended types are off).
+    pub(crate) const UNIMPLEMENTED: i32 = -6;
     pub(crate) const NO_NODE: i32 = -101;
     pub(crate) const NO_AUTH: i32 = -102;
     pub(crate) const BAD_VERSION: i32 = -103;
@@ -48,6 +59,7 @@ pub(crate) fn error_of(err: i32) -> Error {
         code::BAD_VERSION => Error::BadVersion,
         code::NO_AUTH => Error::NoAuth,
         code::SESSION_EXPIRED => Error::SessionExpired,
+        code::UNIMPLEMENTED => Error::Unimplemented,
         other => Error::Api(other),
     }
 }
@@ -68,6 +80,15 @@ pub(crate) enum Request {
         data: Vec<u8>,
         flags: i32,
     },
+    /// CreateTTL of a persistent node that the server deletes once it is left unchanged (and
+    /// childless) for `ttl_ms`, with the open ACL.
+    CreateTtl {
+        path: String,
+        data: Vec<u8>,
+        ttl_ms: i64,
+    },
+    /// A transaction of these operations.
+    Multi(Vec<Op>),
     /// Delete, at `version` (-1 for any).
     Delete { path: String, version: i32 },
     /// Exists, arming a watch if `watch`.
@@ -99,6 +120,8 @@ pub(crate) enum Reply {
     Data(Vec<u8>, Stat),
     /// GetChildren2.
     Children(Vec<String>, Stat),
+    /// Multi: one outcome per operation.
+    Multi(Vec<multi::Outcome>),
 }
 
 impl Request {
@@ -106,6 +129,8 @@ impl Request {
     pub(crate) fn opcode(&self) -> i32 {
         match self {
             Request::Create { .. } => op::CREATE2,
+            Request::CreateTtl { .. } => op::CREATE_TTL,
+            Request::Multi(_) => op::MULTI,
             Request::Delete { .. } => op::DELETE,
             Request::Exists { .. } => op::EXISTS,
             Request::GetData { .. } => op::GET_DATA,
@@ -122,9 +147,15 @@ impl Request {
         match self {
             Request::Create { path, data, flags } => {
                 body.string(path).buffer(data);
-                body.int(1).int(PERMS_ALL).string("world").string("anyone");
+                open_acl(&mut body);
                 body.int(*flags);
             }
+            Request::CreateTtl { path, data, ttl_ms } => {
+                body.string(path).buffer(data);
+                open_acl(&mut body);
+                body.int(PERSISTENT_WITH_TTL).long(*ttl_ms);
+            }
+            Request::Multi(ops) => multi::encode(&mut body, ops),
             Request::Delete { path, version } => {
                 body.string(path).int(*version);
             }
@@ -146,10 +177,19 @@ impl Request {
     }
 }
 
+/// Writes the one ACL entry every create carries.
+pub(crate) fn open_acl(body: &mut Writer) {
+    body.int(1).int(PERMS_ALL).string("world").string("anyone");
+}
+
+/// The create flags of a persistent node with a TTL (`CreateMode.PERSISTENT_WITH_TTL`).
+const PERSISTENT_WITH_TTL: i32 = 5;
+
 /// Decodes the body of a successful reply to a request of type `opcode`.
 pub(crate) fn reply(opcode: i32, body: &mut Reader<'_>) -> Result<Reply, JuteError> {
     Ok(match opcode {
-        op::CREATE2 => {
+        op::MULTI => Reply::Multi(multi::decode(body)?),
+        op::CREATE2 | op::CREATE_TTL => {
             let path = body.string("created path")?;
             Reply::Created(path, stat(body)?)
         }

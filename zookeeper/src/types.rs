@@ -141,6 +141,19 @@ pub enum Error {
     /// The session was closed by its owner.
     #[error("the zookeeper session is closed")]
     Closed,
+    /// The server does not offer the operation: a TTL node on an ensemble whose servers run
+    /// without `zookeeper.extendedTypesEnabled=true`.
+    #[error("the zookeeper server does not offer this operation")]
+    Unimplemented,
+    /// A transaction ([`Session::multi`](crate::Session::multi)) failed at its operation
+    /// `index` (from 0), with `error`: none of its operations was applied.
+    #[error("operation {index} of the transaction failed ({error}); none was applied")]
+    Aborted {
+        /// The operation that failed, from 0.
+        index: usize,
+        /// Its error.
+        error: Box<Error>,
+    },
     /// Another error code from the server (`KeeperException.Code`); -5 (marshalling error) also
     /// for a request too large to send.
     #[error("zookeeper error code {0}")]

@@ -20,14 +20,20 @@
 //!    newer holder has written. Its late write is
 //!    refused by the fencing check.
 //!
+//! With the stock in PostgreSQL, two more (`held` and `held-frozen`, with the crate's `postgres`
+//! feature): the lock lives in the stock's own database, and each purchase is one write made
+//! only while the buyer's hold holds the lock (`LeaseGuard::if_held`: the lock's check and the
+//! stock's `UPDATE ... WHERE left > 0` with the order's `INSERT`, in one transaction), without a
+//! fence; the frozen holder's late write is refused by that check.
+//!
 //! It prints each sale's figures side by side and ends with `oversold: N`, the items sold beyond
 //! the stock over all sales (exit status 1 if not 0). The lock is on Redis at `REDIS_URL` if set,
 //! else on a throwaway redis-server on a free port; with `--lock postgres`, in the PostgreSQL
 //! database that holds the stock (its schema `lease`), so that the sale needs no Redis at all.
 //!
 //! `cargo run --release -p redis-lease --example flash_sale -- [--stock 100] [--procs 4]
-//! [--threads 8] [--lease-ms 400] [--only lock,optimistic,pessimistic,frozen] [--unfenced]
-//! [--db sqlite|postgres|postgres://URL] [--lock redis|postgres]`
+//! [--threads 8] [--lease-ms 400] [--only lock,optimistic,pessimistic,frozen,held,held-frozen]
+//! [--unfenced] [--db sqlite|postgres|postgres://URL] [--lock redis|postgres]`
 //!
 //! `--unfenced` drops the fencing check from the lock sales, to show what it prevents. `--db
 //! postgres` starts a throwaway PostgreSQL server (Debian's `postgresql` package); a
@@ -37,6 +43,7 @@
 //! postgres --lock postgres`).
 #![allow(clippy::print_stdout, clippy::print_stderr)]
 
+mod held;
 mod lock_store;
 mod sale;
 mod store;
@@ -57,6 +64,9 @@ pub enum Strategy {
     Optimistic,
     /// The database alone: the write lock taken before the read.
     Pessimistic,
+    /// A redis-lease lock in the stock's own PostgreSQL, and each purchase a write made only
+    /// while the hold holds.
+    Held,
 }
 
 impl Strategy {
@@ -65,6 +75,7 @@ impl Strategy {
             Strategy::Lock => "lock",
             Strategy::Optimistic => "optimistic",
             Strategy::Pessimistic => "pessimistic",
+            Strategy::Held => "held",
         }
     }
 
@@ -73,10 +84,14 @@ impl Strategy {
             "lock" => Ok(Strategy::Lock),
             "optimistic" => Ok(Strategy::Optimistic),
             "pessimistic" => Ok(Strategy::Pessimistic),
+            "held" => Ok(Strategy::Held),
             _ => Err(format!("unknown strategy {name:?}").into()),
         }
     }
 }
+
+/// Whether this build has the sales whose lock lives in the stock's PostgreSQL.
+const HELD: bool = cfg!(feature = "postgres");
 
 /// The command line, as `--name value` pairs and `--flag`s.
 struct Args {
@@ -159,13 +174,32 @@ fn run_worker(args: Args) -> Result<ExitCode> {
 }
 
 fn run_sales(args: Args) -> Result<ExitCode> {
-    let only = args
-        .text("only")
-        .unwrap_or("lock,optimistic,pessimistic,frozen");
+    let on_postgres = args.text("db").is_some_and(|db| db != "sqlite");
+    let only = args.text("only").unwrap_or(if on_postgres && HELD {
+        "lock,optimistic,pessimistic,frozen,held,held-frozen"
+    } else {
+        "lock,optimistic,pessimistic,frozen"
+    });
     let sales: Vec<&str> = only.split(',').collect();
     for sale in &sales {
-        if !["lock", "optimistic", "pessimistic", "frozen"].contains(sale) {
+        if ![
+            "lock",
+            "optimistic",
+            "pessimistic",
+            "frozen",
+            "held",
+            "held-frozen",
+        ]
+        .contains(sale)
+        {
             return Err(format!("--only: unknown sale {sale:?}").into());
+        }
+        if sale.starts_with("held") && !(on_postgres && HELD) {
+            return Err(format!(
+                "--only {sale}: the lock lives in the stock's PostgreSQL (--db postgres), with \
+                 the crate's postgres feature"
+            )
+            .into());
         }
     }
     let lock_store = LockStore::parse(args.text("lock").unwrap_or("redis"))?;
@@ -253,6 +287,8 @@ fn run_sales(args: Args) -> Result<ExitCode> {
             "lock" => (Strategy::Lock, false, "redis-lease lock"),
             "optimistic" => (Strategy::Optimistic, false, "optimistic"),
             "pessimistic" => (Strategy::Pessimistic, false, "pessimistic"),
+            "held" => (Strategy::Held, false, "write while held"),
+            "held-frozen" => (Strategy::Held, true, "held, frozen"),
             _ => (Strategy::Lock, true, "frozen holder"),
         };
         println!();

@@ -78,6 +78,7 @@ pub fn run(args: WorkerArgs) -> Result<()> {
             let client = super::lock_store::client(url, args.lease)?;
             Some(client.lock(LOCK_NAME)?)
         }
+        Strategy::Held => Some(held_lock(&args)?),
         Strategy::Optimistic | Strategy::Pessimistic => None,
     };
     let conns = (0..args.threads)
@@ -148,6 +149,13 @@ fn buy_until_sold_out(shared: &Shared, mut conn: Conn, buyer: &str) -> Result<Ta
                 outcome
             }
             Strategy::Pessimistic => conn.buy_pessimistic(buyer)?,
+            Strategy::Held => {
+                let lock = shared
+                    .lock
+                    .as_ref()
+                    .ok_or("no lock for the held strategy")?;
+                buy_while_held(shared, lock, buyer)?
+            }
         };
         tally
             .latencies_us
@@ -207,6 +215,45 @@ fn buy_under_lock(shared: &Shared, lock: &Lock, conn: &mut Conn, buyer: &str) ->
             "late token={token} tried_left={} outcome={outcome:?} fence_now={} lost={}",
             seen - 1,
             conn.fence()?,
+            guard.is_lost()
+        ))?;
+    }
+    release(guard, buyer, froze);
+    Ok(outcome)
+}
+
+/// The lock of a held sale: in the stock's own PostgreSQL.
+fn held_lock(args: &WorkerArgs) -> Result<Lock> {
+    let Database::Postgres(url) = &args.db else {
+        return Err("the held strategy keeps its lock in the stock's PostgreSQL".into());
+    };
+    Ok(super::lock_store::client(url, args.lease)?.lock(LOCK_NAME)?)
+}
+
+/// One purchase of a held sale: take the lock, write while the hold holds, release.
+fn buy_while_held(shared: &Shared, lock: &Lock, buyer: &str) -> Result<Outcome> {
+    let guard = lock
+        .try_lock_for(LOCK_WAIT)?
+        .ok_or_else(|| format!("{buyer} did not get the lock within {LOCK_WAIT:?}"))?;
+    let token = guard
+        .fencing_token()
+        .ok_or("this deployment gives no fencing tokens")?;
+    let token = i64::try_from(token).map_err(|_| format!("token {token} overflows"))?;
+    let froze = shared.freeze_pending.swap(false, Ordering::SeqCst);
+    if froze {
+        // As in the frozen-holder sale: stopped here by the coordinator until a newer holder
+        // has written.
+        say(&format!("frozen token={token} seen=0"))?;
+        let mut line = String::new();
+        std::io::stdin().lock().read_line(&mut line)?;
+        if line.trim() != "resume" {
+            return Err(format!("expected `resume` on stdin, got {line:?}").into());
+        }
+    }
+    let outcome = super::held::buy(&guard, buyer, token)?;
+    if froze {
+        say(&format!(
+            "late token={token} outcome={outcome:?} lost={}",
             guard.is_lost()
         ))?;
     }

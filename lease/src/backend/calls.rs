@@ -178,3 +178,42 @@ impl ServerIdentity {
         same(&self.run_id, &other.run_id) || same(&self.peer, &other.peer)
     }
 }
+
+/// A count-down latch as the store holds it: absent (never set, or lapsed), or its count and
+/// the round it counts down, and how long until it lapses where the store can tell.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct LatchRead {
+    /// `None` while the latch is absent.
+    pub(crate) round: Option<String>,
+    pub(crate) count: u32,
+    pub(crate) ttl: Option<Duration>,
+}
+
+impl LatchRead {
+    /// An absent latch.
+    pub(crate) fn absent() -> LatchRead {
+        LatchRead {
+            round: None,
+            count: 0,
+            ttl: None,
+        }
+    }
+
+    /// A latch's count and round, from the text a store keeps them in (`<count> <round>`); an
+    /// error naming `key` for text of another shape.
+    pub(crate) fn parse(text: &str, key: &str, ttl: Option<Duration>) -> Result<LatchRead> {
+        let (count, round) = text
+            .split_once(' ')
+            .and_then(|(count, round)| Some((count.parse().ok()?, round)))
+            .filter(|(_, round)| !round.is_empty())
+            .ok_or_else(|| crate::error::Error::BadValue {
+                key: key.to_owned(),
+                detail: "it is not a latch's count and round".into(),
+            })?;
+        Ok(LatchRead {
+            round: Some(round.to_owned()),
+            count,
+            ttl,
+        })
+    }
+}

@@ -24,6 +24,10 @@ pub(crate) enum Kind {
     /// A leader election: a lock whose hold is a term of leadership, each term a new hold in
     /// the store (never handed from thread to thread), with the value its leader proclaims.
     Leader,
+    /// A count-down latch: no holds, a count stored with it that its waiters wait to see at
+    /// zero ([`Latches`](super::Latches)). Its place is never acquired: where a store's code
+    /// sorts kinds by how they are held, a latch goes with the lock.
+    Latch,
 }
 
 impl Kind {
@@ -68,6 +72,7 @@ impl Kind {
             Kind::Read => "read lock",
             Kind::Write => "write lock",
             Kind::Leader => "leader election",
+            Kind::Latch => "latch",
         }
     }
 }
@@ -156,6 +161,7 @@ enum Side {
     Read,
     Write,
     Leader,
+    Latch,
 }
 
 impl Scope {
@@ -195,6 +201,7 @@ impl std::fmt::Display for Scope {
             Side::Read => "read lock",
             Side::Write => "write lock",
             Side::Leader => "leader election",
+            Side::Latch => "latch",
         };
         write!(f, "{side} {:?}", self.name)
     }
@@ -218,6 +225,7 @@ impl Side {
             Kind::Read => Side::Read,
             Kind::Write => Side::Write,
             Kind::Leader => Side::Leader,
+            Kind::Latch => Side::Latch,
         }
     }
 }

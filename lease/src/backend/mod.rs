@@ -34,11 +34,12 @@ mod renew;
 mod settings;
 
 pub(crate) use calls::{
-    Attempt, Attempted, Grant, GrantFate, HoldEnd, Leading, Release, ReleaseOutcome, Released,
-    ReserveFor, Reserved, Rivals, ServerIdentity,
+    Attempt, Attempted, Grant, GrantFate, HoldEnd, LatchRead, Leading, Release, ReleaseOutcome,
+    Released, ReserveFor, Reserved, Rivals, ServerIdentity,
 };
 pub(crate) use id::{check_prefix, Kind, LockId, Scope};
 pub(crate) use offers::{needs, not_offered, Elects, Grants, Resizes};
+pub(crate) use offers::{Latches, WritesWhileHeld, LATCH_KEPT_OPEN};
 pub(crate) use renew::{Renewal, Renewed, Renewer};
 pub(crate) use settings::Settings;
 
@@ -140,6 +141,17 @@ pub(crate) trait Place: Send + Sync + 'static {
     /// acknowledgements required: the granted hold would be one no replica has, so the waiter
     /// takes the lock by an acquisition of its own).
     fn grants(&self) -> Option<&dyn Grants> {
+        None
+    }
+
+    /// The latch calls, where the place is a latch the store offers.
+    fn latches(&self) -> Option<&dyn Latches> {
+        None
+    }
+
+    /// Writes made only while a hold holds, where the store can check a hold and write in one
+    /// atomic step.
+    fn writes(&self) -> Option<&dyn WritesWhileHeld> {
         None
     }
 }

@@ -1,13 +1,16 @@
 //! What only some primitives need of a place, offered by the places that can: a semaphore's
-//! stored number of permits ([`Resizes`]), an election's value and leader ([`Elects`]), and a
-//! release that grants the lock straight to a waiting owner of the same client ([`Grants`]). As
+//! stored number of permits ([`Resizes`]), an election's value and leader ([`Elects`]), a
+//! release that grants the lock straight to a waiting owner of the same client ([`Grants`]), a
+//! count-down latch's count ([`Latches`]), and writes made only while a hold holds
+//! ([`WritesWhileHeld`]). As
 //! `lock_api` offers `try_lock_for` only where `RawMutexTimed` is implemented, a place offers
 //! each by returning it from [`Place`]; a primitive whose place does not offer what it needs is
 //! refused when it is made ([`needs`]), never at its first call.
 
-use super::{GrantFate, Kind, Leading, Place};
+use super::{GrantFate, Kind, LatchRead, Leading, Place};
 use crate::error::{Error, Result};
-use std::time::Instant;
+use crate::write::{Write, Written};
+use std::time::{Duration, Instant};
 
 /// A semaphore's number of permits, stored with it, changed on purpose.
 pub(crate) trait Resizes: Send + Sync {
@@ -51,6 +54,7 @@ pub(crate) fn needs(place: &dyn Place, store: &str) -> Result<()> {
     let offered = match kind {
         Kind::Semaphore { .. } => place.resizes().is_some(),
         Kind::Leader => place.elects().is_some(),
+        Kind::Latch => place.latches().is_some(),
         Kind::Lock | Kind::Fair | Kind::Read | Kind::Write => true,
     };
     if offered {
@@ -63,4 +67,50 @@ pub(crate) fn needs(place: &dyn Place, store: &str) -> Result<()> {
 /// The error of a primitive `kind` that `store` does not offer.
 pub(crate) fn not_offered(kind: Kind, store: &str) -> Error {
     Error::InvalidArgument(format!("a {} is not offered on {store}", kind.label()))
+}
+
+// Count-down latches, and writes made only while a hold holds.
+
+/// A count-down latch: a count stored with it, set while it is at zero or absent, counted down
+/// to zero, which wakes its waiters. Each setting starts a round, named by an id the client
+/// draws, so that a waiter of one round tells its opening from a later round's count. A latch
+/// lapses `expiry` after its last change (kept, once at zero, for at least
+/// [`LATCH_KEPT_OPEN`]); a store that cannot change a latch's expiry after it made it keeps the
+/// first.
+pub(crate) trait Latches: Send + Sync {
+    /// Sets the count to `count` (from 1) as the round `round`, if the latch is at zero or
+    /// absent; whether it did.
+    fn set_count(
+        &self,
+        count: u32,
+        round: &str,
+        expiry: Duration,
+        deadline: Instant,
+    ) -> Result<bool>;
+
+    /// Counts down once, if above zero: the count left (0 once at zero, now or before, or if
+    /// the latch is absent). Reaching zero wakes the latch's waiters through the store.
+    fn count_down(&self, expiry: Duration, deadline: Instant) -> Result<u32>;
+
+    /// The latch now. With `watch`, a store that wakes waiters by watches arms one that the
+    /// latch's next change fires (a store that announces does so anyway).
+    fn read(&self, watch: bool, deadline: Instant) -> Result<LatchRead>;
+}
+
+/// How long a latch is kept, once at zero, at the least: long enough for every waiter of its
+/// round to see it open, waiters looking at least every few seconds.
+pub(crate) const LATCH_KEPT_OPEN: Duration = Duration::from_secs(10);
+
+/// Writes of the caller's own, made only while a hold still holds the lock.
+pub(crate) trait WritesWhileHeld: Send + Sync {
+    /// Makes `write` in one atomic step with a check that `owner`'s hold `hold` still holds
+    /// the lock: what it returned, or `None` if the hold no longer holds (nothing written). A
+    /// write of another store's kind is refused with `InvalidArgument`.
+    fn if_held(
+        &self,
+        owner: &str,
+        hold: &str,
+        write: &Write,
+        deadline: Instant,
+    ) -> Result<Option<Written>>;
 }

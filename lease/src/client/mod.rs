@@ -3,6 +3,7 @@
 //! settings [`ClientBuilder`]'s (`builder.rs`).
 
 mod builder;
+mod latch;
 mod stores;
 
 pub use builder::ClientBuilder;

@@ -6,6 +6,7 @@ use super::release::Holding;
 use crate::error::{Error, Result};
 use crate::lost::Lost;
 use crate::watchdog::Watched;
+use crate::write::{Write, Written};
 use std::time::{Duration, Instant};
 
 /// One acquisition, as its guard keeps it: the handle it releases through, what the acquisition came to, and its
@@ -109,6 +110,50 @@ impl LeaseGuard {
     /// receiver before a `select!` loop rather than calling this in every round.
     pub fn lost_signal(&self) -> crate::LostSignal {
         self.acquisition.watched.lost_signal()
+    }
+
+    /// Makes `write` in the lock's own store only if this hold still holds the lock there (the
+    /// same owner, the same hold: not released, lapsed, force-unlocked or taken over), in one
+    /// atomic step of the store with that check, within the command timeout; what it returned.
+    /// A hold that no longer holds writes nothing and is refused with [`Error::NotOwner`], as
+    /// is one the watchdog already counts lost (without a call). etcd's `IsOwner()` made into
+    /// one call: the check cannot go stale before the write, as a check followed by a write
+    /// can.
+    ///
+    /// Each store runs its own kind of [`Write`]: a Lua script on Redis (one server, Sentinel,
+    /// Cluster: its keys in the lock's hash tag), operations in a ZooKeeper transaction, a
+    /// statement in the PostgreSQL transaction of the check. It guards writes to the lock's
+    /// store only: a resource elsewhere is kept safe by its own check of the fencing token
+    /// (see [`guarantees`](crate::guarantees)).
+    ///
+    /// ```no_run
+    /// use redis_lease::{redis::Value, Write, Written};
+    /// # let client = redis_lease::Client::open("redis://127.0.0.1:6379")?;
+    /// let guard = client.lock("sale")?.lock()?;
+    /// // Sells one item, only while this hold holds the lock "sale".
+    /// let sold = guard.if_held(&Write::Lua {
+    ///     script: "if tonumber(redis.call('get', KEYS[1]) or '0') < 1 then return 0 end     ///              redis.call('decr', KEYS[1])     ///              redis.call('rpush', KEYS[2], ARGV[1])     ///              return 1"
+    ///         .into(),
+    ///     keys: vec!["{sale}:stock".into(), "{sale}:orders".into()],
+    ///     args: vec!["order-17".into()],
+    /// })?;
+    /// assert!(matches!(sold, Written::Lua(Value::Int(0 | 1))));
+    /// guard.unlock()?;
+    /// # Ok::<(), redis_lease::Error>(())
+    /// ```
+    ///
+    /// # Errors
+    ///
+    /// [`Error::NotOwner`] if the hold no longer holds (nothing was written);
+    /// [`Error::InvalidArgument`] for a write of another store's kind, a Cluster's key outside
+    /// the lock's hash tag, and on RedLock, which cannot check a hold and write in one step;
+    /// [`Error::Unavailable`] if the store did not answer in time (the write may have been
+    /// made); [`Error::NotReplicated`] if it was made but fewer replicas acknowledged it than
+    /// the client requires; [`Error::Refused`] for the write's own failure (a Lua error, a
+    /// ZooKeeper operation that failed, an SQL error: with ZooKeeper and PostgreSQL nothing
+    /// was written).
+    pub fn if_held(&self, write: &Write) -> Result<Written> {
+        super::held_write::if_held(&self.acquisition.holding, &self.acquisition.watched, write)
     }
 
     /// Releases this acquisition as [`LeaseGuard::unlock`] does, keeping the guard; after

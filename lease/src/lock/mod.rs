@@ -7,6 +7,7 @@ mod contender;
 pub(crate) mod core;
 mod guard;
 mod handoff;
+mod held_write;
 mod registry;
 mod release;
 mod request;

@@ -79,6 +79,11 @@ impl Holding {
         (&self.store_owner, &self.hold)
     }
 
+    /// The lock's place, and the client's parts, for a write made while the hold holds.
+    pub(crate) fn place_and_core(&self) -> (&dyn Place, &Core) {
+        (&*self.place, &self.core)
+    }
+
     /// Whether the watchdog counts the hold lost (its deadline read on the watchdog's clock).
     pub(crate) fn is_lost(&self, watched: &Watched) -> bool {
         self.core.watchdog().is_lost(&watched.status)

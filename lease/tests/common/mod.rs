@@ -1,8 +1,10 @@
 //! What the integration tests share: clients of the servers they start (`testkit`), and the
-//! checks every deployment runs (`election`, `methods`, `primitives`).
+//! checks every deployment runs (`election`, `held_write`, `latch`, `methods`, `primitives`).
 #![allow(dead_code)]
 
 pub mod election;
+pub mod held_write;
+pub mod latch;
 pub mod methods;
 #[cfg(feature = "postgres")]
 pub mod postgres;

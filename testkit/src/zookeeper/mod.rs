@@ -124,6 +124,13 @@ impl ZooKeeper {
     /// They come after the defaults, which they override (the last line of a setting counts);
     /// `clientPort` and `dataDir` are testkit's to set.
     pub fn start_with(extra_cfg: &[&str]) -> Self {
+        Self::start_with_properties(extra_cfg, &[])
+    }
+
+    /// A standalone server with more `zoo.cfg` lines and Java system properties (`"name=value"`,
+    /// passed as `-Dname=value`), for the settings the server reads only from its properties,
+    /// such as `znode.container.checkIntervalMs`, once it serves.
+    pub fn start_with_properties(extra_cfg: &[&str], properties: &[&str]) -> Self {
         // Another process may take the port between the check and the server's bind.
         for _ in 0..5 {
             let port = free_port(None);
@@ -132,6 +139,10 @@ impl ZooKeeper {
                 settings.extend(extra_cfg.iter().map(|line| (*line).to_owned()));
                 settings
             });
+            node.properties = properties
+                .iter()
+                .map(|property| format!("-D{property}"))
+                .collect();
             node.spawn();
             if await_nodes(&mut [&mut node], STANDALONE, "ZooKeeper serving") {
                 return ZooKeeper { node };
@@ -336,6 +347,8 @@ pub(crate) struct Node {
     dir: tempfile::TempDir,
     /// Whether the process is stopped by SIGSTOP.
     paused: AtomicBool,
+    /// Java system properties the JVM gets (`-Dname=value` each).
+    properties: Vec<String>,
     /// The lengths of the log and the output file when the process was last started, so that a
     /// failure shows what this start wrote.
     log_start: (u64, u64),
@@ -358,6 +371,7 @@ impl Node {
             port,
             dir,
             paused: AtomicBool::new(false),
+            properties: Vec::new(),
             log_start: (0, 0),
         }
     }
@@ -403,6 +417,7 @@ impl Node {
         command
             .args(JVM_FLAGS)
             .args(flag)
+            .args(&self.properties)
             .arg(format!("-Djava.io.tmpdir={}", dir.display()))
             .arg(format!("-Dzookeeper.log.dir={}", dir.display()))
             .arg(format!("-Dzookeeper.log.file={LOG_FILE}"))

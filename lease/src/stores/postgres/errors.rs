@@ -10,6 +10,8 @@ use postgres_blocking::Error as PgError;
 pub(crate) const ANOTHER_PRIMITIVE: &str = "LS001";
 pub(crate) const OTHER_PERMITS: &str = "LS002";
 pub(crate) const NO_TOKEN_LEFT: &str = "LS003";
+/// A write while held found the hold gone (`held`).
+pub(crate) const NOT_HELD: &str = "LS004";
 
 /// Sorts `error` of a call about the name `key` (as messages show it) made to `server`.
 pub(crate) fn from_pg(error: PgError, key: &str, server: &str) -> Error {

@@ -14,7 +14,7 @@ fn family(kind: Kind) -> &'static str {
     match kind {
         Kind::Semaphore { .. } => "semaphore",
         Kind::Read | Kind::Write => "rw",
-        Kind::Lock | Kind::Fair | Kind::Leader => "lock",
+        Kind::Lock | Kind::Fair | Kind::Leader | Kind::Latch => "lock",
     }
 }
 

@@ -9,10 +9,12 @@
 //! use, `place.rs` a lock's calls, `inspect.rs` what it holds, `renew.rs` the renewals,
 //! `listen.rs` the listening connection, `pool.rs` the calls' connections, `settings.rs` what a
 //! client is built from, `errors.rs` PostgreSQL's errors as the crate's, `shared.rs` what every
-//! lock of a client shares, `store.rs` the backend.
+//! lock of a client shares, `store.rs` the backend; `latch.rs` a count-down latch's calls,
+//! `write.rs` writes made only while a hold holds.
 
 mod errors;
 mod inspect;
+mod latch;
 mod listen;
 mod place;
 mod pool;
@@ -21,6 +23,7 @@ mod schema;
 mod settings;
 mod shared;
 mod store;
+mod write;
 
 pub(crate) use settings::PostgresSettings;
 

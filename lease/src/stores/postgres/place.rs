@@ -9,8 +9,8 @@ use super::errors::other_permits;
 use super::inspect;
 use super::shared::{Shared, Undo};
 use crate::backend::{
-    Attempt, Attempted, Elects, GrantFate, Grants, HoldEnd, Kind, Leading, LockId, Place, Release,
-    ReleaseOutcome, Released, Reserved, Resizes, Rivals, ServerIdentity,
+    Attempt, Attempted, Elects, GrantFate, Grants, HoldEnd, Kind, Latches, Leading, LockId, Place,
+    Release, ReleaseOutcome, Released, Reserved, Resizes, Rivals, ServerIdentity, WritesWhileHeld,
 };
 use crate::error::{Error, Result};
 use crate::policy::after;
@@ -25,10 +25,10 @@ const MARK: Duration = Duration::from_secs(5);
 /// The key of the primitive `id` under `prefix`: the name in braces (names hold none), and an
 /// election's apart from the lock of the same name.
 pub(crate) fn key_of(prefix: &str, id: &LockId) -> String {
-    let tail = if id.kind == Kind::Leader {
-        "}:leader"
-    } else {
-        "}"
+    let tail = match id.kind {
+        Kind::Leader => "}:leader",
+        Kind::Latch => "}:latch",
+        _ => "}",
     };
     [prefix, "{", &id.name, tail].concat()
 }
@@ -42,6 +42,8 @@ fn kind_text(kind: Kind) -> &'static str {
         Kind::Read => "read",
         Kind::Write => "write",
         Kind::Leader => "leader",
+        // Never acquired: it has calls of its own.
+        Kind::Latch => "latch",
     }
 }
 
@@ -324,6 +326,15 @@ impl Place for PgPlace {
 
     fn grants(&self) -> Option<&dyn Grants> {
         (self.id.kind == Kind::Lock).then_some(self as &dyn Grants)
+    }
+
+    fn latches(&self) -> Option<&dyn Latches> {
+        (self.id.kind == Kind::Latch).then_some(self as &dyn Latches)
+    }
+
+    /// Every primitive's holds: each is a row of the holds table.
+    fn writes(&self) -> Option<&dyn WritesWhileHeld> {
+        (self.id.kind != Kind::Latch).then_some(self as &dyn WritesWhileHeld)
     }
 }
 

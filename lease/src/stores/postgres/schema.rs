@@ -17,7 +17,7 @@ const SCHEMA_SQL: &str = include_str!("schema.sql");
 
 /// The version of the functions this build of the store installs, returned by the schema's
 /// `version()`: raised whenever `schema.sql` changes what a function does.
-pub(crate) const VERSION: i32 = 5;
+pub(crate) const VERSION: i32 = 6;
 
 /// The columns each table must have, with their types as `information_schema` names them.
 const COLUMNS: &[(&str, &[(&str, &str)])] = &[
@@ -64,6 +64,15 @@ const COLUMNS: &[(&str, &[(&str, &str)])] = &[
             ("at", "timestamp with time zone"),
         ],
     ),
+    (
+        "latches",
+        &[
+            ("key", "text"),
+            ("count", "bigint"),
+            ("round", "text"),
+            ("expires", "timestamp with time zone"),
+        ],
+    ),
 ];
 
 /// The statements a client sends, in its schema.
@@ -84,6 +93,16 @@ pub(crate) struct Statements {
     pub(crate) holds: String,
     pub(crate) waiting: String,
     pub(crate) identify: String,
+    /// A count-down latch's calls, and the check of a hold before a write.
+    pub(crate) latches: LatchStatements,
+    pub(crate) held: String,
+}
+
+/// The statements of a count-down latch.
+pub(crate) struct LatchStatements {
+    pub(crate) set: String,
+    pub(crate) down: String,
+    pub(crate) read: String,
 }
 
 impl Statements {
@@ -132,6 +151,16 @@ impl Statements {
             identify: "SELECT pg_postmaster_start_time()::text AS started, \
                        coalesce(inet_server_port(), 0) AS port, current_database() AS db"
                 .to_owned(),
+            latches: LatchStatements {
+                set: format!("SELECT {s}.latch_set($1, $2::bigint, $3, $4::bigint)"),
+                down: format!("SELECT {s}.latch_down($1, $2::bigint, $3::bigint)"),
+                read: format!(
+                    "SELECT count, round, ceil(extract(epoch FROM expires - clock_timestamp()) \
+                     * 1000)::bigint AS ttl_ms FROM {s}.latches WHERE key = $1 AND expires > \
+                     clock_timestamp()"
+                ),
+            },
+            held: format!("SELECT {s}.held($1, $2, $3)"),
         }
     }
 

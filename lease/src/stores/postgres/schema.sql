@@ -455,3 +455,87 @@ END $$;
 
 -- The version of these functions, which a client checks at its first use (made by the client).
 -- @version@
+
+-- Count-down latches: one row per latch, its count, the id of the round the count belongs to
+-- (each setting from zero starts one), and when it lapses (the database's clock), reset at each
+-- change. A lapsed latch reads as absent; its row is replaced by the next setting of its name,
+-- or deleted by a setting of another.
+CREATE TABLE IF NOT EXISTS @schema@.latches (
+    key text PRIMARY KEY,
+    count bigint NOT NULL CHECK (count >= 0),
+    round text NOT NULL,
+    expires timestamptz NOT NULL
+);
+CREATE INDEX IF NOT EXISTS latches_expires ON @schema@.latches (expires);
+
+-- Sets the latch `p_key`'s count to `p_count` as the round `p_round`, lapsing `p_expiry_ms` from
+-- now, if it is at zero or absent (or lapsed); whether it did. Of two settings at once, one sets
+-- and the other finds it set. Deletes a few lapsed latches of other names.
+CREATE OR REPLACE FUNCTION @schema@.latch_set(p_key text, p_count bigint, p_round text,
+    p_expiry_ms bigint) RETURNS boolean
+LANGUAGE plpgsql AS $$
+DECLARE
+    l @schema@.latches;
+    v_now timestamptz;
+BEGIN
+    PERFORM set_config('synchronous_commit', 'on', true);
+    DELETE FROM @schema@.latches WHERE key IN (SELECT key FROM @schema@.latches
+        WHERE expires <= clock_timestamp() AND key <> p_key LIMIT 16 FOR UPDATE SKIP LOCKED);
+    LOOP
+        SELECT * INTO l FROM @schema@.latches WHERE key = p_key FOR UPDATE;
+        v_now := clock_timestamp();
+        IF FOUND THEN
+            IF l.expires > v_now AND l.count > 0 THEN
+                RETURN false;
+            END IF;
+            UPDATE @schema@.latches SET count = p_count, round = p_round,
+                expires = v_now + p_expiry_ms * interval '1 ms' WHERE key = p_key;
+            RETURN true;
+        END IF;
+        INSERT INTO @schema@.latches VALUES (p_key, p_count, p_round,
+                v_now + p_expiry_ms * interval '1 ms')
+            ON CONFLICT (key) DO NOTHING;
+        IF FOUND THEN
+            RETURN true;
+        END IF;
+        -- Another setting made it meanwhile: lock it, and look at it.
+    END LOOP;
+END $$;
+
+-- Counts the latch `p_key` down once, if it is above zero: it lapses `p_expiry_ms` from now while
+-- it counts, `p_kept_ms` once at zero, when its waiters are told. Returns the count left (0 once
+-- at zero, or if the latch is absent or lapsed).
+CREATE OR REPLACE FUNCTION @schema@.latch_down(p_key text, p_expiry_ms bigint, p_kept_ms bigint)
+RETURNS bigint
+LANGUAGE plpgsql AS $$
+DECLARE
+    l @schema@.latches;
+    v_now timestamptz;
+BEGIN
+    PERFORM set_config('synchronous_commit', 'on', true);
+    SELECT * INTO l FROM @schema@.latches WHERE key = p_key FOR UPDATE;
+    v_now := clock_timestamp();
+    IF NOT FOUND OR l.expires <= v_now OR l.count = 0 THEN
+        RETURN 0;
+    END IF;
+    UPDATE @schema@.latches SET count = count - 1, expires = v_now
+            + CASE WHEN l.count = 1 THEN p_kept_ms ELSE p_expiry_ms END * interval '1 ms'
+        WHERE key = p_key;
+    IF l.count = 1 THEN
+        PERFORM pg_notify(@channel@, p_key);
+    END IF;
+    RETURN l.count - 1;
+END $$;
+
+-- Raises LS004 unless `p_owner`'s hold `p_hold` holds the name `p_key` now. Takes the name's row
+-- lock for the rest of the transaction: no other call on the name commits before the caller's
+-- write that follows in the same transaction, so the hold is the name's latest when it commits.
+CREATE OR REPLACE FUNCTION @schema@.held(p_key text, p_owner text, p_hold text) RETURNS void
+LANGUAGE plpgsql AS $$
+BEGIN
+    PERFORM @schema@.enter(p_key);
+    IF NOT EXISTS (SELECT 1 FROM @schema@.holds WHERE key = p_key AND hold = p_hold
+            AND owner = p_owner AND expires > clock_timestamp()) THEN
+        RAISE EXCEPTION 'the hold no longer holds the name' USING ERRCODE = 'LS004';
+    END IF;
+END $$;

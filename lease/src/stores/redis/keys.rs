@@ -12,14 +12,16 @@ pub(crate) struct LockKeys {
     pub(crate) kind: Kind,
     /// A lock: hash of owner -> hold count, and the hold's id, token and acquisitions (fields
     /// starting with ':'), with the lease as its TTL. A semaphore or read-write lock: sorted set
-    /// of its holds (see `scripts/shared.lua`), each hold a hash of its own, as a lock's.
+    /// of its holds (see `scripts/shared.lua`), each hold a hash of its own, as a lock's. A
+    /// latch: hash of its count and round, with its expiry as its TTL (see
+    /// `scripts/latch_set.lua`).
     pub(crate) lock: String,
     /// Counter: the last fencing token handed out. Never expires.
     pub(crate) fence: String,
     /// String: the id of the acquisition whose release last freed the lock, for 60 s, so that a
     /// release retried after a lost reply is told it was applied.
     pub(crate) released: String,
-    /// Pub/sub channel announcing that the lock was freed.
+    /// Pub/sub channel announcing that the lock was freed (a latch: that it reached zero).
     pub(crate) channel: String,
     /// A fair lock's queue: list of waiting owners, in the order they asked.
     pub(crate) queue: String,
@@ -40,11 +42,12 @@ impl LockKeys {
     pub(crate) fn of(prefix: &str, id: &LockId) -> LockKeys {
         // Made for every primitive a client hands out: concatenated, not formatted, which
         // costs several times less.
-        let tail = if id.kind == Kind::Leader {
-            // An election is not the lock of the same name: keys of its own, in the same slot.
-            "}:leader"
-        } else {
-            "}"
+        let tail = match id.kind {
+            // An election or a latch is not the lock of the same name: keys of its own, in the
+            // same slot.
+            Kind::Leader => "}:leader",
+            Kind::Latch => "}:latch",
+            _ => "}",
         };
         let base = [prefix, "{", &id.name, tail].concat();
         let key = |suffix: &str| [base.as_str(), suffix].concat();

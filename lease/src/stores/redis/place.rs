@@ -1,11 +1,15 @@
 //! Redis as the seam sees it, on one server, a Sentinel's primary or a Cluster: a [`Place`] is
 //! a lock's keys, and every call on it runs the lock's script on the server its [`Route`] reaches
 //! (`on_server.rs`), announcing releases on the route's channels. RedLock, whose algorithm
-//! differs, is a place of its own (`quorum/`).
+//! differs, is a place of its own (`quorum/`). A latch's calls are in `place/latch.rs`, writes
+//! made while a hold holds in `place/write.rs`.
+
+mod latch;
+mod write;
 
 use crate::backend::{
-    Attempt, Attempted, Backend, Elects, GrantFate, Grants, HoldEnd, Kind, Leading, LockId, Place,
-    Release, ReleaseOutcome, Renewer, Resizes, ServerIdentity,
+    Attempt, Attempted, Backend, Elects, GrantFate, Grants, HoldEnd, Kind, Latches, Leading,
+    LockId, Place, Release, ReleaseOutcome, Renewer, Resizes, ServerIdentity, WritesWhileHeld,
 };
 use crate::error::{Error, Result};
 use crate::state::LockState;
@@ -169,6 +173,15 @@ impl Place for KeysPlace {
     /// A plain lock's, unless replica acknowledgements are required.
     fn grants(&self) -> Option<&dyn Grants> {
         (self.id.kind.grants() && self.route.acks().is_none()).then_some(self as &dyn Grants)
+    }
+
+    fn latches(&self) -> Option<&dyn Latches> {
+        (self.id.kind == Kind::Latch).then_some(self as &dyn Latches)
+    }
+
+    /// Every primitive's holds: each is a hash with the hold's id and owner (see `holds.lua`).
+    fn writes(&self) -> Option<&dyn WritesWhileHeld> {
+        (self.id.kind != Kind::Latch).then_some(self as &dyn WritesWhileHeld)
     }
 }
 

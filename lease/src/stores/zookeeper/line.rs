@@ -57,7 +57,7 @@ impl Line {
                 None => Blocker::Any,
             },
             Kind::Read => self.last_not_reading.map_or(Blocker::None, Blocker::Node),
-            Kind::Lock | Kind::Fair | Kind::Write | Kind::Leader => match self.read {
+            Kind::Lock | Kind::Fair | Kind::Write | Kind::Leader | Kind::Latch => match self.read {
                 0 => Blocker::None,
                 read => Blocker::Node(read - 1),
             },
@@ -92,9 +92,10 @@ pub(super) fn holding<E>(
                 Some(Kind::Semaphore { permits, take })
             }
             (Kind::Read, Some(Claim::Read)) => Some(Kind::Read),
-            (Kind::Lock | Kind::Fair | Kind::Write | Kind::Leader, Some(Claim::Exclusive)) => {
-                Some(kind)
-            }
+            (
+                Kind::Lock | Kind::Fair | Kind::Write | Kind::Leader | Kind::Latch,
+                Some(Claim::Exclusive),
+            ) => Some(kind),
             _ => None,
         };
         if let Some(contender) = contender {

@@ -4,10 +4,13 @@
 //! What differs from Redis: there are no announcements (a waiter watches the node before its
 //! own, and the watch wakes it), no grants from one thread of the client to another (the next
 //! thread of the local queue queues its own node), re-entry is counted in the process, and a
-//! lock's node stays in the tree when it is free (as Curator leaves it).
+//! lock's node stays in the tree when it is free (as Curator leaves it). A count-down latch is a
+//! node of its own with a TTL (`latch.rs`); writes made while a hold holds are transactions
+//! with a check of its node (`write.rs`).
 
 mod ensemble;
 mod inspect;
+mod latch;
 mod line;
 mod offers;
 mod paths;
@@ -15,10 +18,11 @@ mod reaper;
 mod recipe;
 mod renew;
 mod table;
+mod write;
 
 use crate::backend::{
-    Attempt, Attempted, Backend, Elects, HoldEnd, Kind, LockId, Place, Release, ReleaseOutcome,
-    Renewer, Resizes, ServerIdentity, Settings,
+    Attempt, Attempted, Backend, Elects, HoldEnd, Kind, Latches, LockId, Place, Release,
+    ReleaseOutcome, Renewer, Resizes, ServerIdentity, Settings, WritesWhileHeld,
 };
 use crate::error::{Error, Result};
 use crate::state::LockState;
@@ -303,5 +307,14 @@ impl Place for LockNode {
 
     fn elects(&self) -> Option<&dyn Elects> {
         Some(self)
+    }
+
+    fn latches(&self) -> Option<&dyn Latches> {
+        (self.id.kind == Kind::Latch).then_some(self as &dyn Latches)
+    }
+
+    /// Every primitive's holds: each is a node of its own, which holds until it goes.
+    fn writes(&self) -> Option<&dyn WritesWhileHeld> {
+        (self.id.kind != Kind::Latch).then_some(self as &dyn WritesWhileHeld)
     }
 }

@@ -21,6 +21,9 @@ const ROOT: &str = "/lease";
 /// and a lock of one name are two.
 const ELECTIONS: &str = "/lease-elections";
 
+/// The node under which every count-down latch lives: apart from the locks and elections.
+const LATCHES: &str = "/lease-latches";
+
 /// What separates a leader's owner id from the value it proclaimed, in its node's data (owner
 /// ids of elections are the client's own, without it).
 pub(super) const PROCLAIMED: char = '\0';
@@ -43,7 +46,7 @@ impl Claim {
     /// What an acquisition of `kind` claims.
     pub(super) fn of(kind: Kind) -> Claim {
         match kind {
-            Kind::Lock | Kind::Fair | Kind::Write | Kind::Leader => Claim::Exclusive,
+            Kind::Lock | Kind::Fair | Kind::Write | Kind::Leader | Kind::Latch => Claim::Exclusive,
             Kind::Read => Claim::Read,
             Kind::Semaphore { take, .. } => Claim::Take(take),
         }
@@ -100,11 +103,12 @@ pub(super) fn lock_path(prefix: &str, name: &str) -> Result<String> {
 }
 
 /// The node of the primitive `kind` named `name`: a lock's (see [`lock_path`]), or an
-/// election's, under its own root.
+/// election's or a latch's, each under a root of its own.
 pub(super) fn place_path(prefix: &str, name: &str, kind: Kind) -> Result<String> {
     let path = lock_path(prefix, name)?;
     Ok(match kind {
         Kind::Leader => format!("{ELECTIONS}{}", &path[ROOT.len()..]),
+        Kind::Latch => format!("{LATCHES}{}", &path[ROOT.len()..]),
         _ => path,
     })
 }

@@ -128,6 +128,11 @@ fn admit(kind: Kind) -> Result<()> {
              needs one counter, and RedLock's masters each keep their own"
                 .into(),
         )),
+        Kind::Latch => Err(Error::InvalidArgument(
+            "a latch is not offered on RedLock: its masters would each keep a count of their \
+             own, and counted down on a quorum of them it would open on some and not others"
+                .into(),
+        )),
         other => Err(Error::InvalidArgument(format!(
             "a {} is not offered on RedLock: its masters would each keep their own holds or \
              line, and a quorum of them does not bound its holders as one server does",
