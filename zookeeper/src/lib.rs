@@ -43,6 +43,7 @@
 #![forbid(unsafe_code)]
 
 mod calls;
+mod codes;
 mod conn;
 mod jute;
 mod multi;
@@ -50,6 +51,7 @@ mod path;
 mod proto;
 mod session;
 mod thread;
+mod transaction;
 mod ttl;
 mod types;
 mod watches;

@@ -1,68 +1,13 @@
 //! ZooKeeper's requests and replies as records (`zookeeper.jute`): the session handshake, the
 //! request and reply headers, the bodies of the operations this client makes, watch
-//! notifications, and what the opcodes, special xids and error codes are.
+//! notifications, and transactions' operations and results (`MultiTransactionRecord`,
+//! `MultiResponse`: each behind a `MultiHeader` (its type, `done`, an error code), the list ended
+//! by a header whose `done` is set). The numbers they carry are in [`codes`](super::codes).
 
+pub(crate) use super::codes::{code, error_of, event, op, xid};
 use super::jute::{JuteError, Reader, Writer};
-use super::multi::{self, Op};
-use super::{Error, Stat};
-
-/// Opcodes of the requests this client sends.
-pub(crate) mod op {
-    pub(crate) const CREATE: i32 = 1;
-    pub(crate) const DELETE: i32 = 2;
-    pub(crate) const EXISTS: i32 = 3;
-    pub(crate) const GET_DATA: i32 = 4;
-    pub(crate) const SET_DATA: i32 = 5;
-    pub(crate) const PING: i32 = 11;
-    pub(crate) const GET_CHILDREN2: i32 = 12;
-    pub(crate) const CHECK: i32 = 13;
-    pub(crate) const MULTI: i32 = 14;
-    pub(crate) const CREATE2: i32 = 15;
-    pub(crate) const CREATE_TTL: i32 = 21;
-    /// The type of a transaction's result that is an error.
-    pub(crate) const ERROR: i32 = -1;
-    pub(crate) const AUTH: i32 = 100;
-    pub(crate) const SET_WATCHES: i32 = 101;
-    pub(crate) const CLOSE_SESSION: i32 = -11;
-}
-
-/// The xids the protocol reserves: replies and notifications that answer no numbered call.
-pub(crate) mod xid {
-    pub(crate) const NOTIFICATION: i32 = -1;
-    pub(crate) const PING: i32 = -2;
-    pub(crate) const AUTH: i32 = -4;
-    pub(crate) const SET_WATCHES: i32 = -8;
-}
-
-/// Error codes of the reply header (`KeeperException.Code`).
-pub(crate) mod code {
-    pub(crate) const OK: i32 = 0;
-    /// A transaction's operation after the one that failed.
-    pub(crate) const RUNTIME_INCONSISTENCY: i32 = -2;
-    pub(crate) const MARSHALLING_ERROR: i32 = -5;
-    /// An operation the server does not offer (a TTL node where its extended types are off).
-    pub(crate) const UNIMPLEMENTED: i32 = -6;
-    pub(crate) const NO_NODE: i32 = -101;
-    pub(crate) const NO_AUTH: i32 = -102;
-    pub(crate) const BAD_VERSION: i32 = -103;
-    pub(crate) const NODE_EXISTS: i32 = -110;
-    pub(crate) const NOT_EMPTY: i32 = -111;
-    pub(crate) const SESSION_EXPIRED: i32 = -112;
-}
-
-/// The error a reply header's non-zero code stands for.
-pub(crate) fn error_of(err: i32) -> Error {
-    match err {
-        code::NO_NODE => Error::NoNode,
-        code::NODE_EXISTS => Error::NodeExists,
-        code::NOT_EMPTY => Error::NotEmpty,
-        code::BAD_VERSION => Error::BadVersion,
-        code::NO_AUTH => Error::NoAuth,
-        code::SESSION_EXPIRED => Error::SessionExpired,
-        code::UNIMPLEMENTED => Error::Unimplemented,
-        other => Error::Api(other),
-    }
-}
+use super::multi::{Op, OpResult};
+use super::Stat;
 
 /// Permissions of the one ACL entry every create carries: all, to anyone (`OPEN_ACL_UNSAFE`).
 const PERMS_ALL: i32 = 31;
@@ -121,7 +66,7 @@ pub(crate) enum Reply {
     /// GetChildren2.
     Children(Vec<String>, Stat),
     /// Multi: one outcome per operation.
-    Multi(Vec<multi::Outcome>),
+    Multi(Vec<Outcome>),
 }
 
 impl Request {
@@ -155,7 +100,7 @@ impl Request {
                 open_acl(&mut body);
                 body.int(PERSISTENT_WITH_TTL).long(*ttl_ms);
             }
-            Request::Multi(ops) => multi::encode(&mut body, ops),
+            Request::Multi(ops) => encode_multi(&mut body, ops),
             Request::Delete { path, version } => {
                 body.string(path).int(*version);
             }
@@ -188,7 +133,7 @@ const PERSISTENT_WITH_TTL: i32 = 5;
 /// Decodes the body of a successful reply to a request of type `opcode`.
 pub(crate) fn reply(opcode: i32, body: &mut Reader<'_>) -> Result<Reply, JuteError> {
     Ok(match opcode {
-        op::MULTI => Reply::Multi(multi::decode(body)?),
+        op::MULTI => Reply::Multi(decode_multi(body)?),
         op::CREATE2 | op::CREATE_TTL => {
             let path = body.string("created path")?;
             Reply::Created(path, stat(body)?)
@@ -296,14 +241,6 @@ pub(crate) struct WatcherEvent {
     pub(crate) path: String,
 }
 
-/// Event types of a notification (`Watcher.Event.EventType`).
-pub(crate) mod event {
-    pub(crate) const NODE_CREATED: i32 = 1;
-    pub(crate) const NODE_DELETED: i32 = 2;
-    pub(crate) const NODE_DATA_CHANGED: i32 = 3;
-    pub(crate) const NODE_CHILDREN_CHANGED: i32 = 4;
-}
-
 /// Reads a `WatcherEvent`.
 pub(crate) fn watcher_event(body: &mut Reader<'_>) -> Result<WatcherEvent, JuteError> {
     let kind = body.int("event type")?;
@@ -375,9 +312,89 @@ pub(crate) fn set_watches(
     frames
 }
 
+/// The type of `operation` in its `MultiHeader`.
+fn multi_opcode(operation: &Op) -> i32 {
+    match operation {
+        Op::Create { .. } => op::CREATE,
+        Op::Delete { .. } => op::DELETE,
+        Op::SetData { .. } => op::SET_DATA,
+        Op::Check { .. } => op::CHECK,
+    }
+}
+
+/// The `MultiHeader` that ends a transaction's operations or results.
+fn end(body: &mut Writer) {
+    body.int(-1).boolean(true).int(-1);
+}
+
+/// Writes the operations of a `multi` request after its header.
+fn encode_multi(body: &mut Writer, ops: &[Op]) {
+    for operation in ops {
+        body.int(multi_opcode(operation)).boolean(false).int(-1);
+        match operation {
+            Op::Create { path, data, mode } => {
+                body.string(path).buffer(data);
+                open_acl(body);
+                body.int(mode.flags());
+            }
+            Op::Delete { path, version } | Op::Check { path, version } => {
+                body.string(path).int(version.unwrap_or(-1));
+            }
+            Op::SetData {
+                path,
+                data,
+                version,
+            } => {
+                body.string(path).buffer(data).int(version.unwrap_or(-1));
+            }
+        }
+    }
+    end(body);
+}
+
+/// One result of a `multi` reply: what an operation did, or its error code.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) enum Outcome {
+    Done(OpResult),
+    Failed(i32),
+}
+
+/// Reads the results of a `multi` reply, up to the header that ends them.
+fn decode_multi(body: &mut Reader<'_>) -> Result<Vec<Outcome>, JuteError> {
+    let mut outcomes = Vec::new();
+    loop {
+        let kind = body.int("result type")?;
+        let done = body.boolean("done")?;
+        let err = body.int("result error")?;
+        if done {
+            return Ok(outcomes);
+        }
+        outcomes.push(match kind {
+            op::CREATE => Outcome::Done(OpResult::Created {
+                path: body.string("created path")?,
+            }),
+            op::CREATE2 => {
+                let path = body.string("created path")?;
+                stat(body)?;
+                Outcome::Done(OpResult::Created { path })
+            }
+            op::DELETE => Outcome::Done(OpResult::Deleted),
+            op::SET_DATA => Outcome::Done(OpResult::DataSet(stat(body)?)),
+            op::CHECK => Outcome::Done(OpResult::Checked),
+            op::ERROR => Outcome::Failed(body.int("error")?),
+            other => {
+                return Err(JuteError(format!(
+                    "a transaction's result of type {other} (error {err})"
+                )))
+            }
+        });
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::CreateMode;
 
     #[test]
     fn a_create_carries_the_open_acl_and_its_flags() {
@@ -418,5 +435,44 @@ mod tests {
         }
         assert_eq!(seen, 3010);
         assert!(set_watches(5, &[], &[], &[]).is_empty());
+    }
+
+    #[test]
+    fn operations_are_written_behind_their_headers_and_the_list_ends_with_done() {
+        let ops = [
+            Op::check("/a", Some(3)),
+            Op::create("/a/b", b"x".to_vec(), CreateMode::Persistent),
+            Op::set_data("/a", b"yz".to_vec(), None),
+            Op::delete("/c", Some(1)),
+        ];
+        let mut body = Writer::new();
+        encode_multi(&mut body, &ops);
+        let frame = body.frame().expect("small");
+        let mut read = Reader::new(&frame[4..]);
+        let header = |read: &mut Reader<'_>| {
+            (
+                read.int("type").expect("type"),
+                read.boolean("done").expect("done"),
+                read.int("err").expect("err"),
+            )
+        };
+        assert_eq!(header(&mut read), (op::CHECK, false, -1));
+        assert_eq!((read.string("p"), read.int("v")), (Ok("/a".into()), Ok(3)));
+        assert_eq!(header(&mut read), (op::CREATE, false, -1));
+        assert_eq!(read.string("p"), Ok("/a/b".into()));
+        assert_eq!(read.buffer("d"), Ok(b"x".to_vec()));
+        assert_eq!(read.int("acls"), Ok(1));
+        assert_eq!(read.int("perms"), Ok(31));
+        assert_eq!(read.string("scheme"), Ok("world".into()));
+        assert_eq!(read.string("id"), Ok("anyone".into()));
+        assert_eq!(read.int("flags"), Ok(0));
+        assert_eq!(header(&mut read), (op::SET_DATA, false, -1));
+        assert_eq!(read.string("p"), Ok("/a".into()));
+        assert_eq!(read.buffer("d"), Ok(b"yz".to_vec()));
+        assert_eq!(read.int("v"), Ok(-1));
+        assert_eq!(header(&mut read), (op::DELETE, false, -1));
+        assert_eq!((read.string("p"), read.int("v")), (Ok("/c".into()), Ok(1)));
+        assert_eq!(header(&mut read), (-1, true, -1));
+        assert_eq!(read.left(), 0);
     }
 }
