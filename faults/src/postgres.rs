@@ -45,12 +45,7 @@ impl Deployment {
     /// schema.
     pub fn start(pooled: bool) -> Deployment {
         let server = PgServer::start();
-        if let Err(error) = server.psql(&format!(
-            "GRANT CREATE ON DATABASE postgres TO {}",
-            PgServer::SCRAM_USER
-        )) {
-            panic!("the store's user could not be granted its schema: {error}");
-        }
+        server.grant_schemas();
         let bouncer = pooled.then(|| PgBouncer::start_with_pool_size(&server, POOL_SIZE));
         Deployment {
             server,

@@ -10,12 +10,7 @@ use testkit::PgServer;
 /// A server whose password users may make the store's schema in its database.
 fn server() -> PgServer {
     let server = PgServer::start();
-    server
-        .psql(&format!(
-            "GRANT CREATE ON DATABASE postgres TO {}",
-            PgServer::SCRAM_USER
-        ))
-        .expect("granted");
+    server.grant_schemas();
     server
 }
 

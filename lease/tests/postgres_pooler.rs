@@ -23,12 +23,7 @@ fn server_with(settings: &[(&str, &str)]) -> PgServer {
             .collect(),
         ..PgOptions::default()
     });
-    server
-        .psql(&format!(
-            "GRANT CREATE ON DATABASE postgres TO {}",
-            PgServer::SCRAM_USER
-        ))
-        .expect("granted");
+    server.grant_schemas();
     server
 }
 

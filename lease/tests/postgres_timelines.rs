@@ -291,12 +291,7 @@ fn tls_with_the_builders_ca_and_client_certificate_verifies_the_server() {
         }),
         settings: Vec::new(),
     });
-    server
-        .psql(&format!(
-            "GRANT CREATE ON DATABASE postgres TO {}",
-            PgServer::SCRAM_USER
-        ))
-        .expect("granted");
+    server.grant_schemas();
     let certificates = server.tls_certificates().expect("a TLS server");
     let url = server.scram_url();
     let client = Client::postgres(&url)

@@ -165,15 +165,7 @@ fn a_server_paused_past_the_session_timeout_expires_it_for_good() {
         Err(Error::SessionExpired)
     );
     server.resume();
-    let (other, _) = session_on(&server);
-    let began = Instant::now();
-    while other.exists("/held", false, soon()) != Ok(None) {
-        assert!(
-            began.elapsed() < Duration::from_secs(5),
-            "the ephemeral node stayed"
-        );
-        thread::sleep(Duration::from_millis(50));
-    }
+    let _other = ephemeral_node_goes(&server);
     // Never a new session.
     assert_eq!(next_event(&events, Duration::from_millis(500)), None);
     assert_eq!(zk.session_id(), id);
@@ -375,15 +367,7 @@ fn a_cut_network_is_seen_at_once_and_a_silent_one_past_the_timeout_expires_the_s
         Err(Error::SessionExpired)
     );
     proxy.heal();
-    let (other, _) = session_on(&server);
-    let began = Instant::now();
-    while other.exists("/held", false, soon()) != Ok(None) {
-        assert!(
-            began.elapsed() < Duration::from_secs(5),
-            "the ephemeral node stayed"
-        );
-        thread::sleep(Duration::from_millis(50));
-    }
+    let _other = ephemeral_node_goes(&server);
     // Nothing of the expired session's connects again: the server has one session, the other.
     assert_eq!(next_event(&events, Duration::from_millis(500)), None);
     let connections =
@@ -425,4 +409,19 @@ fn a_session_moves_to_another_server_of_the_ensemble() {
         .exists("/held", false, deadline)
         .expect("exists")
         .is_some());
+}
+
+/// Waits (5 s at most) until another session sees the expired session's ephemeral node `/held`
+/// gone; returns that session.
+fn ephemeral_node_goes(server: &ZooKeeper) -> Session {
+    let (other, _) = session_on(server);
+    let began = Instant::now();
+    while other.exists("/held", false, soon()) != Ok(None) {
+        assert!(
+            began.elapsed() < Duration::from_secs(5),
+            "the ephemeral node stayed"
+        );
+        thread::sleep(Duration::from_millis(50));
+    }
+    other
 }

@@ -9,12 +9,7 @@ use testkit::PgServer;
 /// database (a new role may not, until granted).
 pub fn server() -> PgServer {
     let server = PgServer::start();
-    server
-        .psql(&format!(
-            "GRANT CREATE ON DATABASE postgres TO {}",
-            PgServer::SCRAM_USER
-        ))
-        .expect("granted");
+    server.grant_schemas();
     server
 }
 

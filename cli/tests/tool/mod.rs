@@ -152,3 +152,23 @@ pub fn man_page(args: &[&str]) -> String {
     }
     page
 }
+
+/// Checks the log at `stamps` of `runs` jobs that each wrote `start TOKEN` and `end TOKEN` (their
+/// `LEASE_FENCING_TOKEN`): each ended before the next started, with a higher token.
+pub fn one_run_at_a_time(stamps: &Path, runs: usize) {
+    let log = std::fs::read_to_string(stamps).expect("the jobs wrote stamps");
+    let lines: Vec<Vec<&str>> = log.lines().map(|l| l.split(' ').collect()).collect();
+    assert_eq!(lines.len(), 2 * runs, "{log}");
+    let mut last_token = 0;
+    for pair in lines.chunks(2) {
+        assert_eq!(
+            (pair[0][0], pair[1][0]),
+            ("start", "end"),
+            "interleaved:\n{log}"
+        );
+        assert_eq!(pair[0][1], pair[1][1], "one run per pair:\n{log}");
+        let token: u64 = pair[0][1].parse().expect("a token");
+        assert!(token > last_token, "tokens rise:\n{log}");
+        last_token = token;
+    }
+}

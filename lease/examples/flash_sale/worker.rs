@@ -175,13 +175,7 @@ fn buy_until_sold_out(shared: &Shared, mut conn: Conn, buyer: &str) -> Result<Ta
 /// One purchase under the distributed lock: take it, raise the stock's fence to the hold's token
 /// and read what is left, check the hold, write the decrement and the order (fenced), release.
 fn buy_under_lock(shared: &Shared, lock: &Lock, conn: &mut Conn, buyer: &str) -> Result<Outcome> {
-    let guard = lock
-        .try_lock_for(LOCK_WAIT)?
-        .ok_or_else(|| format!("{buyer} did not get the lock within {LOCK_WAIT:?}"))?;
-    let token = guard
-        .fencing_token()
-        .ok_or("this deployment gives no fencing tokens")?;
-    let token = i64::try_from(token).map_err(|_| format!("token {token} overflows SQLite"))?;
+    let (guard, token) = take(lock, buyer)?;
     let fenced = shared.args.fenced;
     let Some(seen) = conn.claim_and_read(token, fenced)? else {
         release(guard, buyer, false);
@@ -196,19 +190,8 @@ fn buy_under_lock(shared: &Shared, lock: &Lock, conn: &mut Conn, buyer: &str) ->
         guard.abandon();
         return Ok(Outcome::Lost);
     }
-    // The pause a fencing token is for: after the check, before the write.
-    let froze = shared.freeze_pending.swap(false, Ordering::SeqCst);
-    if froze {
-        // The coordinator stops this process (SIGSTOP) when it reads this line, and lets it go
-        // on (SIGCONT, then `resume`) once a newer holder has written: until then the buyer
-        // waits here, so that it cannot write before it is stopped.
-        say(&format!("frozen token={token} seen={seen}"))?;
-        let mut line = String::new();
-        std::io::stdin().lock().read_line(&mut line)?;
-        if line.trim() != "resume" {
-            return Err(format!("expected `resume` on stdin, got {line:?}").into());
-        }
-    }
+    // After the check, before the write.
+    let froze = freeze_once(shared, token, seen)?;
     let outcome = conn.write_fenced(buyer, token, seen, fenced)?;
     if froze {
         say(&format!(
@@ -222,6 +205,35 @@ fn buy_under_lock(shared: &Shared, lock: &Lock, conn: &mut Conn, buyer: &str) ->
     Ok(outcome)
 }
 
+/// The lock, waited for at most [`LOCK_WAIT`], and its fencing token.
+fn take(lock: &Lock, buyer: &str) -> Result<(LeaseGuard, i64)> {
+    let guard = lock
+        .try_lock_for(LOCK_WAIT)?
+        .ok_or_else(|| format!("{buyer} did not get the lock within {LOCK_WAIT:?}"))?;
+    let token = guard
+        .fencing_token()
+        .ok_or("this deployment gives no fencing tokens")?;
+    let token = i64::try_from(token).map_err(|_| format!("token {token} overflows"))?;
+    Ok((guard, token))
+}
+
+/// The pause a fencing token is for, taken by the process's first buyer only: whether this
+/// buyer froze. The coordinator stops this process (SIGSTOP) when it reads the `frozen` line,
+/// and lets it go on (SIGCONT, then `resume`) once a newer holder has written: until then the
+/// buyer waits here, so that it cannot write before it is stopped.
+fn freeze_once(shared: &Shared, token: i64, seen: i64) -> Result<bool> {
+    let froze = shared.freeze_pending.swap(false, Ordering::SeqCst);
+    if froze {
+        say(&format!("frozen token={token} seen={seen}"))?;
+        let mut line = String::new();
+        std::io::stdin().lock().read_line(&mut line)?;
+        if line.trim() != "resume" {
+            return Err(format!("expected `resume` on stdin, got {line:?}").into());
+        }
+    }
+    Ok(froze)
+}
+
 /// The lock of a held sale: in the stock's own PostgreSQL.
 fn held_lock(args: &WorkerArgs) -> Result<Lock> {
     let Database::Postgres(url) = &args.db else {
@@ -232,24 +244,8 @@ fn held_lock(args: &WorkerArgs) -> Result<Lock> {
 
 /// One purchase of a held sale: take the lock, write while the hold holds, release.
 fn buy_while_held(shared: &Shared, lock: &Lock, buyer: &str) -> Result<Outcome> {
-    let guard = lock
-        .try_lock_for(LOCK_WAIT)?
-        .ok_or_else(|| format!("{buyer} did not get the lock within {LOCK_WAIT:?}"))?;
-    let token = guard
-        .fencing_token()
-        .ok_or("this deployment gives no fencing tokens")?;
-    let token = i64::try_from(token).map_err(|_| format!("token {token} overflows"))?;
-    let froze = shared.freeze_pending.swap(false, Ordering::SeqCst);
-    if froze {
-        // As in the frozen-holder sale: stopped here by the coordinator until a newer holder
-        // has written.
-        say(&format!("frozen token={token} seen=0"))?;
-        let mut line = String::new();
-        std::io::stdin().lock().read_line(&mut line)?;
-        if line.trim() != "resume" {
-            return Err(format!("expected `resume` on stdin, got {line:?}").into());
-        }
-    }
+    let (guard, token) = take(lock, buyer)?;
+    let froze = freeze_once(shared, token, 0)?;
     let outcome = super::held::buy(&guard, buyer, token)?;
     if froze {
         say(&format!(

@@ -235,6 +235,17 @@ impl PgServer {
         crate::timed_run::output_within(command, "psql", Duration::from_secs(10))
     }
 
+    /// Lets the password user [`PgServer::SCRAM_USER`] make schemas in the database (a new role
+    /// may not, until granted), as a store that installs its own schema needs; panics if the
+    /// grant fails.
+    pub fn grant_schemas(&self) -> &PgServer {
+        let grant = format!("GRANT CREATE ON DATABASE postgres TO {}", Self::SCRAM_USER);
+        if let Err(error) = self.psql(&grant) {
+            panic!("{} could not be granted CREATE: {error}", Self::SCRAM_USER);
+        }
+        self
+    }
+
     /// The TCP port.
     pub fn port(&self) -> u16 {
         self.port
