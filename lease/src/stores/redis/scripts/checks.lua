@@ -200,12 +200,13 @@ local function token_after(last, source, note)
 end
 
 -- A fair lock's line of waiters (see acquire.lua): `queue` orders the waiting owners by when they
--- first asked, `places` by when their place lapses. `owner` asks now, keeping its place for
--- `place_ms` more if `waits`. Returns a table: `bad`, an error reply if a key cannot be read;
--- `behind`, whether a waiter whose place lasts asked before `owner`; `denied()`, the refusal of a
--- command the line needs, else nil; `leave()`, which takes `owner` (and every lapsed place) out
--- of the line; `wait(ttl)`, which keeps `owner`'s place if it waits and returns the reply for
--- "not now" (for about `ttl` ms, or until the first place lapses).
+-- first asked (strictly: one asking in the same millisecond as the last comes after it), `places`
+-- by when their place lapses. `owner` asks now, keeping its place for `place_ms` more if `waits`.
+-- Returns a table: `bad`, an error reply if a key cannot be read; `behind`, whether a waiter whose
+-- place lasts asked before `owner`; `denied()`, the refusal of a command the line needs, else nil;
+-- `leave()`, which takes `owner` (and every lapsed place) out of the line; `wait(ttl)`, which keeps
+-- `owner`'s place if it waits and returns the reply for "not now" (for about `ttl` ms, or until
+-- the first place lapses).
 local function fair_line(queue, places, owner, place_ms, waits)
   local line = {}
   local unread = denied('zrangebyscore', places, '-inf', '+inf')
@@ -263,7 +264,14 @@ local function fair_line(queue, places, owner, place_ms, waits)
         redis.call('zrem', places, waiter)
       end
       if not arrived then
-        redis.call('zadd', queue, now, owner)
+        -- Behind the last to arrive even within the same millisecond: the queue's order is the
+        -- order of arrival, never of owner ids.
+        local last = redis.call('zrange', queue, -1, -1, 'WITHSCORES')
+        local at = now
+        if last[2] and tonumber(last[2]) >= at then
+          at = tonumber(last[2]) + 1
+        end
+        redis.call('zadd', queue, at, owner)
       end
       redis.call('zadd', places, now + tonumber(place_ms), owner)
     end
