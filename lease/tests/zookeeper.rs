@@ -613,3 +613,19 @@ fn a_failed_try_leaves_no_node_behind_when_it_returns() {
         .unlock()
         .expect("held");
 }
+
+#[test]
+fn a_rate_limiter_is_refused_at_construction_saying_why() {
+    let zk = ZooKeeper::start_with(&["forceSync=no"]);
+    let client = client(&zk.connect_string());
+    for made in [
+        client.rate_limiter("api", 10, Duration::from_secs(1)),
+        client.cell_rate_limiter("api", 10, Duration::from_secs(1), 2),
+    ] {
+        assert!(
+            matches!(&made, Err(redis_lease::Error::InvalidArgument(why))
+                if why.contains("not offered on ZooKeeper") && why.contains("clock")),
+            "{made:?}"
+        );
+    }
+}

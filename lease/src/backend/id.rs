@@ -24,6 +24,9 @@ pub(crate) enum Kind {
     /// A leader election: a lock whose hold is a term of leadership, each term a new hold in
     /// the store (never handed from thread to thread), with the value its leader proclaims.
     Leader,
+    /// A rate limiter: no holds, only grants the store counts by its own clock (see
+    /// [`Limits`](super::Limits)); never acquired as a lock.
+    Limiter,
 }
 
 impl Kind {
@@ -68,6 +71,7 @@ impl Kind {
             Kind::Read => "read lock",
             Kind::Write => "write lock",
             Kind::Leader => "leader election",
+            Kind::Limiter => "rate limiter",
         }
     }
 }
@@ -156,6 +160,7 @@ enum Side {
     Read,
     Write,
     Leader,
+    Limiter,
 }
 
 impl Scope {
@@ -195,6 +200,7 @@ impl std::fmt::Display for Scope {
             Side::Read => "read lock",
             Side::Write => "write lock",
             Side::Leader => "leader election",
+            Side::Limiter => "rate limiter",
         };
         write!(f, "{side} {:?}", self.name)
     }
@@ -218,6 +224,7 @@ impl Side {
             Kind::Read => Side::Read,
             Kind::Write => Side::Write,
             Kind::Leader => Side::Leader,
+            Kind::Limiter => Side::Limiter,
         }
     }
 }

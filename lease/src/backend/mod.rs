@@ -29,6 +29,7 @@
 
 mod calls;
 mod id;
+mod limits;
 mod offers;
 mod renew;
 mod settings;
@@ -38,7 +39,8 @@ pub(crate) use calls::{
     ReserveFor, Reserved, Rivals, ServerIdentity,
 };
 pub(crate) use id::{check_prefix, Kind, LockId, Scope};
-pub(crate) use offers::{needs, not_offered, Elects, Grants, Resizes};
+pub(crate) use limits::Taken;
+pub(crate) use offers::{needs, not_offered, Elects, Grants, Limits, Resizes, LIMITS_NEED};
 pub(crate) use renew::{Renewal, Renewed, Renewer};
 pub(crate) use settings::Settings;
 
@@ -140,6 +142,12 @@ pub(crate) trait Place: Send + Sync + 'static {
     /// acknowledgements required: the granted hold would be one no replica has, so the waiter
     /// takes the lock by an acquisition of its own).
     fn grants(&self) -> Option<&dyn Grants> {
+        None
+    }
+
+    /// A rate limiter's calls, where the place is a limiter's and its store counts grants by
+    /// its own clock in one atomic step.
+    fn limits(&self) -> Option<&dyn Limits> {
         None
     }
 }

@@ -1,8 +1,9 @@
 //! What the integration tests share: clients of the servers they start (`testkit`), and the
-//! checks every deployment runs (`election`, `methods`, `primitives`).
+//! checks every deployment runs (`election`, `limiter`, `methods`, `primitives`).
 #![allow(dead_code)]
 
 pub mod election;
+pub mod limiter;
 pub mod methods;
 pub mod primitives;
 

@@ -6,13 +6,14 @@
 //! waiters are woken by `NOTIFY` on one listening connection per client.
 //!
 //! `schema.sql` is the store (its tables and functions), `schema.rs` its statements and first
-//! use, `place.rs` a lock's calls, `inspect.rs` what it holds, `renew.rs` the renewals,
+//! use, `place.rs` a lock's calls, `limiter.rs` a rate limiter's, `inspect.rs` what it holds, `renew.rs` the renewals,
 //! `listen.rs` the listening connection, `pool.rs` the calls' connections, `settings.rs` what a
 //! client is built from, `errors.rs` PostgreSQL's errors as the crate's, `store.rs` what every
 //! lock of a client shares.
 
 mod errors;
 mod inspect;
+mod limiter;
 mod listen;
 mod place;
 mod pool;

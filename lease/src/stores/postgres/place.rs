@@ -9,8 +9,8 @@ use super::errors::other_permits;
 use super::inspect;
 use super::store::{Shared, Undo};
 use crate::backend::{
-    Attempt, Attempted, Elects, HoldEnd, Kind, Leading, LockId, Place, Release, ReleaseOutcome,
-    Released, Resizes, ServerIdentity,
+    Attempt, Attempted, Elects, HoldEnd, Kind, Leading, Limits, LockId, Place, Release,
+    ReleaseOutcome, Released, Resizes, ServerIdentity,
 };
 use crate::error::{Error, Result};
 use crate::policy::after;
@@ -25,10 +25,10 @@ const MARK: Duration = Duration::from_secs(5);
 /// The key of the primitive `id` under `prefix`: the name in braces (names hold none), and an
 /// election's apart from the lock of the same name.
 pub(crate) fn key_of(prefix: &str, id: &LockId) -> String {
-    let tail = if id.kind == Kind::Leader {
-        "}:leader"
-    } else {
-        "}"
+    let tail = match id.kind {
+        Kind::Leader => "}:leader",
+        Kind::Limiter => "}:limiter",
+        _ => "}",
     };
     [prefix, "{", &id.name, tail].concat()
 }
@@ -42,6 +42,7 @@ fn kind_text(kind: Kind) -> &'static str {
         Kind::Read => "read",
         Kind::Write => "write",
         Kind::Leader => "leader",
+        Kind::Limiter => "limiter",
     }
 }
 
@@ -254,6 +255,11 @@ impl Place for PgPlace {
 
     fn elects(&self) -> Option<&dyn Elects> {
         (self.id.kind == Kind::Leader).then_some(self as &dyn Elects)
+    }
+
+    /// A rate limiter's (see `limiter.rs`).
+    fn limits(&self) -> Option<&dyn Limits> {
+        (self.id.kind == Kind::Limiter).then_some(self as &dyn Limits)
     }
 }
 

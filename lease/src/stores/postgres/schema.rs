@@ -17,7 +17,7 @@ const SCHEMA_SQL: &str = include_str!("schema.sql");
 
 /// The version of the functions this build of the store installs, returned by the schema's
 /// `version()`: raised whenever `schema.sql` changes what a function does.
-pub(crate) const VERSION: i32 = 1;
+pub(crate) const VERSION: i32 = 2;
 
 /// The columns each table must have, with their types as `information_schema` names them.
 const COLUMNS: &[(&str, &[(&str, &str)])] = &[
@@ -64,6 +64,24 @@ const COLUMNS: &[(&str, &[(&str, &str)])] = &[
             ("at", "timestamp with time zone"),
         ],
     ),
+    // Rate limiters.
+    (
+        "limiters",
+        &[
+            ("key", "text"),
+            ("mode", "text"),
+            ("a", "bigint"),
+            ("b", "bigint"),
+            ("c", "bigint"),
+            ("tat", "bigint"),
+            ("last", "bigint"),
+            ("lapses", "bigint"),
+        ],
+    ),
+    (
+        "grants",
+        &[("key", "text"), ("at", "bigint"), ("n", "bigint")],
+    ),
 ];
 
 /// The statements a client sends, in its schema.
@@ -83,6 +101,10 @@ pub(crate) struct Statements {
     pub(crate) holds: String,
     pub(crate) waiting: String,
     pub(crate) identify: String,
+    // Rate limiters.
+    pub(crate) limiter_take: String,
+    pub(crate) limiter_look: String,
+    pub(crate) limiter_reconfigure: String,
 }
 
 impl Statements {
@@ -126,6 +148,17 @@ impl Statements {
             identify: "SELECT pg_postmaster_start_time()::text AS started, \
                        coalesce(inet_server_port(), 0) AS port, current_database() AS db"
                 .to_owned(),
+            limiter_take: format!(
+                "SELECT * FROM {s}.limiter_take($1, $2, $3::bigint, $4::bigint, $5::bigint, \
+                 $6::bigint)"
+            ),
+            limiter_look: format!(
+                "SELECT * FROM {s}.limiter_look($1, $2, $3::bigint, $4::bigint, $5::bigint)"
+            ),
+            limiter_reconfigure: format!(
+                "SELECT * FROM {s}.limiter_reconfigure($1, $2, $3::bigint, $4::bigint, \
+                 $5::bigint)"
+            ),
         }
     }
 

@@ -40,11 +40,12 @@ impl LockKeys {
     pub(crate) fn of(prefix: &str, id: &LockId) -> LockKeys {
         // Made for every primitive a client hands out: concatenated, not formatted, which
         // costs several times less.
-        let tail = if id.kind == Kind::Leader {
+        let tail = match id.kind {
             // An election is not the lock of the same name: keys of its own, in the same slot.
-            "}:leader"
-        } else {
-            "}"
+            Kind::Leader => "}:leader",
+            // Nor is a rate limiter (`lock` its hash, `limiter_log` its log).
+            Kind::Limiter => "}:limiter",
+            _ => "}",
         };
         let base = [prefix, "{", &id.name, tail].concat();
         let key = |suffix: &str| [base.as_str(), suffix].concat();
@@ -89,6 +90,11 @@ impl LockKeys {
     /// A shared primitive's release log of the hold `hold` (see `keys.released`).
     pub(crate) fn hold_released(&self, hold: &str) -> String {
         format!("{}:r:{hold}", self.lock)
+    }
+
+    /// A rate limiter's log of grants (a sorted set), beside its hash `lock`.
+    pub(crate) fn limiter_log(&self) -> String {
+        [self.lock.as_str(), ":log"].concat()
     }
 }
 

@@ -345,7 +345,7 @@ pub(crate) fn resize_on(
 
 /// `call` on the server `via` reaches, by `deadline`, its reply read by `parse`; a shortfall of
 /// the replica acknowledgements the pool asks for is the call's error.
-fn acked_on<T>(
+pub(crate) fn acked_on<T>(
     via: Via<'_>,
     keys: &LockKeys,
     call: &Call,

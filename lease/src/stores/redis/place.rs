@@ -4,8 +4,8 @@
 //! differs, is a place of its own (`quorum/`).
 
 use crate::backend::{
-    Attempt, Attempted, Backend, Elects, GrantFate, Grants, HoldEnd, Kind, Leading, LockId, Place,
-    Release, ReleaseOutcome, Renewer, Resizes, ServerIdentity,
+    Attempt, Attempted, Backend, Elects, GrantFate, Grants, HoldEnd, Kind, Leading, Limits, LockId,
+    Place, Release, ReleaseOutcome, Renewer, Resizes, ServerIdentity,
 };
 use crate::error::{Error, Result};
 use crate::state::LockState;
@@ -75,10 +75,10 @@ impl Backend for RedisStore {
 }
 
 /// A lock on Redis: its keys, and the route to the server that keeps them.
-struct KeysPlace {
-    id: LockId,
-    keys: LockKeys,
-    route: Arc<Route>,
+pub(super) struct KeysPlace {
+    pub(super) id: LockId,
+    pub(super) keys: LockKeys,
+    pub(super) route: Arc<Route>,
 }
 
 impl Place for KeysPlace {
@@ -169,6 +169,11 @@ impl Place for KeysPlace {
     /// A plain lock's, unless replica acknowledgements are required.
     fn grants(&self) -> Option<&dyn Grants> {
         (self.id.kind.grants() && self.route.acks().is_none()).then_some(self as &dyn Grants)
+    }
+
+    /// A rate limiter's, on every route (see `limiter.rs`).
+    fn limits(&self) -> Option<&dyn Limits> {
+        (self.id.kind == Kind::Limiter).then_some(self as &dyn Limits)
     }
 }
 

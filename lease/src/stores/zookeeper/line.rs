@@ -57,7 +57,9 @@ impl Line {
                 None => Blocker::Any,
             },
             Kind::Read => self.last_not_reading.map_or(Blocker::None, Blocker::Node),
-            Kind::Lock | Kind::Fair | Kind::Write | Kind::Leader => match self.read {
+            // A rate limiter is never placed on ZooKeeper (see `mod.rs`).
+            Kind::Lock | Kind::Fair | Kind::Write | Kind::Leader | Kind::Limiter => match self.read
+            {
                 0 => Blocker::None,
                 read => Blocker::Node(read - 1),
             },

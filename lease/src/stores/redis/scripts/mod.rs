@@ -11,6 +11,7 @@ mod acks;
 mod call;
 mod claim;
 mod direct;
+pub(crate) mod limit;
 mod proclaim;
 mod reply;
 mod resize;
