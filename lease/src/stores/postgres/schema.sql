@@ -508,9 +508,10 @@ BEGIN
 END $$;
 
 -- Stores the limit (`p_mode`, `p_a`, `p_b`, `p_c`) as the limiter `p_key`'s, whatever was stored:
--- its grants so far count under it. Kept for a window (a period) from now at least. A limit of
--- the other mode replaces one whose grants no longer count; while they count it is refused
--- (`refused`, nothing written). Returns the limit stored before (`s_*`, NULL if none).
+-- its grants so far count under it. Kept for a window (a period) from now, or until a cell
+-- rate's arrival time if later. A limit of the other mode replaces one whose grants no longer
+-- count; while they count it is refused (`refused`, nothing written). Returns the limit stored
+-- before (`s_*`, NULL if none).
 CREATE OR REPLACE FUNCTION @schema@.limiter_reconfigure(p_key text, p_mode text, p_a bigint,
     p_b bigint, p_c bigint, OUT refused boolean, OUT s_mode text, OUT s_a bigint,
     OUT s_b bigint, OUT s_c bigint)
@@ -542,9 +543,9 @@ BEGIN
             l.tat := 0;
         END IF;
     END IF;
+    -- Every grant of the log was made by now; a cell rate's arrival time may be later.
     UPDATE @schema@.limiters SET mode = p_mode, a = p_a, b = p_b, c = p_c, tat = l.tat,
-        lapses = greatest(v_now + p_b, CASE WHEN p_mode = 'cell' THEN l.tat ELSE 0 END,
-            CASE WHEN l.lapses > v_now THEN l.lapses ELSE 0 END)
+        lapses = greatest(v_now + p_b, CASE WHEN p_mode = 'cell' THEN l.tat ELSE 0 END)
         WHERE key = p_key;
 END $$;
 
