@@ -7,6 +7,7 @@ mod wait;
 use crate::backend::{not_offered, Kind, Limits, Place, Taken};
 use crate::cancel::Cancel;
 use crate::error::{Error, Result};
+use crate::local_queue::Refused;
 use crate::lock::core::Core;
 use crate::policy::{after, Wait};
 use crate::rate::{declared_other, store_time, Granted, LimiterState, RateLimit};
@@ -40,10 +41,13 @@ use std::time::{Duration, Instant};
 ///
 /// **A blocked acquisition waits for its moment.** A call that finds too few grants is told by
 /// the store when enough will have left the window (or the cell rate's arrival time passed),
-/// and sleeps on the client's timer until exactly then, to take again; nothing polls. Several
-/// waiters woken at one moment race for what freed: the limiter is not fair. A wait with a
-/// deadline ([`RateLimiter::try_acquire_for`], [`RateLimiter::try_acquire_until`]) returns
-/// `Ok(None)` at once when that moment falls after its deadline.
+/// and sleeps on the client's timer until exactly then, to take again; nothing polls. The
+/// threads of one client that wait take turns, first come first served (up to
+/// [`ClientBuilder::max_local_waiters`](crate::ClientBuilder::max_local_waiters)), so that one of
+/// them at a time asks the store; across clients, the waiters woken at one moment race for what
+/// freed. A wait with a deadline ([`RateLimiter::try_acquire_for`],
+/// [`RateLimiter::try_acquire_until`]) returns `Ok(None)` at once when that moment falls after
+/// its deadline. [`RateLimiter::try_acquire`] asks the store at once, whoever waits.
 ///
 /// **There is no release.** A grant is spent when it is made, whether or not its work happens:
 /// giving it back would let the work done count less than the grants made. Redisson's
@@ -130,7 +134,8 @@ impl RateLimiter {
     ///
     /// # Errors
     ///
-    /// As [`RateLimiter::try_acquire`]; [`Error::Cancelled`].
+    /// As [`RateLimiter::try_acquire`]; [`Error::Cancelled`]; [`Error::QueueFull`] when
+    /// `max_local_waiters` threads of this client wait for the limiter already.
     pub fn acquire(&self, n: u64) -> Result<Granted> {
         match self.take_within(n, Wait::Until(None))? {
             Some(granted) => Ok(granted),
@@ -220,11 +225,47 @@ impl RateLimiter {
     }
 
     /// Takes `n` grants, waiting as `wait` says: at each refusal, until the moment the store
-    /// names, on the client's timer.
+    /// names, on the client's timer. A call that waits takes its turn among the client's
+    /// threads waiting for the limiter first, so that one of them at a time asks the store.
     fn take_within(&self, n: u64, wait: Wait) -> Result<Option<Granted>> {
         self.limit.check_ask(n)?;
         let limits = self.limits()?;
         let deadline = wait.deadline(Instant::now());
+        let turn = match wait {
+            Wait::No => None,
+            Wait::Until(deadline) => {
+                let id = self.place.id();
+                match self.core.contend(id, "", deadline, self.cancel.as_ref()) {
+                    Ok(turn) => Some(turn),
+                    Err((refused, _)) => {
+                        return match refused {
+                            Refused::TimedOut => Ok(None),
+                            Refused::Cancelled => Err(self.cancelled()),
+                            Refused::Full { waiting } => Err(Error::QueueFull {
+                                name: self.name().to_owned(),
+                                waiting,
+                            }),
+                        };
+                    }
+                }
+            }
+        };
+        let taken = self.take_in_turn(limits, n, wait, deadline);
+        if let Some(turn) = turn {
+            // A limiter's place keeps no hold for the next thread.
+            turn.finish();
+        }
+        taken
+    }
+
+    /// [`RateLimiter::take_within`] in the calling thread's turn.
+    fn take_in_turn(
+        &self,
+        limits: &dyn Limits,
+        n: u64,
+        wait: Wait,
+        deadline: Option<Instant>,
+    ) -> Result<Option<Granted>> {
         loop {
             self.check_cancelled()?;
             let sent = Instant::now();

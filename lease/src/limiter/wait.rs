@@ -2,9 +2,12 @@
 //! until the timer's task for that moment wakes it, or its cancel token does. Nothing looks
 //! again in between, and the moment never moves.
 //!
-//! A task the timer cannot take (stopped, or full) or drops unrun wakes the thread early; the
-//! thread then sleeps on to the moment by itself. Either way it never sleeps past the moment by
-//! more than [`SLACK`], whatever the timer does.
+//! The timer runs a task within one tick after its deadline (its ticks round deadlines up), so
+//! the task is set one tick before the moment, and the thread it wakes sleeps what is left of
+//! the tick by itself, to the moment: a wait ends at its moment, not up to a tick after it. A
+//! task the timer cannot take (stopped, or full) or drops unrun wakes the thread early in the
+//! same way. Either way it never sleeps past the moment by more than [`SLACK`], whatever the
+//! timer does.
 
 use crate::cancel::Cancel;
 use hashwheel::Timer;
@@ -56,7 +59,11 @@ pub(crate) fn until(timer: &Timer, at: Instant, cancel: Option<&Cancel>) -> Woke
         cancel.on_cancel(Arc::new(move || bell.ring()))
     });
     let ringer = Ringer(Arc::clone(&bell));
-    let delay = at.saturating_duration_since(Instant::now());
+    // The timer fires within a tick after its deadline: set a tick early, it wakes the thread
+    // within the tick before the moment, and the thread sleeps the rest alone.
+    let delay = at
+        .saturating_duration_since(Instant::now())
+        .saturating_sub(timer.tick());
     // A task the timer refuses is handed back inside the error and dropped here: it rings.
     let timeout = timer.schedule(delay, move || drop(ringer)).ok();
     let cancelled = || cancel.is_some_and(Cancel::is_cancelled);

@@ -373,9 +373,11 @@ LANGUAGE sql VOLATILE AS $$
 $$;
 
 -- The limiter `p_key`'s row, locked for the rest of the transaction (a lapsed placeholder made
--- if there is none), then the clock, never before its last grant: the calls on one limiter run
--- one at a time, each reading the clock after the one before it committed. A lapsed row's
--- grants are deleted, and a few other limiters that lapsed a minute ago with them.
+-- if there is none), then the clock, never before the last call that wrote (`last`): the calls
+-- on one limiter run one at a time, each reading the clock after the one before it committed,
+-- and no grant is recorded before a time that a grant or a deletion was made at. A lapsed row
+-- is as good as none (its tat read as 0); its grants are deleted by the next call that writes.
+-- Limiters that lapsed a day ago are deleted with their grants, a few at a time.
 CREATE OR REPLACE FUNCTION @schema@.limiter_enter(p_key text, p_mode text,
     OUT l @schema@.limiters, OUT v_now bigint)
 LANGUAGE plpgsql AS $$
@@ -389,16 +391,15 @@ BEGIN
     END LOOP;
     v_now := greatest(@schema@.micros(), l.last);
     IF l.lapses <= v_now THEN
-        DELETE FROM @schema@.grants WHERE key = p_key;
         l.tat := 0;
     END IF;
     DELETE FROM @schema@.limiters WHERE key IN (SELECT key FROM @schema@.limiters
-        WHERE lapses < v_now - 60000000 AND key <> p_key LIMIT 4 FOR UPDATE SKIP LOCKED);
+        WHERE lapses < v_now - 86400000000 AND key <> p_key LIMIT 4 FOR UPDATE SKIP LOCKED);
 END $$;
 
 -- Takes `p_n` grants of the limiter `p_key` declaring the limit (`p_mode`, `p_a`, `p_b`, `p_c`,
 -- as the table keeps one). Returns `outcome` 1 (granted at `at`, `available` left then), 0 (not
--- granted, nothing recorded: they could be had in `wait` microseconds at the earliest, and
+-- granted, nothing written: they could be had in `wait` microseconds at the earliest, and
 -- `available` could be now) or 2 (the limiter stores another limit, `s_*`; nothing written).
 CREATE OR REPLACE FUNCTION @schema@.limiter_take(p_key text, p_mode text, p_a bigint,
     p_b bigint, p_c bigint, p_n bigint, OUT outcome integer, OUT at bigint, OUT wait bigint,
@@ -408,6 +409,7 @@ DECLARE
     entered record;
     l @schema@.limiters;
     v_now bigint;
+    v_stands boolean;
     v_used bigint;
     v_interval bigint;
     v_span bigint;
@@ -418,23 +420,31 @@ BEGIN
     l := entered.l;
     v_now := entered.v_now;
     at := v_now;
-    IF l.lapses > v_now AND (l.mode, l.a, l.b, l.c) IS DISTINCT FROM (p_mode, p_a, p_b, p_c) THEN
+    v_stands := l.lapses > v_now;
+    IF v_stands AND (l.mode, l.a, l.b, l.c) IS DISTINCT FROM (p_mode, p_a, p_b, p_c) THEN
         outcome := 2;
         s_mode := l.mode; s_a := l.a; s_b := l.b; s_c := l.c;
         RETURN;
     END IF;
     IF p_mode = 'window' THEN
-        DELETE FROM @schema@.grants WHERE key = p_key AND grants.at <= v_now - p_b;
-        SELECT coalesce(sum(n), 0) INTO v_used FROM @schema@.grants WHERE key = p_key;
+        IF v_stands THEN
+            SELECT coalesce(sum(n), 0) INTO v_used FROM @schema@.grants
+                WHERE key = p_key AND grants.at > v_now - p_b;
+        ELSE
+            v_used := 0;
+        END IF;
         IF v_used + p_n > p_a THEN
             -- The grants must wait for this many of those in the window to leave it.
             SELECT g.at + p_b - v_now INTO wait FROM (SELECT grants.at, sum(n) OVER (ORDER BY
-                grants.at) AS so_far FROM @schema@.grants WHERE key = p_key) g
-                WHERE g.so_far >= v_used + p_n - p_a ORDER BY g.at LIMIT 1;
+                grants.at) AS so_far FROM @schema@.grants WHERE key = p_key AND grants.at >
+                v_now - p_b) g WHERE g.so_far >= v_used + p_n - p_a ORDER BY g.at LIMIT 1;
             outcome := 0;
             available := greatest(p_a - v_used, 0);
             RETURN;
         END IF;
+        -- A lapsed limiter's grants all go; a standing one's, those out of the window.
+        DELETE FROM @schema@.grants WHERE key = p_key
+            AND (NOT v_stands OR grants.at <= v_now - p_b);
         INSERT INTO @schema@.grants (key, at, n) VALUES (p_key, v_now, p_n);
         UPDATE @schema@.limiters SET mode = p_mode, a = p_a, b = p_b, c = p_c, last = v_now,
             lapses = v_now + p_b WHERE key = p_key;
@@ -453,6 +463,9 @@ BEGIN
         wait := v_after - v_now - v_span;
         available := greatest((v_span - (v_tat - v_now)) / v_interval, 0);
         RETURN;
+    END IF;
+    IF NOT v_stands THEN
+        DELETE FROM @schema@.grants WHERE key = p_key;
     END IF;
     UPDATE @schema@.limiters SET mode = p_mode, a = p_a, b = p_b, c = p_c, tat = v_after,
         last = v_now, lapses = v_after WHERE key = p_key;
@@ -520,13 +533,15 @@ DECLARE
     entered record;
     l @schema@.limiters;
     v_now bigint;
+    v_fresh boolean;
     v_counting boolean;
 BEGIN
     SELECT * INTO entered FROM @schema@.limiter_enter(p_key, p_mode);
     l := entered.l;
     v_now := entered.v_now;
     refused := false;
-    IF l.lapses > v_now THEN
+    v_fresh := l.lapses <= v_now;
+    IF NOT v_fresh THEN
         s_mode := l.mode; s_a := l.a; s_b := l.b; s_c := l.c;
         IF l.mode <> p_mode THEN
             IF l.mode = 'window' THEN
@@ -539,12 +554,17 @@ BEGIN
                 refused := true;
                 RETURN;
             END IF;
-            DELETE FROM @schema@.grants WHERE key = p_key;
-            l.tat := 0;
+            v_fresh := true;
         END IF;
+    END IF;
+    IF v_fresh THEN
+        -- Nothing of before counts.
+        DELETE FROM @schema@.grants WHERE key = p_key;
+        l.tat := 0;
     END IF;
     -- Every grant of the log was made by now; a cell rate's arrival time may be later.
     UPDATE @schema@.limiters SET mode = p_mode, a = p_a, b = p_b, c = p_c, tat = l.tat,
+        last = v_now,
         lapses = greatest(v_now + p_b, CASE WHEN p_mode = 'cell' THEN l.tat ELSE 0 END)
         WHERE key = p_key;
 END $$;

@@ -14,6 +14,27 @@ local function whole(x)
   return x ~= nil and x >= 1 and x == math.floor(x) and x < 9007199254740992
 end
 
+-- The whole part of x / y (x from 0, y from 1, both whole), exact.
+local function div_floor(x, y)
+  local q = math.floor(x / y)
+  while q * y > x do
+    q = q - 1
+  end
+  while (q + 1) * y <= x do
+    q = q + 1
+  end
+  return q
+end
+
+-- x / y rounded up (x from 0, y from 1, both whole), exact.
+local function div_ceil(x, y)
+  local q = div_floor(x, y)
+  if q * y < x then
+    q = q + 1
+  end
+  return q
+end
+
 -- The limit the call declares (ARGV[1] the mode, 'window' or 'cell'; ARGV[2..4] its numbers: a
 -- window's limit, length in microseconds and 0, or a cell rate's rate, period in microseconds
 -- and burst); or nil and an error reply.
@@ -40,21 +61,26 @@ local function same_limit(state, limit)
     state.c == limit.c
 end
 
--- The limiter's state: the limit stored in its hash `hash` (mode, a, b, c), the last member
--- number of its log (seq), a cell rate's theoretical arrival time (tat), and the clock when it
--- last granted (last); or nil and an error reply for a key of another type (the hash, or the
--- log `log`).
+-- The limiter's state, from its hash `hash`: its stored limit (mode, a, b, c), the last member
+-- number of its log (seq), a cell rate's theoretical arrival time (tat), the clock when it last
+-- granted (last), when its stored limit lapses (lapses: once no grant counts) and when its keys
+-- do (expires, later); or nil and an error reply for a key of another type (the hash, or the
+-- log `log` if given: a caller that writes the log first may let that write find it instead).
+-- Times are microseconds.
 local function limiter_state(hash, log)
-  local fields = redis.pcall('hmget', hash, 'mode', 'a', 'b', 'c', 'seq', 'tat', 'last')
+  local fields = redis.pcall('hmget', hash, 'mode', 'a', 'b', 'c', 'seq', 'tat', 'last',
+    'lapses', 'expires')
   if is_wrong_type(fields) then
     return nil, wrong_type(hash, 'rate limiter (a hash)')
   end
   if fields.err then
     return nil, fields
   end
-  local kind = redis.call('type', log)['ok']
-  if kind ~= 'none' and kind ~= 'zset' then
-    return nil, wrong_type(log, 'rate limiter log (a sorted set)')
+  if log then
+    local kind = redis.call('type', log)['ok']
+    if kind ~= 'none' and kind ~= 'zset' then
+      return nil, wrong_type(log, 'rate limiter log (a sorted set)')
+    end
   end
   return {
     mode = fields[1] or nil,
@@ -64,12 +90,34 @@ local function limiter_state(hash, log)
     seq = tonumber(fields[5]) or 0,
     tat = tonumber(fields[6]),
     last = tonumber(fields[7]),
+    lapses = tonumber(fields[8]),
+    expires = tonumber(fields[9]),
   }, nil
 end
 
--- Now on this server's clock, never before the limiter last granted: a clock stepped back holds
--- the limiter at its last grant until the clock catches up, so that no grant is recorded before
--- one made earlier (and each counts for a whole window, or interval, from its own time).
+-- Whether the stored limit of `state` still stands at `now`: some grant still counts (or a
+-- reconfiguration's window lasts). A limiter whose limit lapsed is as good as new, whatever its
+-- keys still hold until they expire.
+local function standing(state, now)
+  return state.mode ~= nil and state.lapses ~= nil and state.lapses > now
+end
+
+-- The time (microseconds, on whole milliseconds) the limiter's keys are to expire at, if they
+-- must be kept longer than they are to last past `lapses`: one `span` more, so that they are
+-- kept longer about once a span rather than at every call; nil if they are kept long enough.
+local function keep_until(state, lapses, span)
+  if state.expires and state.expires >= lapses then
+    return nil
+  end
+  local ms = div_ceil(lapses + span, 1000)
+  return ms * 1000
+end
+
+-- Now on this server's clock, never before the last call that wrote to the limiter (a grant, a
+-- reconfiguration): a clock stepped back holds the limiter there until the clock catches up, so
+-- that no grant is recorded before a time that a grant was made, or a grant deleted, at (and
+-- each counts for a whole window, or interval, from its own time). Calls that write nothing
+-- (refusals, reads) judge by it and leave it.
 local function clock(last)
   local t = redis.call('time')
   local now = tonumber(t[1]) * 1000000 + tonumber(t[2])
@@ -77,27 +125,6 @@ local function clock(last)
     return last
   end
   return now
-end
-
--- The whole part of x / y (x from 0, y from 1, both whole), exact.
-local function div_floor(x, y)
-  local q = math.floor(x / y)
-  while q * y > x do
-    q = q - 1
-  end
-  while (q + 1) * y <= x do
-    q = q + 1
-  end
-  return q
-end
-
--- x / y rounded up (x from 0, y from 1, both whole), exact.
-local function div_ceil(x, y)
-  local q = div_floor(x, y)
-  if q * y < x then
-    q = q + 1
-  end
-  return q
 end
 
 -- A cell rate's emission interval: its period over its rate, rounded up to whole microseconds,

@@ -12,14 +12,23 @@ use redis::Value;
 use std::sync::LazyLock;
 use std::time::Duration;
 
-const SHARED: &str = include_str!("limit.lua");
+/// The checks every script runs before its first write (`checks.lua`), and what the limiter's
+/// scripts share: prepended to each of them. The steps on a lock's holds (`holds.lua`), which
+/// the other scripts carry, are left out: a limiter has no holds, and every function a script
+/// defines costs it on every call.
+const SHARED: [&str; 2] = [include_str!("checks.lua"), include_str!("limit.lua")];
 
-static TAKE: LazyLock<Lua> =
-    LazyLock::new(|| Lua::new(&[SHARED, include_str!("limit_take.lua")].concat()));
-static LOOK: LazyLock<Lua> =
-    LazyLock::new(|| Lua::new(&[SHARED, include_str!("limit_look.lua")].concat()));
+/// A limiter's script: what they share, then `body`.
+fn limiter_lua(body: &str) -> Lua {
+    let code = [SHARED[0], SHARED[1], body].concat();
+    let script = redis::Script::new(&code);
+    Lua { code, script }
+}
+
+static TAKE: LazyLock<Lua> = LazyLock::new(|| limiter_lua(include_str!("limit_take.lua")));
+static LOOK: LazyLock<Lua> = LazyLock::new(|| limiter_lua(include_str!("limit_look.lua")));
 static RECONFIGURE: LazyLock<Lua> =
-    LazyLock::new(|| Lua::new(&[SHARED, include_str!("limit_reconfigure.lua")].concat()));
+    LazyLock::new(|| limiter_lua(include_str!("limit_reconfigure.lua")));
 
 /// `lua` on the limiter `keys` (its hash and its log), declaring `limit`.
 fn declaring(lua: &'static Lua, keys: &LockKeys, limit: &RateLimit) -> Call {
