@@ -154,12 +154,14 @@ mod error;
 mod events;
 mod guard;
 mod latch;
+mod limiter;
 mod local_queue;
 mod lock;
 mod lost;
 mod multilock;
 mod owner;
 mod policy;
+mod rate;
 mod redact;
 mod rwlock;
 mod semaphore;
@@ -204,10 +206,12 @@ pub use guard::Guard;
 /// The timer crate the watchdog runs on, for [`ClientBuilder::timer`].
 pub use hashwheel;
 pub use latch::{Latch, LatchState, DEFAULT_LATCH_EXPIRY};
+pub use limiter::RateLimiter;
 pub use lock::{LeaseGuard, Lock};
 pub use lost::{Lost, LostReason, LostSignal};
 pub use multilock::{MultiGuard, MultiLock};
 pub use policy::{MAX_LEASE, MIN_LEASE};
+pub use rate::{Granted, LimiterState, RateLimit, MAX_BURST, MAX_WINDOW_LIMIT};
 /// `url` with the password of its user information replaced by `***` (`redis://u:***@h:1/0`), as
 /// the crate shows URLs in its messages; text that is not a URL is shown up to its last `@` as
 /// `***`. For programs that print the URLs they were given.

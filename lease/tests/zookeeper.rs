@@ -749,3 +749,18 @@ fn writes_are_made_only_while_the_hold_holds_on_zookeeper() {
     );
     assert_eq!(read("stock").0, ["a1", "b1"], "nothing of it");
 }
+#[test]
+fn a_rate_limiter_is_refused_at_construction_saying_why() {
+    let zk = ZooKeeper::start_with(&["forceSync=no"]);
+    let client = client(&zk.connect_string());
+    for made in [
+        client.rate_limiter("api", 10, Duration::from_secs(1)),
+        client.cell_rate_limiter("api", 10, Duration::from_secs(1), 2),
+    ] {
+        assert!(
+            matches!(&made, Err(redis_lease::Error::InvalidArgument(why))
+                if why.contains("not offered on ZooKeeper") && why.contains("clock")),
+            "{made:?}"
+        );
+    }
+}

@@ -28,6 +28,9 @@ pub(crate) enum Kind {
     /// zero ([`Latches`](super::Latches)). Its place is never acquired: where a store's code
     /// sorts kinds by how they are held, a latch goes with the lock.
     Latch,
+    /// A rate limiter: no holds, only grants the store counts by its own clock (see
+    /// [`Limits`](super::Limits)); never acquired as a lock.
+    Limiter,
 }
 
 impl Kind {
@@ -73,6 +76,7 @@ impl Kind {
             Kind::Write => "write lock",
             Kind::Leader => "leader election",
             Kind::Latch => "latch",
+            Kind::Limiter => "rate limiter",
         }
     }
 }
@@ -162,6 +166,7 @@ enum Side {
     Write,
     Leader,
     Latch,
+    Limiter,
 }
 
 impl Scope {
@@ -202,6 +207,7 @@ impl std::fmt::Display for Scope {
             Side::Write => "write lock",
             Side::Leader => "leader election",
             Side::Latch => "latch",
+            Side::Limiter => "rate limiter",
         };
         write!(f, "{side} {:?}", self.name)
     }
@@ -226,6 +232,7 @@ impl Side {
             Kind::Write => Side::Write,
             Kind::Leader => Side::Leader,
             Kind::Latch => Side::Latch,
+            Kind::Limiter => Side::Limiter,
         }
     }
 }

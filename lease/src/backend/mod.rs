@@ -29,6 +29,7 @@
 
 mod calls;
 mod id;
+mod limits;
 mod offers;
 mod renew;
 mod settings;
@@ -38,7 +39,8 @@ pub(crate) use calls::{
     Released, ReserveFor, Reserved, Rivals, ServerIdentity,
 };
 pub(crate) use id::{check_prefix, Kind, LockId, Scope};
-pub(crate) use offers::{needs, not_offered, Elects, Grants, Resizes};
+pub(crate) use limits::Taken;
+pub(crate) use offers::{needs, not_offered, Elects, Grants, Limits, Resizes, LIMITS_NEED};
 pub(crate) use offers::{Latches, WritesWhileHeld, LATCH_KEPT_OPEN};
 pub(crate) use renew::{Renewal, Renewed, Renewer};
 pub(crate) use settings::Settings;
@@ -152,6 +154,12 @@ pub(crate) trait Place: Send + Sync + 'static {
     /// Writes made only while a hold holds, where the store can check a hold and write in one
     /// atomic step.
     fn writes(&self) -> Option<&dyn WritesWhileHeld> {
+        None
+    }
+
+    /// A rate limiter's calls, where the place is a limiter's and its store counts grants by
+    /// its own clock in one atomic step.
+    fn limits(&self) -> Option<&dyn Limits> {
         None
     }
 }

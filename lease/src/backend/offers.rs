@@ -1,8 +1,8 @@
 //! What only some primitives need of a place, offered by the places that can: a semaphore's
 //! stored number of permits ([`Resizes`]), an election's value and leader ([`Elects`]), a
 //! release that grants the lock straight to a waiting owner of the same client ([`Grants`]), a
-//! count-down latch's count ([`Latches`]), and writes made only while a hold holds
-//! ([`WritesWhileHeld`]). As
+//! count-down latch's count ([`Latches`]), writes made only while a hold holds
+//! ([`WritesWhileHeld`]), and a rate limiter's grants counted by the store's clock ([`Limits`]). As
 //! `lock_api` offers `try_lock_for` only where `RawMutexTimed` is implemented, a place offers
 //! each by returning it from [`Place`]; a primitive whose place does not offer what it needs is
 //! refused when it is made ([`needs`]), never at its first call.
@@ -11,6 +11,9 @@ use super::{GrantFate, Kind, LatchRead, Leading, Place};
 use crate::error::{Error, Result};
 use crate::write::{Write, Written};
 use std::time::{Duration, Instant};
+
+use super::Taken;
+use crate::rate::{LimiterState, RateLimit};
 
 /// A semaphore's number of permits, stored with it, changed on purpose.
 pub(crate) trait Resizes: Send + Sync {
@@ -55,6 +58,7 @@ pub(crate) fn needs(place: &dyn Place, store: &str) -> Result<()> {
         Kind::Semaphore { .. } => place.resizes().is_some(),
         Kind::Leader => place.elects().is_some(),
         Kind::Latch => place.latches().is_some(),
+        Kind::Limiter => place.limits().is_some(),
         Kind::Lock | Kind::Fair | Kind::Read | Kind::Write => true,
     };
     if offered {
@@ -66,6 +70,11 @@ pub(crate) fn needs(place: &dyn Place, store: &str) -> Result<()> {
 
 /// The error of a primitive `kind` that `store` does not offer.
 pub(crate) fn not_offered(kind: Kind, store: &str) -> Error {
+    if kind == Kind::Limiter {
+        return Error::InvalidArgument(format!(
+            "a rate limiter is not offered on {store}: {LIMITS_NEED}"
+        ));
+    }
     Error::InvalidArgument(format!("a {} is not offered on {store}", kind.label()))
 }
 
@@ -113,4 +122,30 @@ pub(crate) trait WritesWhileHeld: Send + Sync {
         write: &Write,
         deadline: Instant,
     ) -> Result<Option<Written>>;
+}
+
+// A rate limiter's calls.
+
+/// What a store must do to offer a rate limiter, as the refusals of those that cannot say.
+pub(crate) const LIMITS_NEED: &str = "each grant must be decided and recorded by one store, \
+    in one atomic step, against that store's own clock (Redis on one server, through \
+    Sentinel or on a Cluster, and PostgreSQL, offer it)";
+
+/// A rate limiter's grants, counted in the store by the store's own clock: every call reads
+/// the clock, judges and records in one atomic step, so that the limit holds whatever the
+/// clients' clocks say and however many ask at once. A call that asks under a limit other than
+/// the one stored is told so ([`Taken::Declared`]), nothing written.
+pub(crate) trait Limits: Send + Sync {
+    /// Grants `n` grants under `limit` if the limiter allows them now, and records them; else
+    /// says how long until it could, by the store's clock, if nothing else takes them first.
+    fn take(&self, limit: &RateLimit, n: u64, deadline: Instant) -> Result<Taken>;
+
+    /// Stores `limit` as the limiter's, whatever was stored; the limit stored before, if one
+    /// was. Refused with `InvalidArgument` where the stored limit is of the other mode and its
+    /// grants still count.
+    fn reconfigure(&self, limit: &RateLimit, deadline: Instant) -> Result<Option<RateLimit>>;
+
+    /// What the store holds for the limiter now, counted by the stored limit, or by `limit`
+    /// if none is stored. Writes nothing.
+    fn meter(&self, limit: &RateLimit, deadline: Instant) -> Result<LimiterState>;
 }

@@ -10,8 +10,10 @@ pub use builder::ClientBuilder;
 
 use crate::backend::{Kind, LockId};
 use crate::error::Result;
+use crate::limiter::RateLimiter;
 use crate::lock::core::Core;
 use crate::lock::Lock;
+use crate::rate::RateLimit;
 use crate::rwlock::ReadWriteLock;
 use crate::semaphore::Semaphore;
 use crate::watchdog::WatchdogMetrics;
@@ -127,6 +129,64 @@ impl Client {
     pub fn election(&self, name: &str) -> Result<crate::Election> {
         self.primitive(name, Kind::Leader).map(crate::Election::new)
     }
+
+    // ---- Rate limiters ----
+
+    /// A rate limiter of `limit` grants in any window of length `window` (1 to 100,000 grants,
+    /// 1 ms to a year), measured by the store's clock: a sliding log, exact, shared by every
+    /// client of the name (names as for [`Client::lock`]; the limiter is not the lock of the
+    /// same name). See [`RateLimiter`]. On one server, through Sentinel, on a Cluster (its keys
+    /// in the slot of its name) and on PostgreSQL; refused on RedLock and ZooKeeper.
+    ///
+    /// ```no_run
+    /// use std::time::Duration;
+    /// # fn main() -> redis_lease::Result<()> {
+    /// # let client = redis_lease::Client::open("redis://127.0.0.1/")?;
+    /// let logins = client.rate_limiter("logins/alice", 5, Duration::from_secs(60))?;
+    /// if logins.try_acquire(1)?.is_none() {
+    ///     // five attempts in the last minute already: refuse this one
+    /// }
+    /// # Ok(())
+    /// # }
+    /// ```
+    ///
+    /// # Errors
+    ///
+    /// As [`Client::lock`]; [`Error::InvalidArgument`](crate::Error::InvalidArgument) for a
+    /// limit or window out of range, or on a store that does not offer rate limiters.
+    pub fn rate_limiter(&self, name: &str, limit: u64, window: Duration) -> Result<RateLimiter> {
+        self.limiter(name, RateLimit::window(limit, window))
+    }
+
+    /// A rate limiter of `rate` grants per `period` on average, `burst` at most at once: a
+    /// generic cell rate algorithm, one number in the store whatever the rate, with the weaker
+    /// guarantee [`RateLimit::CellRate`] states. See [`RateLimiter`]; stores as
+    /// [`Client::rate_limiter`].
+    ///
+    /// # Errors
+    ///
+    /// As [`Client::rate_limiter`].
+    pub fn cell_rate_limiter(
+        &self,
+        name: &str,
+        rate: u64,
+        period: Duration,
+        burst: u64,
+    ) -> Result<RateLimiter> {
+        self.limiter(name, RateLimit::cell_rate(rate, period, burst))
+    }
+
+    /// The rate limiter `name` declaring `limit`, refused here if its store does not offer
+    /// rate limiters.
+    fn limiter(&self, name: &str, limit: RateLimit) -> Result<RateLimiter> {
+        let limit = limit.checked()?;
+        let backend = self.core.backend();
+        let place = backend.place(&LockId::new(name, Kind::Limiter)?)?;
+        crate::backend::needs(&*place, backend.address())?;
+        Ok(RateLimiter::new(Arc::clone(&self.core), place, limit))
+    }
+
+    // ---- The primitives on the lock ----
 
     /// The primitive `kind` named `name`, refused here if its store does not offer it.
     fn primitive(&self, name: &str, kind: Kind) -> Result<Lock> {

@@ -164,6 +164,11 @@ impl Watchdog {
         self.shared.timer.now()
     }
 
+    /// The client's timer, which the watchdog runs on and other waits of the client may use.
+    pub(crate) fn timer(&self) -> &Timer {
+        &self.shared.timer
+    }
+
     /// Watches a hold that was just acquired. A renewed hold the owner already has (a re-entry)
     /// shares the existing entry, so it is renewed once.
     pub(crate) fn watch(&self, hold: Hold) -> Result<Watched> {

@@ -1,10 +1,12 @@
 //! What the integration tests share: clients of the servers they start (`testkit`), and the
-//! checks every deployment runs (`election`, `held_write`, `latch`, `methods`, `primitives`).
+//! checks every deployment runs (`election`, `held_write`, `latch`, `limiter`, `methods`,
+//! `primitives`).
 #![allow(dead_code)]
 
 pub mod election;
 pub mod held_write;
 pub mod latch;
+pub mod limiter;
 pub mod methods;
 #[cfg(feature = "postgres")]
 pub mod postgres;

@@ -11,6 +11,7 @@
 //! certificate of the testkit's CA, and TCP connections may be required to use TLS
 //! (`hostssl` rules) and to present a client certificate.
 
+mod clock;
 mod init;
 mod signals;
 
@@ -71,6 +72,8 @@ pub struct PgServer {
     settings: Vec<(String, String)>,
     tls: Option<Arc<TlsCertificates>>,
     paused: AtomicBool,
+    /// Whether its wall clock is read from its clock file (see [`PgServer::start_on_clock`]).
+    faked: bool,
     // Last: removed once the server is gone.
     dir: tempfile::TempDir,
 }
@@ -101,6 +104,29 @@ impl PgServer {
 
     /// A server started as `options` say.
     pub fn start_with(options: PgOptions) -> PgServer {
+        PgServer::start_as(options, None)
+    }
+
+    /// A server with the default settings whose wall clock stands still at `at` until
+    /// [`PgServer::set_clock`] moves it, forward or back (libfaketime, Debian's `faketime`;
+    /// its monotonic clock is left alone): `clock_timestamp()`, `now()` and every other reading
+    /// of the time of day return the clock's time, to the microsecond. Restarts keep the clock.
+    pub fn start_on_clock(at: std::time::SystemTime) -> PgServer {
+        PgServer::start_as(PgOptions::default(), Some(at))
+    }
+
+    /// Moves the wall clock of a server started with [`PgServer::start_on_clock`] to `at`: the
+    /// next reading returns it.
+    pub fn set_clock(&self, at: std::time::SystemTime) {
+        assert!(self.faked, "a server on its own clock");
+        clock::set(&self.clock_file(), at);
+    }
+
+    fn clock_file(&self) -> PathBuf {
+        self.dir.path().join("clock")
+    }
+
+    fn start_as(options: PgOptions, clock_at: Option<std::time::SystemTime>) -> PgServer {
         let dir = tempfile::tempdir().expect("a temporary directory");
         let as_postgres = is_root();
         let tls = options.tls.as_ref().map(|tls| {
@@ -115,8 +141,12 @@ impl PgServer {
             settings: options.settings.clone(),
             tls,
             paused: AtomicBool::new(false),
+            faked: clock_at.is_some(),
             dir,
         };
+        if let Some(at) = clock_at {
+            clock::set(&server.clock_file(), at);
+        }
         server.init(options.tls.as_ref());
         for _ in 0..5 {
             server.port = crate::redis_server::free_port(None);
@@ -145,7 +175,18 @@ impl PgServer {
             .open(self.log_path())
             .expect("open the server's log");
         let log_start = log.metadata().map(|meta| meta.len()).unwrap_or(0);
-        let mut command = self.command("postgres");
+        let mut command = if self.faked {
+            let mut command = crate::tied::command_as(
+                Path::new("/usr/bin/env"),
+                self.as_postgres.then_some("postgres"),
+            );
+            command
+                .args(clock::env_args(&self.clock_file()))
+                .arg(Path::new(BIN).join("postgres"));
+            command
+        } else {
+            self.command("postgres")
+        };
         command
             .arg("-D")
             .arg(self.data())

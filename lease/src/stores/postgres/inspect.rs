@@ -15,6 +15,8 @@ fn family(kind: Kind) -> &'static str {
         Kind::Semaphore { .. } => "semaphore",
         Kind::Read | Kind::Write => "rw",
         Kind::Lock | Kind::Fair | Kind::Leader | Kind::Latch => "lock",
+        // A rate limiter's are rows of its own (see `limiter.rs`), never holds.
+        Kind::Limiter => "limiter",
     }
 }
 

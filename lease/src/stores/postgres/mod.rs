@@ -6,7 +6,7 @@
 //! waiters are woken by `NOTIFY` on one listening connection per client.
 //!
 //! `schema.sql` is the store (its tables and functions), `schema.rs` its statements and first
-//! use, `place.rs` a lock's calls, `inspect.rs` what it holds, `renew.rs` the renewals,
+//! use, `place.rs` a lock's calls, `limiter.rs` a rate limiter's, `inspect.rs` what it holds, `renew.rs` the renewals,
 //! `listen.rs` the listening connection, `pool.rs` the calls' connections, `settings.rs` what a
 //! client is built from, `errors.rs` PostgreSQL's errors as the crate's, `shared.rs` what every
 //! lock of a client shares, `store.rs` the backend; `latch.rs` a count-down latch's calls,
@@ -15,6 +15,7 @@
 mod errors;
 mod inspect;
 mod latch;
+mod limiter;
 mod listen;
 mod place;
 mod pool;

@@ -9,8 +9,9 @@ use super::errors::other_permits;
 use super::inspect;
 use super::shared::{Shared, Undo};
 use crate::backend::{
-    Attempt, Attempted, Elects, GrantFate, Grants, HoldEnd, Kind, Latches, Leading, LockId, Place,
-    Release, ReleaseOutcome, Released, Reserved, Resizes, Rivals, ServerIdentity, WritesWhileHeld,
+    Attempt, Attempted, Elects, GrantFate, Grants, HoldEnd, Kind, Latches, Leading, Limits, LockId,
+    Place, Release, ReleaseOutcome, Released, Reserved, Resizes, Rivals, ServerIdentity,
+    WritesWhileHeld,
 };
 use crate::error::{Error, Result};
 use crate::policy::after;
@@ -28,6 +29,7 @@ pub(crate) fn key_of(prefix: &str, id: &LockId) -> String {
     let tail = match id.kind {
         Kind::Leader => "}:leader",
         Kind::Latch => "}:latch",
+        Kind::Limiter => "}:limiter",
         _ => "}",
     };
     [prefix, "{", &id.name, tail].concat()
@@ -42,8 +44,9 @@ fn kind_text(kind: Kind) -> &'static str {
         Kind::Read => "read",
         Kind::Write => "write",
         Kind::Leader => "leader",
-        // Never acquired: it has calls of its own.
+        // Never acquired: they have calls of their own.
         Kind::Latch => "latch",
+        Kind::Limiter => "limiter",
     }
 }
 
@@ -334,7 +337,13 @@ impl Place for PgPlace {
 
     /// Every primitive's holds: each is a row of the holds table.
     fn writes(&self) -> Option<&dyn WritesWhileHeld> {
-        (self.id.kind != Kind::Latch).then_some(self as &dyn WritesWhileHeld)
+        (!matches!(self.id.kind, Kind::Latch | Kind::Limiter))
+            .then_some(self as &dyn WritesWhileHeld)
+    }
+
+    /// A rate limiter's (see `limiter.rs`).
+    fn limits(&self) -> Option<&dyn Limits> {
+        (self.id.kind == Kind::Limiter).then_some(self as &dyn Limits)
     }
 }
 

@@ -17,7 +17,7 @@ const SCHEMA_SQL: &str = include_str!("schema.sql");
 
 /// The version of the functions this build of the store installs, returned by the schema's
 /// `version()`: raised whenever `schema.sql` changes what a function does.
-pub(crate) const VERSION: i32 = 6;
+pub(crate) const VERSION: i32 = 7;
 
 /// The columns each table must have, with their types as `information_schema` names them.
 const COLUMNS: &[(&str, &[(&str, &str)])] = &[
@@ -73,6 +73,24 @@ const COLUMNS: &[(&str, &[(&str, &str)])] = &[
             ("expires", "timestamp with time zone"),
         ],
     ),
+    // Rate limiters.
+    (
+        "limiters",
+        &[
+            ("key", "text"),
+            ("mode", "text"),
+            ("a", "bigint"),
+            ("b", "bigint"),
+            ("c", "bigint"),
+            ("tat", "bigint"),
+            ("last", "bigint"),
+            ("lapses", "bigint"),
+        ],
+    ),
+    (
+        "grants",
+        &[("key", "text"), ("at", "bigint"), ("n", "bigint")],
+    ),
 ];
 
 /// The statements a client sends, in its schema.
@@ -96,6 +114,10 @@ pub(crate) struct Statements {
     /// A count-down latch's calls, and the check of a hold before a write.
     pub(crate) latches: LatchStatements,
     pub(crate) held: String,
+    // Rate limiters.
+    pub(crate) limiter_take: String,
+    pub(crate) limiter_look: String,
+    pub(crate) limiter_reconfigure: String,
 }
 
 /// The statements of a count-down latch.
@@ -161,6 +183,17 @@ impl Statements {
                 ),
             },
             held: format!("SELECT {s}.held($1, $2, $3)"),
+            limiter_take: format!(
+                "SELECT * FROM {s}.limiter_take($1, $2, $3::bigint, $4::bigint, $5::bigint, \
+                 $6::bigint)"
+            ),
+            limiter_look: format!(
+                "SELECT * FROM {s}.limiter_look($1, $2, $3::bigint, $4::bigint, $5::bigint)"
+            ),
+            limiter_reconfigure: format!(
+                "SELECT * FROM {s}.limiter_reconfigure($1, $2, $3::bigint, $4::bigint, \
+                 $5::bigint)"
+            ),
         }
     }
 

@@ -453,6 +453,236 @@ BEGIN
     RETURN true;
 END $$;
 
+-- ---- Rate limiters ----
+
+-- One row per rate limiter whose grants may still count: its stored limit ('window': `a` its
+-- limit, `b` its window; 'cell': `a` its rate, `b` its period, `c` its burst), a cell rate's
+-- theoretical arrival time (`tat`), the clock at its last grant (`last`), and when it lapses: its
+-- last grant no longer counts, and a lapsed row is as good as none. Times are microseconds since
+-- the epoch on the database's clock.
+CREATE TABLE IF NOT EXISTS @schema@.limiters (
+    key text PRIMARY KEY,
+    mode text NOT NULL,
+    a bigint NOT NULL,
+    b bigint NOT NULL,
+    c bigint NOT NULL,
+    tat bigint NOT NULL DEFAULT 0,
+    last bigint NOT NULL DEFAULT 0,
+    lapses bigint NOT NULL
+);
+CREATE INDEX IF NOT EXISTS limiters_lapses ON @schema@.limiters (lapses);
+
+-- A window's grants: `n` made at `at`, kept while they count.
+CREATE TABLE IF NOT EXISTS @schema@.grants (
+    key text NOT NULL REFERENCES @schema@.limiters (key) ON DELETE CASCADE,
+    at bigint NOT NULL,
+    n bigint NOT NULL
+);
+CREATE INDEX IF NOT EXISTS grants_key_at ON @schema@.grants (key, at);
+
+-- The database's clock, in microseconds since the epoch.
+CREATE OR REPLACE FUNCTION @schema@.micros() RETURNS bigint
+LANGUAGE sql VOLATILE AS $$
+    SELECT (extract(epoch FROM clock_timestamp()) * 1000000)::bigint
+$$;
+
+-- The limiter `p_key`'s row, locked for the rest of the transaction (a lapsed placeholder made
+-- if there is none), then the clock, never before the last call that wrote (`last`): the calls
+-- on one limiter run one at a time, each reading the clock after the one before it committed,
+-- and no grant is recorded before a time that a grant or a deletion was made at. A lapsed row
+-- is as good as none (its tat read as 0); its grants are deleted by the next call that writes.
+-- Limiters that lapsed a day ago are deleted with their grants, a few at a time.
+CREATE OR REPLACE FUNCTION @schema@.limiter_enter(p_key text, p_mode text,
+    OUT l @schema@.limiters, OUT v_now bigint)
+LANGUAGE plpgsql AS $$
+BEGIN
+    PERFORM set_config('synchronous_commit', 'on', true);
+    LOOP
+        SELECT * INTO l FROM @schema@.limiters WHERE key = p_key FOR UPDATE;
+        EXIT WHEN FOUND;
+        INSERT INTO @schema@.limiters (key, mode, a, b, c, lapses)
+            VALUES (p_key, p_mode, 0, 0, 0, 0) ON CONFLICT DO NOTHING;
+    END LOOP;
+    v_now := greatest(@schema@.micros(), l.last);
+    IF l.lapses <= v_now THEN
+        l.tat := 0;
+    END IF;
+    DELETE FROM @schema@.limiters WHERE key IN (SELECT key FROM @schema@.limiters
+        WHERE lapses < v_now - 86400000000 AND key <> p_key LIMIT 4 FOR UPDATE SKIP LOCKED);
+END $$;
+
+-- Takes `p_n` grants of the limiter `p_key` declaring the limit (`p_mode`, `p_a`, `p_b`, `p_c`,
+-- as the table keeps one). Returns `outcome` 1 (granted at `at`, `available` left then), 0 (not
+-- granted, nothing written: they could be had in `wait` microseconds at the earliest, and
+-- `available` could be now) or 2 (the limiter stores another limit, `s_*`; nothing written).
+CREATE OR REPLACE FUNCTION @schema@.limiter_take(p_key text, p_mode text, p_a bigint,
+    p_b bigint, p_c bigint, p_n bigint, OUT outcome integer, OUT at bigint, OUT wait bigint,
+    OUT available bigint, OUT s_mode text, OUT s_a bigint, OUT s_b bigint, OUT s_c bigint)
+LANGUAGE plpgsql AS $$
+DECLARE
+    entered record;
+    l @schema@.limiters;
+    v_now bigint;
+    v_stands boolean;
+    v_used bigint;
+    v_interval bigint;
+    v_span bigint;
+    v_tat bigint;
+    v_after bigint;
+BEGIN
+    SELECT * INTO entered FROM @schema@.limiter_enter(p_key, p_mode);
+    l := entered.l;
+    v_now := entered.v_now;
+    at := v_now;
+    v_stands := l.lapses > v_now;
+    IF v_stands AND (l.mode, l.a, l.b, l.c) IS DISTINCT FROM (p_mode, p_a, p_b, p_c) THEN
+        outcome := 2;
+        s_mode := l.mode; s_a := l.a; s_b := l.b; s_c := l.c;
+        RETURN;
+    END IF;
+    IF p_mode = 'window' THEN
+        IF v_stands THEN
+            SELECT coalesce(sum(n), 0) INTO v_used FROM @schema@.grants
+                WHERE key = p_key AND grants.at > v_now - p_b;
+        ELSE
+            v_used := 0;
+        END IF;
+        IF v_used + p_n > p_a THEN
+            -- The grants must wait for this many of those in the window to leave it.
+            SELECT g.at + p_b - v_now INTO wait FROM (SELECT grants.at, sum(n) OVER (ORDER BY
+                grants.at) AS so_far FROM @schema@.grants WHERE key = p_key AND grants.at >
+                v_now - p_b) g WHERE g.so_far >= v_used + p_n - p_a ORDER BY g.at LIMIT 1;
+            outcome := 0;
+            available := greatest(p_a - v_used, 0);
+            RETURN;
+        END IF;
+        -- A lapsed limiter's grants all go; a standing one's, those out of the window.
+        DELETE FROM @schema@.grants WHERE key = p_key
+            AND (NOT v_stands OR grants.at <= v_now - p_b);
+        INSERT INTO @schema@.grants (key, at, n) VALUES (p_key, v_now, p_n);
+        UPDATE @schema@.limiters SET mode = p_mode, a = p_a, b = p_b, c = p_c, last = v_now,
+            lapses = v_now + p_b WHERE key = p_key;
+        outcome := 1;
+        available := p_a - v_used - p_n;
+        RETURN;
+    END IF;
+    -- A cell rate: each grant moves the arrival time on by the period over the rate (rounded
+    -- up to whole microseconds); granted while it runs at most the burst's span ahead.
+    v_interval := (p_b + p_a - 1) / p_a;
+    v_span := p_c * v_interval;
+    v_tat := greatest(l.tat, v_now);
+    v_after := v_tat + p_n * v_interval;
+    IF v_after - v_now > v_span THEN
+        outcome := 0;
+        wait := v_after - v_now - v_span;
+        available := greatest((v_span - (v_tat - v_now)) / v_interval, 0);
+        RETURN;
+    END IF;
+    IF NOT v_stands THEN
+        DELETE FROM @schema@.grants WHERE key = p_key;
+    END IF;
+    UPDATE @schema@.limiters SET mode = p_mode, a = p_a, b = p_b, c = p_c, tat = v_after,
+        last = v_now, lapses = v_after WHERE key = p_key;
+    outcome := 1;
+    available := (v_span - (v_after - v_now)) / v_interval;
+END $$;
+
+-- Reads the limiter `p_key`, writing nothing: what counts now by its stored limit (or by the
+-- declared one, `p_mode`, `p_a`, `p_b`, `p_c`, if none is stored: `stored` false). `used` are the
+-- grants that count now (a cell rate's cells ahead of the clock, rounded up), `next_wait` the
+-- microseconds until one grant could be had (-1 if one can now).
+CREATE OR REPLACE FUNCTION @schema@.limiter_look(p_key text, p_mode text, p_a bigint,
+    p_b bigint, p_c bigint, OUT now bigint, OUT stored boolean, OUT mode text, OUT a bigint,
+    OUT b bigint, OUT c bigint, OUT used bigint, OUT available bigint, OUT next_wait bigint)
+LANGUAGE plpgsql AS $$
+DECLARE
+    l @schema@.limiters;
+    v_interval bigint;
+    v_ahead bigint;
+BEGIN
+    SELECT * INTO l FROM @schema@.limiters WHERE key = p_key;
+    stored := FOUND;
+    now := greatest(@schema@.micros(), coalesce(l.last, 0));
+    stored := stored AND l.lapses > now;
+    IF stored THEN
+        mode := l.mode; a := l.a; b := l.b; c := l.c;
+    ELSE
+        mode := p_mode; a := p_a; b := p_b; c := p_c;
+    END IF;
+    next_wait := -1;
+    IF mode = 'window' THEN
+        IF stored THEN
+            SELECT coalesce(sum(n), 0) INTO used FROM @schema@.grants
+                WHERE key = p_key AND grants.at > now - b;
+        ELSE
+            used := 0;
+        END IF;
+        available := greatest(a - used, 0);
+        IF available = 0 THEN
+            SELECT g.at + b - now INTO next_wait FROM (SELECT grants.at, sum(n) OVER (ORDER BY
+                grants.at) AS so_far FROM @schema@.grants WHERE key = p_key AND grants.at >
+                now - b) g WHERE g.so_far >= used + 1 - a ORDER BY g.at LIMIT 1;
+        END IF;
+        RETURN;
+    END IF;
+    v_interval := (b + a - 1) / a;
+    v_ahead := CASE WHEN stored THEN greatest(l.tat - now, 0) ELSE 0 END;
+    used := (v_ahead + v_interval - 1) / v_interval;
+    available := greatest((c * v_interval - v_ahead) / v_interval, 0);
+    IF available = 0 THEN
+        next_wait := v_ahead + v_interval - c * v_interval;
+    END IF;
+END $$;
+
+-- Stores the limit (`p_mode`, `p_a`, `p_b`, `p_c`) as the limiter `p_key`'s, whatever was stored:
+-- its grants so far count under it. Kept for a window (a period) from now, or until a cell
+-- rate's arrival time if later. A limit of the other mode replaces one whose grants no longer
+-- count; while they count it is refused (`refused`, nothing written). Returns the limit stored
+-- before (`s_*`, NULL if none).
+CREATE OR REPLACE FUNCTION @schema@.limiter_reconfigure(p_key text, p_mode text, p_a bigint,
+    p_b bigint, p_c bigint, OUT refused boolean, OUT s_mode text, OUT s_a bigint,
+    OUT s_b bigint, OUT s_c bigint)
+LANGUAGE plpgsql AS $$
+DECLARE
+    entered record;
+    l @schema@.limiters;
+    v_now bigint;
+    v_fresh boolean;
+    v_counting boolean;
+BEGIN
+    SELECT * INTO entered FROM @schema@.limiter_enter(p_key, p_mode);
+    l := entered.l;
+    v_now := entered.v_now;
+    refused := false;
+    v_fresh := l.lapses <= v_now;
+    IF NOT v_fresh THEN
+        s_mode := l.mode; s_a := l.a; s_b := l.b; s_c := l.c;
+        IF l.mode <> p_mode THEN
+            IF l.mode = 'window' THEN
+                v_counting := EXISTS (SELECT 1 FROM @schema@.grants WHERE key = p_key
+                    AND grants.at > v_now - l.b);
+            ELSE
+                v_counting := l.tat > v_now;
+            END IF;
+            IF v_counting THEN
+                refused := true;
+                RETURN;
+            END IF;
+            v_fresh := true;
+        END IF;
+    END IF;
+    IF v_fresh THEN
+        -- Nothing of before counts.
+        DELETE FROM @schema@.grants WHERE key = p_key;
+        l.tat := 0;
+    END IF;
+    -- Every grant of the log was made by now; a cell rate's arrival time may be later.
+    UPDATE @schema@.limiters SET mode = p_mode, a = p_a, b = p_b, c = p_c, tat = l.tat,
+        last = v_now,
+        lapses = greatest(v_now + p_b, CASE WHEN p_mode = 'cell' THEN l.tat ELSE 0 END)
+        WHERE key = p_key;
+END $$;
+
 -- The version of these functions, which a client checks at its first use (made by the client).
 -- @version@
 

@@ -43,10 +43,11 @@ impl LockKeys {
         // Made for every primitive a client hands out: concatenated, not formatted, which
         // costs several times less.
         let tail = match id.kind {
-            // An election or a latch is not the lock of the same name: keys of its own, in the
-            // same slot.
+            // An election, a latch or a rate limiter is not the lock of the same name: keys of
+            // its own, in the same slot (a limiter's `lock` is its hash, `limiter_log` its log).
             Kind::Leader => "}:leader",
             Kind::Latch => "}:latch",
+            Kind::Limiter => "}:limiter",
             _ => "}",
         };
         let base = [prefix, "{", &id.name, tail].concat();
@@ -92,6 +93,11 @@ impl LockKeys {
     /// A shared primitive's release log of the hold `hold` (see `keys.released`).
     pub(crate) fn hold_released(&self, hold: &str) -> String {
         format!("{}:r:{hold}", self.lock)
+    }
+
+    /// A rate limiter's log of grants (a sorted set), beside its hash `lock`.
+    pub(crate) fn limiter_log(&self) -> String {
+        [self.lock.as_str(), ":log"].concat()
     }
 }
 

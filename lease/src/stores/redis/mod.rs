@@ -3,7 +3,7 @@
 //! subscriber ([`pubsub`]), and the deployments: one server ([`server`]), a Redis Cluster
 //! ([`cluster`]: the master of the lock's slot), the primary Sentinel names ([`sentinel`]), and a
 //! quorum of independent masters ([`quorum`], RedLock, over [`fanout`]). The lock calls the first
-//! three make on the one server they reach are in [`on_server`].
+//! three make on the one server they reach are in [`on_server`], a rate limiter's in `limiter`.
 
 pub(crate) mod cluster;
 pub(crate) mod conn;
@@ -11,6 +11,7 @@ mod errors;
 pub(crate) mod fanout;
 pub(crate) mod fencing;
 pub(crate) mod keys;
+mod limiter;
 pub(crate) mod on_server;
 pub(crate) mod pipe;
 pub(crate) mod place;

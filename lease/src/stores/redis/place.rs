@@ -9,7 +9,8 @@ mod write;
 
 use crate::backend::{
     Attempt, Attempted, Backend, Elects, GrantFate, Grants, HoldEnd, Kind, Latches, Leading,
-    LockId, Place, Release, ReleaseOutcome, Renewer, Resizes, ServerIdentity, WritesWhileHeld,
+    Limits, LockId, Place, Release, ReleaseOutcome, Renewer, Resizes, ServerIdentity,
+    WritesWhileHeld,
 };
 use crate::error::{Error, Result};
 use crate::state::LockState;
@@ -79,10 +80,10 @@ impl Backend for RedisStore {
 }
 
 /// A lock on Redis: its keys, and the route to the server that keeps them.
-struct KeysPlace {
-    id: LockId,
-    keys: LockKeys,
-    route: Arc<Route>,
+pub(super) struct KeysPlace {
+    pub(super) id: LockId,
+    pub(super) keys: LockKeys,
+    pub(super) route: Arc<Route>,
 }
 
 impl Place for KeysPlace {
@@ -181,7 +182,13 @@ impl Place for KeysPlace {
 
     /// Every primitive's holds: each is a hash with the hold's id and owner (see `holds.lua`).
     fn writes(&self) -> Option<&dyn WritesWhileHeld> {
-        (self.id.kind != Kind::Latch).then_some(self as &dyn WritesWhileHeld)
+        (!matches!(self.id.kind, Kind::Latch | Kind::Limiter))
+            .then_some(self as &dyn WritesWhileHeld)
+    }
+
+    /// A rate limiter's, on every route (see `limiter.rs`).
+    fn limits(&self) -> Option<&dyn Limits> {
+        (self.id.kind == Kind::Limiter).then_some(self as &dyn Limits)
     }
 }
 

@@ -57,10 +57,13 @@ impl Line {
                 None => Blocker::Any,
             },
             Kind::Read => self.last_not_reading.map_or(Blocker::None, Blocker::Node),
-            Kind::Lock | Kind::Fair | Kind::Write | Kind::Leader | Kind::Latch => match self.read {
-                0 => Blocker::None,
-                read => Blocker::Node(read - 1),
-            },
+            // A rate limiter is never placed on ZooKeeper (see `mod.rs`).
+            Kind::Lock | Kind::Fair | Kind::Write | Kind::Leader | Kind::Latch | Kind::Limiter => {
+                match self.read {
+                    0 => Blocker::None,
+                    read => Blocker::Node(read - 1),
+                }
+            }
         }
     }
 }

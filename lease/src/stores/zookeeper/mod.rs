@@ -44,6 +44,12 @@ const MAX_RECHECK: Duration = Duration::from_secs(1);
 /// already short of the lease by the drift allowance; this covers a late clock reading.
 const LAPSE_MARGIN: Duration = Duration::from_millis(5);
 
+/// Why ZooKeeper offers no rate limiter: a grant must be judged by a clock in the same atomic
+/// step that records it, and ZooKeeper's only clock (the leader's, stamped on each transaction as
+/// it commits) cannot be read inside a transaction, nor relied on to be one clock across leaders.
+const LIMITER_REFUSED: &str = "a transaction cannot read the ensemble's clock, which is only \
+    stamped on it as it commits (by whichever server leads then)";
+
 /// Where to reach an ensemble, and as whom, from [`crate::Client::zookeeper`].
 #[derive(Clone, Default)]
 pub(crate) struct ZooKeeperSettings {
@@ -177,7 +183,14 @@ pub(crate) fn build(
 }
 
 impl Backend for ZooKeeper {
+    /// Every lock's primitive; a rate limiter is refused (see [`LIMITER_REFUSED`]).
     fn place(&self, id: &LockId) -> Result<Arc<dyn Place>> {
+        if id.kind == Kind::Limiter {
+            return Err(Error::InvalidArgument(format!(
+                "a rate limiter is not offered on ZooKeeper: {LIMITER_REFUSED}; {}",
+                crate::backend::LIMITS_NEED
+            )));
+        }
         let path = paths::place_path(&self.shared.prefix, &id.name, id.kind)?;
         Ok(Arc::new(LockNode {
             id: id.clone(),

@@ -46,7 +46,10 @@ impl Claim {
     /// What an acquisition of `kind` claims.
     pub(super) fn of(kind: Kind) -> Claim {
         match kind {
-            Kind::Lock | Kind::Fair | Kind::Write | Kind::Leader | Kind::Latch => Claim::Exclusive,
+            // A rate limiter is never placed on ZooKeeper (see `mod.rs`).
+            Kind::Lock | Kind::Fair | Kind::Write | Kind::Leader | Kind::Latch | Kind::Limiter => {
+                Claim::Exclusive
+            }
             Kind::Read => Claim::Read,
             Kind::Semaphore { take, .. } => Claim::Take(take),
         }

@@ -133,6 +133,12 @@ fn admit(kind: Kind) -> Result<()> {
              own, and counted down on a quorum of them it would open on some and not others"
                 .into(),
         )),
+        Kind::Limiter => Err(Error::InvalidArgument(format!(
+            "a rate limiter is not offered on RedLock: its masters would each count grants by \
+             their own clocks, and a quorum of them does not bound the grants as one store \
+             does; {}",
+            crate::backend::LIMITS_NEED
+        ))),
         other => Err(Error::InvalidArgument(format!(
             "a {} is not offered on RedLock: its masters would each keep their own holds or \
              line, and a quorum of them does not bound its holders as one server does",

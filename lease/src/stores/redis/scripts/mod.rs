@@ -13,6 +13,7 @@ mod claim;
 mod direct;
 mod if_held;
 mod latch;
+pub(crate) mod limit;
 mod proclaim;
 mod reply;
 mod resize;
