@@ -6,6 +6,7 @@ pub mod baseline;
 pub mod callers;
 pub mod child;
 pub mod cold_calls;
+pub mod cpu;
 pub mod figures;
 pub mod handoff;
 pub mod lock_peers;

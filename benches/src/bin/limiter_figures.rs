@@ -191,23 +191,6 @@ fn rand_u64() -> u64 {
     RandomState::new().hash_one(NEXT.fetch_add(1, Ordering::Relaxed))
 }
 
-/// CPU seconds this process has used (`/proc/self/stat`, in Linux's fixed 100 ticks a second).
-fn own_cpu() -> f64 {
-    let stat = std::fs::read_to_string("/proc/self/stat").expect("/proc/self/stat");
-    let fields: Vec<f64> = stat
-        .rsplit_once(')')
-        .map(|(_, rest)| {
-            rest.split_whitespace()
-                .filter_map(|field| field.parse().ok())
-                .collect()
-        })
-        .unwrap_or_default();
-    // After the name and the state, utime and stime are the numbers at 10 and 11.
-    fields
-        .get(10..12)
-        .map_or(0.0, |ticks| ticks.iter().sum::<f64>() / 100.0)
-}
-
 /// The server's time in commands (`INFO commandstats`: calls and µs of each command, a script
 /// with the commands it calls), since the last reset.
 fn command_micros(server: &RedisServer) -> f64 {
@@ -257,7 +240,7 @@ fn run(
         .collect();
     server.reset_stats();
     let cpu = server_cpu(server);
-    let own = own_cpu();
+    let own = benches::cpu::process_seconds();
     start.wait();
     let started = Instant::now();
     thread::sleep(scale.run);
@@ -268,7 +251,7 @@ fn run(
     let elapsed = started.elapsed().as_secs_f64();
     let grants = granted.load(Ordering::SeqCst) as f64;
     let cpu = server_cpu(server) - cpu;
-    let own = own_cpu() - own;
+    let own = benches::cpu::process_seconds() - own;
     let commands = command_micros(server);
     (
         grants / elapsed,

@@ -141,13 +141,13 @@ fn library(pairs: u64, runs: usize) {
         }
         script_pairs::reset(&mut stats);
         let cpu = script_pairs::server_cpu(&mut stats);
-        let own = own_cpu();
+        let own = benches::cpu::process_seconds() * 1e6;
         let began = Instant::now();
         for _ in 0..pairs {
             pair();
         }
         let rate = pairs as f64 / began.elapsed().as_secs_f64();
-        let own = (own_cpu() - own) / pairs as f64;
+        let own = ((benches::cpu::process_seconds() * 1e6) - own) / pairs as f64;
         let cpu = script_pairs::server_cpu(&mut stats) - cpu;
         let spent = Spent {
             commands: script_pairs::server_usec(&mut stats) / pairs as f64,
@@ -183,13 +183,6 @@ fn library(pairs: u64, runs: usize) {
     }
     let ratios: Vec<f64> = figures.iter().map(|((l, ..), (r, ..))| l / r).collect();
     println!("median lease / floor: {:.2}", median(ratios));
-}
-
-/// This process's CPU time so far, in µs (every thread: the client's watchdog and subscriber
-/// too).
-fn own_cpu() -> f64 {
-    let time = rustix::time::clock_gettime(rustix::time::ClockId::ProcessCPUTime);
-    time.tv_sec as f64 * 1e6 + time.tv_nsec as f64 / 1e3
 }
 
 /// What `INFO memory` says of `field`, in bytes.

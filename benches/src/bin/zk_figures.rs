@@ -220,12 +220,6 @@ impl ServerCounts {
     }
 }
 
-/// CPU seconds this process has used, all its threads.
-fn own_cpu() -> f64 {
-    let time = rustix::time::clock_gettime(rustix::time::ClockId::ProcessCPUTime);
-    time.tv_sec as f64 + time.tv_nsec as f64 / 1e9
-}
-
 /// One thread, one client, one lock reused: pairs for `run` after a short warm-up.
 fn uncontended(hosts: &str, run: Duration) -> Uncontended {
     let client = client(hosts);
@@ -236,7 +230,7 @@ fn uncontended(hosts: &str, run: Duration) -> Uncontended {
         pair();
     }
     let counts = ServerCounts::now(hosts);
-    let cpu = own_cpu();
+    let cpu = benches::cpu::process_seconds();
     let began = Instant::now();
     let mut pairs = 0u64;
     while began.elapsed() < run {
@@ -244,7 +238,7 @@ fn uncontended(hosts: &str, run: Duration) -> Uncontended {
         pairs += 1;
     }
     let elapsed = began.elapsed().as_secs_f64();
-    let cpu = own_cpu() - cpu;
+    let cpu = benches::cpu::process_seconds() - cpu;
     let server = ServerCounts::now(hosts).since(counts, pairs as f64);
     Uncontended {
         pairs_per_s: pairs as f64 / elapsed,
@@ -283,12 +277,12 @@ fn contended(hosts: &str, run: Duration) -> Contended {
     let counts = ServerCounts::now(hosts);
     start.wait();
     let began = Instant::now();
-    let cpu = own_cpu();
+    let cpu = benches::cpu::process_seconds();
     thread::sleep(run);
     stop.store(true, Ordering::Relaxed);
     let counted = order.lock().len();
     let elapsed = began.elapsed().as_secs_f64();
-    let cpu = own_cpu() - cpu;
+    let cpu = benches::cpu::process_seconds() - cpu;
     let server = ServerCounts::now(hosts).since(counts, counted as f64);
     for thread in threads {
         thread.join().expect("no panic");
