@@ -4,7 +4,7 @@
 /// What an example does, and its command line.
 pub type Example = (&'static str, &'static str);
 
-/// One job at a time, at most N at once, a leader with a value, a cron line.
+/// One job at a time, at most N at once, a leader with a value, a cron line, a latch.
 const TOOL: &[Example] = &[
     (
         "One copy of a job at a time across hosts (another run waits for it)",
@@ -25,6 +25,11 @@ const TOOL: &[Example] = &[
     (
         "Who holds it, and for how long",
         "lease status nightly-backup",
+    ),
+    (
+        "A report that waits (at most 2 hours) for three loaders, each of which ends with \
+         `lease latch nightly/loaded --down`",
+        "lease latch nightly/loaded --count 3; lease latch nightly/loaded --wait 2h && ./report.sh",
     ),
     (
         "The lock in a PostgreSQL database instead, in its schema \"lease\" (the password in \
@@ -109,6 +114,29 @@ const RESIZE: &[Example] = &[(
     "lease resize --permits 5 exports",
 )];
 
+const LATCH: &[Example] = &[
+    (
+        "Three loaders and a report across hosts: first, the count of loaders",
+        "lease latch nightly/loaded --count 3",
+    ),
+    (
+        "Each loader, when its load succeeded",
+        "./load.sh shard-1 && lease latch nightly/loaded --down",
+    ),
+    (
+        "The report, once all three are loaded (at most 2 hours from now)",
+        "lease latch nightly/loaded --wait 2h && ./report.sh",
+    ),
+    (
+        "A latch that lapses an hour after its last change instead of a day",
+        "lease latch deploy/ready --count 2 --expire 1h",
+    ),
+    (
+        "Its count, and when it lapses",
+        "lease status nightly/loaded",
+    ),
+];
+
 const COMPLETIONS: &[Example] = &[
     (
         "Install for bash",
@@ -142,6 +170,7 @@ pub fn of(command: Option<&str>) -> &'static [Example] {
         Some("unlock") => UNLOCK,
         Some("leader") => LEADER,
         Some("resize") => RESIZE,
+        Some("latch") => LATCH,
         Some("completions") => COMPLETIONS,
         Some("man") => MAN,
         Some(_) => &[],
