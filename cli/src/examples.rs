@@ -56,6 +56,14 @@ const RUN: &[Example] = &[
         "*/5 * * * * lease -q run -n -E 0 sync -- /usr/local/bin/sync",
     ),
     (
+        "At most 10 runs in any minute across hosts (no lock held); the 11th exits 75",
+        "lease run --rate 10/1m partner-sync -- ./sync.sh",
+    ),
+    (
+        "The same, waiting up to 5 minutes for a slot to free",
+        "lease run --rate 10/1m --wait 5m partner-sync -- ./sync.sh",
+    ),
+    (
         "A shell command, stopped if it still holds the lock after 2 hours",
         "lease run --max-hold 2h nightly -c 'pg_dump app > /backups/app.sql'",
     ),
@@ -81,6 +89,10 @@ const STATUS: &[Example] = &[
         "lease status --permits 3 exports",
     ),
     ("As one JSON object", "lease status --json nightly-backup"),
+    (
+        "A latch's count and when it lapses, or a rate limiter's grants and its next one",
+        "lease status nightly/loaded",
+    ),
 ];
 
 const UNLOCK: &[Example] = &[

@@ -103,8 +103,8 @@ const CODES: [(&str, &str, &[&str]); 18] = [
     ),
     (
         "75",
-        "lease run: NAME is held elsewhere and was not acquired within --wait (-n: at once); \
-         -E sets another code",
+        "lease run: NAME is held elsewhere and was not acquired within --wait (-n: at once), or \
+         with --rate no run's slot was free (within --wait); -E sets another code",
         &["run"],
     ),
     (

@@ -6,11 +6,7 @@ use crate::human;
 use crate::say::out;
 use clap::{ArgGroup, Args};
 use redis_lease::{Cancel, Client, Error, Latch};
-use signal_hook::consts::{SIGHUP, SIGINT, SIGTERM};
-use signal_hook::iterator::Signals;
 use std::process::ExitCode;
-use std::sync::atomic::{AtomicI32, Ordering};
-use std::sync::Arc;
 use std::time::Duration;
 
 #[derive(Args)]
@@ -117,7 +113,7 @@ fn set(latch: &Latch, args: &LatchArgs, count: u32) -> Result<ExitCode, Failure>
 fn wait(latch: &Latch, args: &LatchArgs, within: Option<Duration>) -> Result<ExitCode, Failure> {
     let name = &args.name;
     let cancel = Cancel::new();
-    let stopped_by = on_signals(&cancel)?;
+    let stopped = crate::interrupt::on_signals(&cancel)?;
     let latch = latch.cancel_on(&cancel);
     // The library opens a wait at once on a latch it cannot find: the tool tells it apart.
     let state = latch.inspect()?;
@@ -153,36 +149,7 @@ fn wait(latch: &Latch, args: &LatchArgs, within: Option<Duration>) -> Result<Exi
             exit::NO_LATCH,
             format!("{name:?} lapsed before it reached zero"),
         )),
-        Err(Error::Cancelled { .. }) => {
-            let signal = stopped_by.load(Ordering::SeqCst);
-            Err(Failure::new(
-                exit::interrupted(signal),
-                format!("stopped waiting for {name:?} (signal {signal})"),
-            ))
-        }
+        Err(Error::Cancelled { .. }) => Err(stopped.failure(&format!("{name:?}"))),
         Err(error) => Err(error.into()),
     }
-}
-
-/// Cancels `cancel` at the first SIGINT, SIGTERM or SIGHUP: the signal, once one came.
-fn on_signals(cancel: &Cancel) -> Result<Arc<AtomicI32>, Failure> {
-    let mut signals = Signals::new([SIGINT, SIGTERM, SIGHUP])
-        .map_err(|error| Failure::new(exit::FAILED, format!("cannot handle signals: {error}")))?;
-    let stopped_by = Arc::new(AtomicI32::new(0));
-    let (cancel, seen) = (cancel.clone(), Arc::clone(&stopped_by));
-    std::thread::Builder::new()
-        .name("signals".into())
-        .spawn(move || {
-            if let Some(signal) = signals.forever().next() {
-                seen.store(signal, Ordering::SeqCst);
-                cancel.cancel();
-            }
-        })
-        .map_err(|error| {
-            Failure::new(
-                exit::FAILED,
-                format!("cannot start the signals' thread: {error}"),
-            )
-        })?;
-    Ok(stopped_by)
 }
