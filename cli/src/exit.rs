@@ -135,8 +135,9 @@ const CODES: [(&str, &str, &[&str]); 18] = [
     ),
     (
         "128+N",
-        "lease latch --wait: signal N (SIGINT, SIGTERM, SIGHUP) stopped the wait",
-        &["latch"],
+        "lease latch --wait, lease run --rate --wait: signal N (SIGINT, SIGTERM, SIGHUP) \
+         stopped the wait",
+        &["latch", "run"],
     ),
     ("1", "any other failure", &[]),
 ];
