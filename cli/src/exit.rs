@@ -57,7 +57,8 @@ const CODES: [(&str, &str, &[&str]); 18] = [
     ),
     (
         "0, 1",
-        "lease status of a latch: it counts down (0) or is at zero (1)",
+        "lease status of a latch: it counts down (0) or is at zero (1); of a rate limiter: no \
+         grant is available (0) or one is (1)",
         &["status"],
     ),
     (
