@@ -72,6 +72,10 @@ pub fn run(
         Some(wait) => {
             let cancel = Cancel::new();
             let stopped = crate::interrupt::on_signals(&cancel)?;
+            log::info!(
+                "waiting up to {} for a slot of {name:?} at {rate}",
+                human::duration(wait)
+            );
             match limiter.cancel_on(&cancel).try_acquire_for(1, wait) {
                 Err(Error::Cancelled { .. }) => {
                     return Err(stopped.failure(&format!("a run of {name:?} at {rate}")))
@@ -99,7 +103,7 @@ fn no_slot(limiter: &RateLimiter, name: &str, rate: Rate, wait: Option<Duration>
         });
     let within = match wait {
         Some(wait) if !wait.is_zero() => {
-            format!(", and none freed within --wait {}", human::duration(wait))
+            format!(", and none frees within --wait {}", human::duration(wait))
         }
         _ => String::new(),
     };

@@ -1,14 +1,17 @@
 //! `lease run --rate N/DURATION` and `lease status` of a rate limiter on real servers: no more
 //! runs start in a window than the rate allows (their command's side effects counted), a wait
-//! starts a run once a slot frees, `-E` sets the code of a run not started, bad rates are usage
+//! starts a run once a slot frees and Ctrl-C stops it, `-E` sets the code of a run not started, bad rates are usage
 //! errors, and ZooKeeper, which offers no rate limiter, says so.
 
 mod pg;
 mod tool;
 
+use nix::sys::signal::{kill, Signal};
+use nix::unistd::Pid;
 use std::fs;
+use std::io::{BufRead, BufReader};
 use std::path::Path;
-use std::process::Command;
+use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 use testkit::{RedisServer, ZooKeeper};
 use tool::{bare, lease, output, scratch, stderr_of, stdout_of};
@@ -108,6 +111,67 @@ fn runs_at_a_rate_on_redis() {
     let url = server.url();
     two_of_three_start(&|| lease(&url));
     a_wait_starts_once_a_slot_frees(&|| lease(&url));
+}
+
+#[test]
+fn ctrl_c_stops_a_wait_for_a_slot_promptly() {
+    let server = RedisServer::start();
+    let url = server.url();
+    let (_dir, file) = scratch("runs");
+    let first = rated(&mut lease(&url), "1/1m", &[], &file);
+    assert_eq!(first.status.code(), Some(0), "{}", stderr_of(&first));
+    let mut waiter = lease(&url)
+        .args([
+            "-v",
+            "run",
+            "--rate",
+            "1/1m",
+            "--wait",
+            "5m",
+            "api-1-per-1m",
+        ])
+        .args(tool::shell("date +%s%N >> FILE", &file))
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("start the lease binary");
+    // Its log says when it waits, its signals caught: then Ctrl-C. (A wait shorter than the
+    // minute to the next slot would give up at once.)
+    let (said, heard) = std::sync::mpsc::channel();
+    let stderr = waiter.stderr.take().expect("stderr");
+    std::thread::spawn(move || {
+        for line in BufReader::new(stderr).lines().map_while(Result::ok) {
+            let _ = said.send(line);
+        }
+    });
+    let mut log = Vec::new();
+    while !log
+        .iter()
+        .any(|line: &String| line.contains("waiting up to 5m for a slot"))
+    {
+        match heard.recv_timeout(Duration::from_secs(10)) {
+            Ok(line) => log.push(line),
+            Err(_) => panic!("no wait said: {log:?}"),
+        }
+    }
+    let pid = Pid::from_raw(i32::try_from(waiter.id()).expect("a pid"));
+    let sent = Instant::now();
+    kill(pid, Signal::SIGINT).expect("signal the waiter");
+    let deadline = sent + Duration::from_secs(10);
+    let status = loop {
+        if let Some(status) = waiter.try_wait().expect("poll the waiter") {
+            break status;
+        }
+        assert!(Instant::now() < deadline, "the wait did not stop");
+        std::thread::sleep(Duration::from_millis(10));
+    };
+    assert!(
+        sent.elapsed() < Duration::from_secs(5),
+        "{:?}",
+        sent.elapsed()
+    );
+    assert_eq!(status.code(), Some(128 + 2), "{status:?}");
+    assert_eq!(lines(&file), 1, "the interrupted run started");
 }
 
 #[test]
