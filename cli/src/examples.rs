@@ -4,7 +4,7 @@
 /// What an example does, and its command line.
 pub type Example = (&'static str, &'static str);
 
-/// One job at a time, at most N at once, a leader with a value, a cron line.
+/// One job at a time, at most N at once, a leader with a value, a cron line, a latch.
 const TOOL: &[Example] = &[
     (
         "One copy of a job at a time across hosts (another run waits for it)",
@@ -25,6 +25,11 @@ const TOOL: &[Example] = &[
     (
         "Who holds it, and for how long",
         "lease status nightly-backup",
+    ),
+    (
+        "A report that waits (at most 2 hours) for three loaders, each of which ends with \
+         `lease latch nightly/loaded --down`",
+        "lease latch nightly/loaded --count 3; lease latch nightly/loaded --wait 2h && ./report.sh",
     ),
     (
         "The lock in a PostgreSQL database instead, in its schema \"lease\" (the password in \
@@ -49,6 +54,14 @@ const RUN: &[Example] = &[
     (
         "A cron line: skipped quietly, and counted a success, while another host runs it",
         "*/5 * * * * lease -q run -n -E 0 sync -- /usr/local/bin/sync",
+    ),
+    (
+        "At most 10 runs in any minute across hosts (no lock held); the 11th exits 75",
+        "lease run --rate 10/1m partner-sync -- ./sync.sh",
+    ),
+    (
+        "The same, waiting up to 5 minutes for a slot to free",
+        "lease run --rate 10/1m --wait 5m partner-sync -- ./sync.sh",
     ),
     (
         "A shell command, stopped if it still holds the lock after 2 hours",
@@ -76,6 +89,10 @@ const STATUS: &[Example] = &[
         "lease status --permits 3 exports",
     ),
     ("As one JSON object", "lease status --json nightly-backup"),
+    (
+        "A latch's count and when it lapses, or a rate limiter's grants and its next one",
+        "lease status nightly/loaded",
+    ),
 ];
 
 const UNLOCK: &[Example] = &[
@@ -108,6 +125,29 @@ const RESIZE: &[Example] = &[(
     "Let 5 runs hold \"exports\" at once; runs then declare --permits 5",
     "lease resize --permits 5 exports",
 )];
+
+const LATCH: &[Example] = &[
+    (
+        "Three loaders and a report across hosts: first, the count of loaders",
+        "lease latch nightly/loaded --count 3",
+    ),
+    (
+        "Each loader, when its load succeeded",
+        "./load.sh shard-1 && lease latch nightly/loaded --down",
+    ),
+    (
+        "The report, once all three are loaded (at most 2 hours from now)",
+        "lease latch nightly/loaded --wait 2h && ./report.sh",
+    ),
+    (
+        "A latch that lapses an hour after its last change instead of a day",
+        "lease latch deploy/ready --count 2 --expire 1h",
+    ),
+    (
+        "Its count, and when it lapses",
+        "lease status nightly/loaded",
+    ),
+];
 
 const COMPLETIONS: &[Example] = &[
     (
@@ -142,6 +182,7 @@ pub fn of(command: Option<&str>) -> &'static [Example] {
         Some("unlock") => UNLOCK,
         Some("leader") => LEADER,
         Some("resize") => RESIZE,
+        Some("latch") => LATCH,
         Some("completions") => COMPLETIONS,
         Some("man") => MAN,
         Some(_) => &[],

@@ -27,13 +27,24 @@ pub const NOT_FOUND: u8 = 127;
 pub const FAILED: u8 = 1;
 /// `lease status`: the lock is free (0 when it is held).
 pub const FREE: u8 = 1;
+/// `lease latch --wait`: the latch is not set (never set, or lapsed), or lapsed while waited
+/// for: nothing will open it.
+pub const NO_LATCH: u8 = 66;
+/// `lease latch --count`: the latch still counts down a round, whose count is not changed.
+pub const STILL_COUNTING: u8 = 73;
+
+/// The exit code of a wait stopped by `signal`: 128 + its number, as a shell gives for a
+/// command a signal killed.
+pub fn interrupted(signal: i32) -> u8 {
+    u8::try_from(signal).map_or(FAILED, |signal| 128u8.saturating_add(signal))
+}
 
 /// The commands that talk to the store, whose failures have codes of their own.
-const STORE: &[&str] = &["run", "status", "unlock", "leader", "resize"];
+const STORE: &[&str] = &["run", "status", "unlock", "leader", "resize", "latch"];
 
 /// The exit codes, what each means, and the commands that give it, as `--help` and the man
 /// pages show them.
-const CODES: [(&str, &str, &[&str]); 12] = [
+const CODES: [(&str, &str, &[&str]); 18] = [
     (
         "the command's own",
         "lease run: the command's exit status; 128+N if signal N killed it",
@@ -46,8 +57,19 @@ const CODES: [(&str, &str, &[&str]); 12] = [
     ),
     (
         "0, 1",
+        "lease status of a latch: it counts down (0) or is at zero (1); of a rate limiter: no \
+         grant is available (0) or one is (1)",
+        &["status"],
+    ),
+    (
+        "0, 1",
         "lease leader: someone leads (0) or no one does (1)",
         &["leader"],
+    ),
+    (
+        "0",
+        "lease latch: done; with --wait, the latch is at zero",
+        &["latch"],
     ),
     (
         "64",
@@ -69,6 +91,12 @@ const CODES: [(&str, &str, &[&str]); 12] = [
         &["status"],
     ),
     (
+        "66",
+        "lease latch --wait: the latch is not set (never set, or lapsed), or lapsed before it \
+         reached zero",
+        &["latch"],
+    ),
+    (
         "69",
         "the store unavailable: unreachable, no answer within the timeouts, busy, or too few \
          RedLock masters for a quorum",
@@ -76,9 +104,19 @@ const CODES: [(&str, &str, &[&str]); 12] = [
     ),
     (
         "75",
-        "lease run: NAME is held elsewhere and was not acquired within --wait (-n: at once); \
-         -E sets another code",
+        "lease run: NAME is held elsewhere and was not acquired within --wait (-n: at once), or \
+         with --rate no run's slot was free (within --wait); -E sets another code",
         &["run"],
+    ),
+    (
+        "73",
+        "lease latch --count: the latch still counts down; its count was not changed",
+        &["latch"],
+    ),
+    (
+        "75",
+        "lease latch --wait DURATION: the latch did not reach zero within DURATION",
+        &["latch"],
     ),
     (
         "78",
@@ -95,6 +133,12 @@ const CODES: [(&str, &str, &[&str]); 12] = [
         "126, 127",
         "lease run: the command is not executable, or was not found",
         &["run"],
+    ),
+    (
+        "128+N",
+        "lease latch --wait, lease run --rate --wait: signal N (SIGINT, SIGTERM, SIGHUP) \
+         stopped the wait",
+        &["latch", "run"],
     ),
     ("1", "any other failure", &[]),
 ];

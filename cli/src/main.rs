@@ -14,6 +14,7 @@
 //! is a URL's syntax, not a link).
 #![allow(rustdoc::broken_intra_doc_links)]
 
+mod apart;
 mod clock;
 mod connect;
 mod describe;
@@ -24,14 +25,17 @@ mod held;
 mod help;
 mod human;
 mod identity;
+mod interrupt;
 mod job;
 mod keeper;
+mod latch;
 mod layout;
 mod leader;
 mod logger;
 mod manual;
 mod primitive;
 mod program;
+mod rated;
 mod resize;
 mod run;
 mod say;
@@ -80,7 +84,7 @@ enum Command {
     /// Acquire NAME, run CMD while holding it, release it when CMD exits
     #[command(after_help = help::after_help(Some("run")))]
     Run(run::RunArgs),
-    /// Show whether NAME is held, by whom, for how long, and its fencing tokens
+    /// Show NAME's holders and fencing tokens, or a latch's count, a rate limiter's grants
     #[command(after_help = help::after_help(Some("status")))]
     Status(status::StatusArgs),
     /// Remove NAME whoever holds it (for clearing a dead holder)
@@ -89,6 +93,9 @@ enum Command {
     /// Show who leads the election NAME (its term and value), once or as it changes
     #[command(after_help = help::after_help(Some("leader")))]
     Leader(leader::LeaderArgs),
+    /// Set a count-down latch's count, count it down, or wait until it is at zero
+    #[command(after_help = help::after_help(Some("latch")))]
+    Latch(latch::LatchArgs),
     /// Change the number of permits of the semaphore NAME, whoever holds permits now
     #[command(after_help = help::after_help(Some("resize")))]
     Resize(resize::ResizeArgs),
@@ -258,6 +265,9 @@ fn execute(cli: Cli, matches: &ArgMatches) -> Result<ExitCode, Failure> {
         }
         Command::Leader(args) => {
             with_client(connection, matches, |client| leader::leader(client, args))
+        }
+        Command::Latch(args) => {
+            with_client(connection, matches, |client| latch::latch(client, args))
         }
         Command::Resize(args) => {
             with_client(connection, matches, |client| resize::resize(client, args))

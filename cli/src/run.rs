@@ -34,7 +34,7 @@ use std::time::{Duration, Instant};
 #[derive(Args)]
 pub struct RunArgs {
     /// How long to wait for the lock, in seconds or with a unit (10, 500ms, 5m; default: as long
-    /// as it takes; 0: try once)
+    /// as it takes; 0: try once); with --rate, for a slot (default: try once)
     #[arg(short = 'w', long, value_name = "DURATION", value_parser = crate::duration)]
     wait: Option<Duration>,
     /// Try once, and give up at once if the lock is held (as flock's -n): --wait 0
@@ -70,9 +70,21 @@ pub struct RunArgs {
         conflicts_with_all = ["permits", "read", "write", "fair", "owner", "max_hold"]
     )]
     value: Option<String>,
+    /// Start CMD only if fewer than N runs of NAME started within the last DURATION (10/1m,
+    /// 5/30s, 100/1h), across every host, as the store's clock judges; NAME is then a rate
+    /// limiter's, not a lock's: no lock is held, and CMD runs in lease's place. No slot free
+    /// exits 75 (-E: its code) unless --wait DURATION waits for one. To hold a lock too, run
+    /// `lease run LOCK -- CMD` as this CMD
+    #[arg(
+        long,
+        value_name = "N/DURATION",
+        value_parser = crate::rated::rate,
+        conflicts_with_all = ["value", "permits", "read", "write", "fair", "owner", "max_hold", "kill_grace"]
+    )]
+    rate: Option<crate::rated::Rate>,
     #[command(flatten)]
     primitive: PrimitiveArgs,
-    /// The lock's name (the election's, with --value)
+    /// The lock's name (the election's, with --value; the rate limiter's, with --rate)
     pub name: String,
     /// Run this shell command (with /bin/sh -c) instead of CMD, as flock's -c
     #[arg(
@@ -136,6 +148,9 @@ pub fn command_environment() -> String {
 }
 
 pub fn run(client: &Client, args: RunArgs) -> Result<ExitCode, Failure> {
+    if let Some(rate) = args.rate {
+        return crate::rated::run(client, &args.name, rate, args.wait(), &args.command_line());
+    }
     let grace = args.kill_grace.min(client.default_lease() / 3);
     let look = look_period(client.default_lease());
     // While it waits for the lock, `lease` keeps the signals' default actions: Ctrl-C or a

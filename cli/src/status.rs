@@ -1,6 +1,7 @@
 //! `lease status`: an operator's view of a name, as the primitive it is. Works on a full
 //! server and on keys that hold something no primitive can use.
 
+use crate::apart::{self, Apart};
 use crate::describe::{describe, json, on};
 use crate::exit::{self, printed, Failure};
 use crate::identity::{self, Found};
@@ -46,6 +47,8 @@ enum Shown {
     },
     /// What the name is instead, and the flag that shows it.
     Other { state: LockState, instead: String },
+    /// A primitive kept apart from the lock (a latch, a rate limiter).
+    Apart(Apart),
 }
 
 pub fn status(client: &Client, args: StatusArgs) -> Result<ExitCode, Failure> {
@@ -78,6 +81,18 @@ pub fn status(client: &Client, args: StatusArgs) -> Result<ExitCode, Failure> {
                 printed(written)
             });
         }
+        Shown::Apart(apart) => {
+            let text = if args.json {
+                apart.json().to_string()
+            } else {
+                apart.describe()
+            };
+            return Ok(if out(&text) {
+                ExitCode::from(apart.code())
+            } else {
+                printed(false)
+            });
+        }
     };
     // Scripts ask `lease status NAME` as they ask `test`: 0 when held, 1 when free; a name that
     // is neither (keys no primitive can use, tokens exhausted) has a code of its own.
@@ -95,9 +110,10 @@ pub fn status(client: &Client, args: StatusArgs) -> Result<ExitCode, Failure> {
 
 /// The name as the flags ask for it; without flags, as the primitive it is: a semaphore's
 /// keys as a semaphore, a read-write lock's as the side held (the writer's, else the readers'),
-/// a free lock whose election has a leader as the election, and a free name whose semaphore
+/// a free lock whose election has a leader as the election, a free name whose semaphore
 /// stores permits (on PostgreSQL, where the lock's view of it finds nothing wrong) as the
-/// semaphore.
+/// semaphore, and a free name that is a primitive kept apart from the lock (see `apart`) as
+/// that.
 fn look(client: &Client, args: &StatusArgs) -> Result<Shown, Failure> {
     if args.election {
         let state = client.election(&args.name)?.inspect()?;
@@ -133,6 +149,9 @@ fn look(client: &Client, args: &StatusArgs) -> Result<Shown, Failure> {
         }
         if let Some((permits, state)) = identity::stored_semaphore(client, &args.name)? {
             return Ok(shown(state, Some(permits), "semaphore"));
+        }
+        if let Some(apart) = apart::found(client, &args.name)? {
+            return Ok(Shown::Apart(apart));
         }
     }
     Ok(shown(state, asked.permits, asked.noun()))

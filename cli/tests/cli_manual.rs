@@ -43,6 +43,7 @@ fn every_command_has_a_manual_page_with_examples() {
         "unlock",
         "leader",
         "resize",
+        "latch",
         "completions",
         "man",
     ] {
