@@ -48,6 +48,16 @@
 //! guard's hold still holds, in one atomic step of the store; it guards the lock's own store, not
 //! a resource elsewhere (see [`guarantees`]). Neither is offered on RedLock.
 //!
+//! # Rate limiters
+//!
+//! [`Client::rate_limiter`] makes at most `limit` grants in any window of length `window` of the
+//! store's clock, shared by every client of a name (a sliding window, exact);
+//! [`Client::cell_rate_limiter`] keeps one number per limiter (a generic cell rate: a rate and a
+//! burst). [`RateLimiter::try_acquire`], [`RateLimiter::acquire`] (asleep on the client's timer
+//! until the moment the store names, never polling) and their bounded forms; a grant is spent,
+//! never released. On one server, Sentinel, Cluster and PostgreSQL; RedLock and ZooKeeper refuse
+//! them when they are made.
+//!
 //! # From async code
 //!
 //! The crate is synchronous: a call that talks to the store blocks its thread until its
@@ -178,7 +188,7 @@ pub mod guarantees {}
 /// The guides, as pages of this documentation: the library in depth (deployments, keys and
 /// scripts, ACL rules, owners, waiting, the local queue, errors, connections, the watchdog,
 /// RedLock and MultiLock, the other primitives, leader election, count-down latches, writes only
-/// while held, metrics), calling it from async
+/// while held, rate limiters, metrics), calling it from async
 /// code, the manual of the `lease` tool (the `lease-cli` crate), and what the crate costs beside
 /// its peers. What a lease guarantees is [`guarantees`].
 pub mod guide {
