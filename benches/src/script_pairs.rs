@@ -7,6 +7,7 @@ use crate::lock_peers::CHECK_AND_DELETE_LUA;
 use crate::redisson;
 use redis::Value;
 
+const ACCESS: &str = include_str!("../../lease/src/stores/redis/scripts/access.lua");
 const CHECKS: &str = include_str!("../../lease/src/stores/redis/scripts/checks.lua");
 const HOLDS: &str = include_str!("../../lease/src/stores/redis/scripts/holds.lua");
 const ACQUIRE: &str = include_str!("../../lease/src/stores/redis/scripts/acquire.lua");
@@ -69,7 +70,7 @@ impl Design {
 
 /// The scripts' texts of the general design: the shared functions, then each script.
 fn general(body: &str) -> String {
-    [CHECKS, HOLDS, body].concat()
+    [ACCESS, CHECKS, HOLDS, body].concat()
 }
 
 /// `text` with every ACL check answered "allowed" without asking the server.

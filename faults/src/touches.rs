@@ -31,10 +31,11 @@ pub const SLACK: u64 = 5_000;
 /// lock, unlock). The first three carry the shared functions before their own text; `lock.lua`
 /// and `unlock.lua` (the common acquisition and release) only their own.
 static SHAS: LazyLock<[String; 5]> = LazyLock::new(|| {
+    let access = include_str!("../../lease/src/stores/redis/scripts/access.lua");
     let checks = include_str!("../../lease/src/stores/redis/scripts/checks.lua");
     let holds = include_str!("../../lease/src/stores/redis/scripts/holds.lua");
     let hash = |text: &str| redis::Script::new(text).get_hash().to_owned();
-    let sha = |script: &str| hash(&[checks, holds, script].concat());
+    let sha = |script: &str| hash(&[access, checks, holds, script].concat());
     [
         sha(include_str!(
             "../../lease/src/stores/redis/scripts/acquire.lua"

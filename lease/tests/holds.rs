@@ -147,6 +147,7 @@ fn scripts_naming_an_old_hold_leave_the_owners_new_hold_alone() {
         };
         redis::Script::new(
             &[
+                include_str!("../src/stores/redis/scripts/access.lua"),
                 include_str!("../src/stores/redis/scripts/checks.lua"),
                 include_str!("../src/stores/redis/scripts/holds.lua"),
                 body,

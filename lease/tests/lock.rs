@@ -556,6 +556,7 @@ fn a_retried_release_never_decrements_twice_even_after_another_release() {
     let common = redis::Script::new(include_str!("../src/stores/redis/scripts/unlock.lua"));
     let general = redis::Script::new(
         &[
+            include_str!("../src/stores/redis/scripts/access.lua"),
             include_str!("../src/stores/redis/scripts/checks.lua"),
             include_str!("../src/stores/redis/scripts/holds.lua"),
             include_str!("../src/stores/redis/scripts/release.lua"),

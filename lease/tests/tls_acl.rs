@@ -471,3 +471,103 @@ fn an_acl_user_with_the_documented_primitive_rules_takes_every_primitive() {
         .expect("reachable");
     assert!(!state.is_held() && state.problems.is_empty(), "{state:?}");
 }
+
+/// What lease/guide/library.md lists for a rate limiter's scripts.
+const LIMITER_RULES: &[&str] = &[
+    "+time",
+    "+hmget",
+    "+hset",
+    "+zcount",
+    "+zrangebyscore",
+    "+zadd",
+    "+zremrangebyscore",
+    "+pexpireat",
+    "+del",
+    "+type",
+];
+
+#[test]
+fn an_acl_user_with_the_documented_limiter_rules_takes_reads_and_reconfigures() {
+    let server = RedisServer::start();
+    let rules: Vec<&str> = RULES.iter().chain(LIMITER_RULES).copied().collect();
+    server.acl_setuser("locker", &rules);
+    let client = Client::builder(server.url_as("locker", "locker-pw"))
+        .key_prefix("app:")
+        .build()
+        .expect("valid settings");
+    for limiter in [
+        client.rate_limiter("api", 3, Duration::from_secs(60)),
+        client.cell_rate_limiter("uploads", 3, Duration::from_secs(60), 3),
+    ] {
+        let limiter = limiter.expect("valid");
+        // Past a trim of the log (one grant in 32 and every call for several).
+        assert!(limiter.try_acquire(2).expect("allowed").is_some());
+        assert!(limiter.try_acquire(1).expect("allowed").is_some());
+        assert!(limiter.try_acquire(1).expect("allowed").is_none());
+        assert_eq!(limiter.available().expect("allowed"), 0);
+        assert_eq!(limiter.inspect().expect("allowed").used, 3);
+        limiter.reconfigure().expect("allowed");
+    }
+}
+
+#[test]
+fn a_user_refused_a_command_a_limiter_writes_with_is_never_granted_more_than_it_was_told() {
+    let server = RedisServer::start();
+    let admin = Client::builder(server.url())
+        .command_timeout(Duration::from_secs(2))
+        .build()
+        .expect("valid settings");
+    for command in ["hset", "zadd", "zremrangebyscore", "pexpireat"] {
+        let user = format!("no-{command}");
+        let without = format!("-{command}");
+        server.acl_setuser(&user, &["on", ">pw", "~*", "&*", "+@all", &without]);
+        let client = Client::builder(server.url_as(&user, "pw"))
+            .command_timeout(Duration::from_secs(2))
+            .build()
+            .expect("valid settings");
+        let name = format!("without-{command}");
+        let limiter = client
+            .rate_limiter(&name, 100, Duration::from_secs(60))
+            .expect("valid");
+        // Enough takes to reach every write: the first (the keys' expiry), a trim (one grant in
+        // 32), and a take of several (trimmed at once).
+        let mut granted = 0;
+        for n in std::iter::repeat_n(1, 40).chain([3]) {
+            match limiter.try_acquire(n) {
+                Ok(Some(_)) => granted += n,
+                Ok(None) => panic!("{user}: refused under a limit of 100"),
+                Err(Error::Refused { cause, .. }) => {
+                    assert_eq!(cause.code(), Some("NOPERM"), "{user}: {cause}")
+                }
+                Err(other) => panic!("{user}: {other:?}"),
+            }
+        }
+        let used = admin
+            .rate_limiter(&name, 100, Duration::from_secs(60))
+            .expect("valid")
+            .inspect()
+            .expect("reachable")
+            .used;
+        assert_eq!(
+            used, granted,
+            "{user}: the store counts what was granted, no more"
+        );
+        let log = format!("{{{name}}}:limiter:log");
+        let kept: i64 = redis::cmd("PTTL")
+            .arg(format!("{{{name}}}:limiter"))
+            .query(&mut server.connection())
+            .expect("PTTL");
+        assert!(
+            kept == -2 || kept > 0,
+            "{user}: the hash kept with PTTL {kept}"
+        );
+        let kept: i64 = redis::cmd("PTTL")
+            .arg(&log)
+            .query(&mut server.connection())
+            .expect("PTTL");
+        assert!(
+            kept == -2 || kept > 0,
+            "{user}: the log kept with PTTL {kept}"
+        );
+    }
+}

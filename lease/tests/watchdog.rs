@@ -222,6 +222,7 @@ fn no_renewal_reaches_a_released_lease_over_ten_thousand_cycles() {
 
     let renew_sha = redis::Script::new(
         &[
+            include_str!("../src/stores/redis/scripts/access.lua"),
             include_str!("../src/stores/redis/scripts/checks.lua"),
             include_str!("../src/stores/redis/scripts/holds.lua"),
             include_str!("../src/stores/redis/scripts/renew.lua"),

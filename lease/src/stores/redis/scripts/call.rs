@@ -6,20 +6,22 @@ use crate::stores::redis::conn::Link;
 use redis::{ConnectionLike, RedisResult, Script, Value};
 use std::time::Duration;
 
+static ACCESS: &str = include_str!("access.lua");
 static CHECKS: &str = include_str!("checks.lua");
 static HOLDS: &str = include_str!("holds.lua");
 
-/// One script: its text (the checks, the steps on a hold, then the script's own) and its hash.
+/// One script: its text (the refusals, the checks, the steps on a hold, then the script's own)
+/// and its hash.
 pub(super) struct Lua {
     pub(super) code: String,
     pub(super) script: Script,
 }
 
 impl Lua {
-    /// A script whose text is the shared functions (the checks, the steps on a hold), then
-    /// `body`.
+    /// A script whose text is the shared functions (the refusals, the checks, the steps on a
+    /// hold), then `body`.
     pub(super) fn new(body: &str) -> Lua {
-        Lua::alone(&[CHECKS, HOLDS, body].concat())
+        Lua::alone(&[ACCESS, CHECKS, HOLDS, body].concat())
     }
 
     /// A script that carries only its own logic, `code`: the server runs all of a script's text

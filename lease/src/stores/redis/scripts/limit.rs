@@ -12,11 +12,12 @@ use redis::Value;
 use std::sync::LazyLock;
 use std::time::Duration;
 
-/// The checks every script runs before its first write (`checks.lua`), and what the limiter's
-/// scripts share: prepended to each of them. The steps on a lock's holds (`holds.lua`), which
-/// the other scripts carry, are left out: a limiter has no holds, and every function a script
-/// defines costs it on every call.
-const SHARED: [&str; 2] = [include_str!("checks.lua"), include_str!("limit.lua")];
+/// The refusals every script asks before its first write (`access.lua`), and what the limiter's
+/// scripts share: prepended to each of them. The checks of a lock's hold and counter
+/// (`checks.lua`) and the steps on its holds (`holds.lua`), which the other scripts carry, are
+/// left out: a limiter has no holds, and every function a script defines costs it on every call
+/// (about 0.45 µs for the ten of `checks.lua`).
+const SHARED: [&str; 2] = [include_str!("access.lua"), include_str!("limit.lua")];
 
 /// A limiter's script: what they share, then `body`.
 fn limiter_lua(body: &str) -> Lua {

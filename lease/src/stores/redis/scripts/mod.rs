@@ -4,8 +4,9 @@
 //! on one connection or written to several at once (RedLock's fan-out).
 //!
 //! Every script checks the keys and arguments it is given before its first write (see
-//! `checks.lua`): a key of another type, a fencing counter that is not a whole number from 0 or
-//! cannot rise any more, and a malformed lease fail the call with nothing changed.
+//! `access.lua` and `checks.lua`): a key of another type, a fencing counter that is not a whole
+//! number from 0 or cannot rise any more, a malformed lease, and a command the user may not run
+//! fail the call with nothing changed.
 
 mod acks;
 mod call;
