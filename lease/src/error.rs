@@ -70,8 +70,11 @@ pub enum Error {
         /// The lock's name.
         name: String,
     },
-    /// A key of the lock holds another type of value than the lock keeps there (Redis).
-    #[error("key {key:?} holds a value of another type than a lock keeps there")]
+    /// A key of the primitive (a lock, a semaphore, a latch, a rate limiter, ...) holds another
+    /// type of value than that primitive keeps there (Redis).
+    #[error(
+        "key {key:?} holds a value of another type than the primitive of its name keeps there"
+    )]
     WrongType {
         /// The full key.
         key: String,
