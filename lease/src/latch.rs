@@ -4,7 +4,7 @@ use crate::backend::{not_offered, LatchRead, Latches, Place};
 use crate::cancel::{sleep_until, Cancel};
 use crate::error::{Error, Result};
 use crate::lock::core::Core;
-use crate::policy::{after, check_lease, RETRY_PAUSE};
+use crate::policy::{after, check_lease, MAX_LEASE, RETRY_PAUSE};
 use crate::waiters::Watch;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -124,9 +124,10 @@ impl Latch {
 
     /// The expiry, checked.
     fn expiry(&self) -> Result<Duration> {
-        if self.expiry < Duration::from_secs(1) {
+        if !(Duration::from_secs(1)..=MAX_LEASE).contains(&self.expiry) {
             return Err(Error::InvalidArgument(format!(
-                "a latch's expiry must be from 1 s to a year, not {:?}",
+                "a latch's expiry must be from 1s to {} days, not {:?}",
+                MAX_LEASE.as_secs() / 86_400,
                 self.expiry
             )));
         }
