@@ -7,7 +7,7 @@
 use crate::connect::SECRETS;
 use crate::exit::{self, Failure};
 use crate::human;
-use redis_lease::{Cancel, Client, Error, RateLimiter, MAX_WINDOW_LIMIT};
+use redis_lease::{Cancel, Client, Error, RateLimit, RateLimiter, MAX_WINDOW_LIMIT};
 use std::os::unix::process::CommandExt;
 use std::process::{Command, ExitCode};
 use std::time::Duration;
@@ -84,7 +84,11 @@ pub fn run(
             }
         }
     };
-    if granted?.is_none() {
+    let granted = match granted {
+        Err(Error::InvalidArgument(why)) => return Err(other_rate(&limiter, name, rate, why)),
+        granted => granted?,
+    };
+    if granted.is_none() {
         return Err(no_slot(&limiter, name, rate, wait));
     }
     log::debug!("{name:?}: a run granted at {rate}");
@@ -112,6 +116,29 @@ fn no_slot(limiter: &RateLimiter, name: &str, rate: Rate, wait: Option<Duration>
         rate.limit,
         human::duration(rate.window)
     ))
+}
+
+/// A run that declared another rate than the one stored with `name`: which one is stored, and
+/// what a run may do (the tool has no call to store another while grants count).
+fn other_rate(limiter: &RateLimiter, name: &str, rate: Rate, why: String) -> Failure {
+    let stored = match limiter.inspect() {
+        Ok(state) => state.limit,
+        Err(_) => None,
+    };
+    match stored {
+        Some(RateLimit::Window { limit, window })
+            if (limit, window) != (rate.limit, rate.window) =>
+        {
+            Failure::usage(format!(
+            "{name:?} is limited to --rate {limit}/{} while its runs count, not {rate}: declare \
+             that rate, or wait until its last run leaves its window (at most {}), when the \
+             next run stores its own",
+                human::duration(window),
+                human::duration(window)
+            ))
+        }
+        _ => Failure::usage(why),
+    }
 }
 
 /// Becomes `command`, with `lease`'s environment less its secrets and with `LEASE_NAME`: returns

@@ -58,6 +58,20 @@ fn two_of_three_start(lease: &dyn Fn() -> Command) {
     assert_eq!(skipped.status.code(), Some(0), "{skipped:?}");
     assert_eq!(stderr_of(&skipped), "");
     assert_eq!(lines(&file), 2, "a skipped run started");
+    // Another rate while these runs count: refused, saying which is stored and what to do.
+    let other = output(
+        lease()
+            .args(["run", "--rate", "5/10s", "api-2-per-10s"])
+            .args(tool::shell("date +%s%N >> FILE", &file)),
+    );
+    assert_eq!(other.status.code(), Some(USAGE), "{other:?}");
+    assert_eq!(lines(&file), 2, "a run at another rate started");
+    let said = stderr_of(&other);
+    assert!(
+        said.contains("is limited to --rate 2/10s while its runs count, not 5/10s")
+            && !said.contains("reconfigure"),
+        "{said}"
+    );
     let status = output(lease().args(["status", "api-2-per-10s"]));
     assert_eq!(status.status.code(), Some(0), "none available: {status:?}");
     let text = stdout_of(&status);
