@@ -46,6 +46,13 @@ impl Kind {
         !matches!(self, Kind::Semaphore { .. })
     }
 
+    /// Whether the primitive is held: a lock's, a semaphore's, a read-write lock's or an
+    /// election's hold, which a write may be checked against. A latch and a rate limiter have no
+    /// holds.
+    pub(crate) fn holds(self) -> bool {
+        !matches!(self, Kind::Latch | Kind::Limiter)
+    }
+
     /// Whether a release may hand the lock straight to a waiting thread of its client: only a
     /// plain lock's (a fair lock's next holder is the first in its line, and a shared hold's
     /// release frees what several may be waiting for).

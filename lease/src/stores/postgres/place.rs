@@ -337,8 +337,7 @@ impl Place for PgPlace {
 
     /// Every primitive's holds: each is a row of the holds table.
     fn writes(&self) -> Option<&dyn WritesWhileHeld> {
-        (!matches!(self.id.kind, Kind::Latch | Kind::Limiter))
-            .then_some(self as &dyn WritesWhileHeld)
+        self.id.kind.holds().then_some(self as &dyn WritesWhileHeld)
     }
 
     /// A rate limiter's (see `limiter.rs`).

@@ -182,8 +182,7 @@ impl Place for KeysPlace {
 
     /// Every primitive's holds: each is a hash with the hold's id and owner (see `holds.lua`).
     fn writes(&self) -> Option<&dyn WritesWhileHeld> {
-        (!matches!(self.id.kind, Kind::Latch | Kind::Limiter))
-            .then_some(self as &dyn WritesWhileHeld)
+        self.id.kind.holds().then_some(self as &dyn WritesWhileHeld)
     }
 
     /// A rate limiter's, on every route (see `limiter.rs`).

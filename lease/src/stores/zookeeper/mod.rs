@@ -328,6 +328,6 @@ impl Place for LockNode {
 
     /// Every primitive's holds: each is a node of its own, which holds until it goes.
     fn writes(&self) -> Option<&dyn WritesWhileHeld> {
-        (self.id.kind != Kind::Latch).then_some(self as &dyn WritesWhileHeld)
+        self.id.kind.holds().then_some(self as &dyn WritesWhileHeld)
     }
 }
