@@ -4,18 +4,14 @@
 mod common;
 
 use common::limiter::a_limiter_works;
+use common::postgres::server;
 use redis_lease::Client;
 use std::time::Duration;
 use testkit::{PgServer, Shutdown};
 
-/// A client of `server` as its password user, which may make the store's schema.
+/// A client of `server` as its password user, which may make the store's schema (see
+/// [`server`]).
 fn client(server: &PgServer) -> Client {
-    server
-        .psql(&format!(
-            "GRANT CREATE ON DATABASE postgres TO {}",
-            PgServer::SCRAM_USER
-        ))
-        .expect("granted");
     Client::postgres(server.scram_url())
         .connect_timeout(Duration::from_secs(2))
         .command_timeout(Duration::from_secs(2))
@@ -25,13 +21,13 @@ fn client(server: &PgServer) -> Client {
 
 #[test]
 fn a_limiter_works_on_postgres() {
-    let server = PgServer::start();
+    let server = server();
     a_limiter_works(&client(&server), "api");
 }
 
 #[test]
 fn grants_survive_a_crash_of_the_server() {
-    let mut server = PgServer::start();
+    let mut server = server();
     let client = client(&server);
     let limiter = client
         .rate_limiter("kept", 3, Duration::from_secs(600))

@@ -2,17 +2,13 @@
 //! holder's client (as an administrator, a pooler's recycling or a server restart does) neither
 //! frees the lock nor loses the hold, which is renewed over new connections.
 
+mod common;
+
+use common::postgres::server;
 use redis_lease::Client;
 use std::thread;
 use std::time::{Duration, Instant};
 use testkit::PgServer;
-
-/// A server whose password users may make the store's schema in its database.
-fn server() -> PgServer {
-    let server = PgServer::start();
-    server.grant_schemas();
-    server
-}
 
 fn client(server: &PgServer, lease: Duration) -> Client {
     Client::postgres(server.scram_url())

@@ -3,24 +3,15 @@
 //! not keep it: the owner's next call on the lock undoes it first, and an owner that makes none
 //! undoes it with its next round of renewals, well before the lease it asked for would lapse.
 
+mod common;
+
+use common::postgres::{client_with, server};
 use redis_lease::{Client, Error};
 use std::time::{Duration, Instant};
 use testkit::PgServer;
 
-/// A server whose password users may make the store's schema in its database.
-fn server() -> PgServer {
-    let server = PgServer::start();
-    server.grant_schemas();
-    server
-}
-
 fn client(server: &PgServer, lease: Duration) -> Client {
-    Client::postgres(server.scram_url())
-        .default_lease(lease)
-        .connect_timeout(Duration::from_secs(2))
-        .command_timeout(Duration::from_secs(2))
-        .build()
-        .expect("valid settings")
+    client_with(&server.scram_url(), lease)
 }
 
 /// A client that keeps one idle connection: the undoing of an attempt that got no answer, sent
