@@ -112,9 +112,11 @@ fn a_waiter_rides_out_a_failover_and_is_woken_by_the_new_primary() {
     let mut set = SentinelSet::start();
     let client = || {
         Client::sentinel(set.master_name(), set.sentinel_urls())
-            .command_timeout(Duration::from_secs(1))
+            // Room for a replica's acknowledgement while other tests start their servers on the
+            // same cores: 500 ms was seen to pass without one.
+            .command_timeout(Duration::from_secs(3))
             .connect_timeout(Duration::from_secs(1))
-            .replica_acks(1, Duration::from_millis(500))
+            .replica_acks(1, Duration::from_secs(2))
             .build()
             .expect("valid settings")
     };
@@ -152,6 +154,15 @@ fn a_waiter_rides_out_a_failover_and_is_woken_by_the_new_primary() {
             .query(&mut set.server(primary).connection())
             .unwrap_or_default();
         subscribed.first().is_some_and(|(_, count)| *count > 0)
+    });
+    // The new primary's replica acknowledges writes again before the count-down that must be.
+    common::wait_until("the replica acknowledges the new primary's writes", || {
+        let acked: u64 = redis::cmd("WAIT")
+            .arg(1)
+            .arg(500)
+            .query(&mut set.server(primary).connection())
+            .unwrap_or(0);
+        acked >= 1
     });
     // Sent once: a count-down is not to be sent again (it may have been counted).
     let left = latch.count_down().expect("counted, and acknowledged");
